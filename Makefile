@@ -1,0 +1,23 @@
+# The two commands of the README. Each builds its own environment in .venv from scratch.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+$(BIN)/sgrld: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e ".[dev]"
+	touch $(BIN)/sgrld
+
+.PHONY: demo test lint bench
+demo: $(BIN)/sgrld  ## the main job on embedded defaults
+	$(BIN)/sgrld demo
+
+test: $(BIN)/sgrld  ## the fast test suite (CI)
+	$(BIN)/python -m pytest -n 2 -q -m "not slow"
+
+lint: $(BIN)/sgrld
+	$(BIN)/ruff check sgrld tests benchmarks
+
+bench: $(BIN)/sgrld
+	$(BIN)/python benchmarks/step_throughput.py
