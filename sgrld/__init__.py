@@ -1,0 +1,26 @@
+"""sgrld: stochastic-gradient Riemannian Langevin dynamics in JAX.
+
+The public API is listed here and nowhere else.
+"""
+
+from sgrld import correction, metrics, targets
+from sgrld.potential import Potential, potential
+from sgrld.run import DivergenceError, Samples, minibatch_fn, sample
+from sgrld.sampler import Sampler, SGRLDInfo, SGRLDState, sgrld
+
+__all__ = [
+    "DivergenceError",
+    "Potential",
+    "Sampler",
+    "SGRLDInfo",
+    "SGRLDState",
+    "Samples",
+    "correction",
+    "metrics",
+    "minibatch_fn",
+    "potential",
+    "sample",
+    "sgrld",
+    "targets",
+]
+__version__ = "0.1.0"

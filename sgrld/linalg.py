@@ -1,0 +1,69 @@
+"""Symmetric matrix powers from an eigendecomposition, and their derivative (Daleckii–Krein).
+
+Shampoo needs ``(H + ridge)^p`` for p = −1/(2k) and −1/(4k) of positive semi-definite statistics H,
+and the Γ correction needs the derivative of that map. Both are computed from one cached
+eigendecomposition ``H = Q diag(λ) Qᵀ``:
+
+    f(H)        = Q diag(f(λ)) Qᵀ,
+    D f(H)[E]   = Q (K ∘ (Qᵀ E Q)) Qᵀ,   K_ij = (f(λ_i) − f(λ_j)) / (λ_i − λ_j)   (f′(λ_i) if λ_i ≈ λ_j),
+
+the Daleckii–Krein formula, which, unlike differentiating ``jnp.linalg.eigh``, is finite for repeated
+eigenvalues.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+
+def ridged_eigh(mat: jax.Array, eps: float) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Eigendecomposition of a batch of symmetric PSD matrices with a relative ridge.
+
+    Eigenvalues are clipped at 0 and raised by ``eps·λ_max + tiny`` (``tiny`` the smallest normal
+    number of the dtype, so an all-zero block stays finite).
+
+    Args:
+      mat: ``[..., n, n]`` symmetric matrices.
+      eps: ridge relative to the largest eigenvalue of each matrix.
+
+    Returns:
+      ``(Q, lam, ok)``: eigenvectors ``[..., n, n]`` (columns), ridged eigenvalues ``[..., n]`` and a
+      boolean ``[...]`` that is False where the decomposition is not finite.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> q, lam, ok = ridged_eigh(jnp.diag(jnp.array([4.0, 1.0])), eps=0.0)
+      >>> sorted(lam.tolist()), bool(ok)
+      ([1.0, 4.0], True)
+    """
+    sym = 0.5 * (mat + jnp.swapaxes(mat, -1, -2))
+    lam, q = jnp.linalg.eigh(sym)
+    top = jnp.maximum(lam[..., -1:], 0.0)
+    lam = jnp.maximum(lam, 0.0) + eps * top + jnp.finfo(lam.dtype).tiny
+    ok = jnp.all(jnp.isfinite(lam), axis=-1) & jnp.all(jnp.isfinite(q), axis=(-2, -1))
+    return q, lam, ok
+
+
+def power_from_eigh(q: jax.Array, lam: jax.Array, p: float) -> jax.Array:
+    """``Q diag(λ^p) Qᵀ`` for a batch of decompositions."""
+    return jnp.einsum("...ij,...j,...kj->...ik", q, lam**p, q)
+
+
+def power_tangent(q: jax.Array, lam: jax.Array, p: float, dmat: jax.Array) -> jax.Array:
+    """Directional derivative of ``H ↦ H^p`` at ``H = Q diag(λ) Qᵀ`` along ``dmat``.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> q, lam = jnp.eye(2), jnp.array([4.0, 4.0])
+      >>> power_tangent(q, lam, -0.5, jnp.eye(2)).tolist()  # d/dt (4+t)^(-1/2) = -1/16
+      [[-0.0625, 0.0], [0.0, -0.0625]]
+    """
+    li, lj = lam[..., :, None], lam[..., None, :]
+    diff = li - lj
+    close = jnp.abs(diff) <= 1e-6 * jnp.maximum(li, lj)
+    secant = (li**p - lj**p) / jnp.where(close, 1.0, diff)
+    derivative = p * (0.5 * (li + lj)) ** (p - 1.0)
+    kernel = jnp.where(close, derivative, secant)
+    inner = jnp.einsum("...ji,...jk,...kl->...il", q, 0.5 * (dmat + jnp.swapaxes(dmat, -1, -2)), q)
+    return jnp.einsum("...ij,...jk,...lk->...il", q, kernel * inner, q)

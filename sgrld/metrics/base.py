@@ -1,0 +1,175 @@
+"""The metric interface shared by every Riemannian metric, and the moving-average builder.
+
+A *metric* G(θ) enters SGRLD only through two operators: the preconditioner ``inv(state, v) = G⁻¹v``
+and the noise factor ``inv_sqrt(state, ξ) = G^{-1/2}ξ``. Every adaptive metric of this library is a
+function of an exponential moving average (EMA) ``S`` of a gradient *statistic* ``s(g)``
+(g² for RMSprop and Wenzel, g for Monge, the Kronecker factors for Shampoo)::
+
+    S_t = decay · S_{t-1} + (1 - decay) · s(g_t),        G⁻¹ = F(S_t).
+
+Because the state exposes ``S`` (``state.stat``) and ``inv`` is a differentiable function of it, the
+correction term Γ (``sgrld.correction``) is derived for every metric by one generic routine: the
+directional derivative of ``S ↦ F(S)·z`` (:func:`inv_tangent`). Metrics that cache quantities derived
+from ``S`` (Wenzel's scales, Shampoo's roots) mark the cache with :func:`cached`, whose derivative is
+that of the map that produced it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+PyTree = Any
+
+
+class Metric(NamedTuple):
+    """A Riemannian metric as SGRLD uses it (all functions pure and jit-able).
+
+    Attributes:
+      init: ``init(params) -> state``.
+      update: ``update(state, grads) -> state``: fold one gradient into the statistic.
+      inv: ``inv(state, v) -> G⁻¹ v`` for a pytree ``v`` shaped like the parameters.
+      inv_sqrt: ``inv_sqrt(state, xi) -> G^{-1/2} xi``; ``inv_sqrt`` applied twice equals ``inv``
+        (for non-symmetric factors, ``A Aᵀ = G⁻¹``).
+      statistic: ``statistic(grads) -> s(g)``, the quantity averaged in ``state.stat``; ``None``
+        for a metric that does not depend on θ (Γ = 0).
+    """
+
+    init: Callable[[PyTree], Any]
+    update: Callable[[Any, PyTree], Any]
+    inv: Callable[[Any, PyTree], PyTree]
+    inv_sqrt: Callable[[Any, PyTree], PyTree]
+    statistic: Callable[[PyTree], PyTree] | None
+
+
+class MetricState(NamedTuple):
+    """State of a moving-average metric.
+
+    Attributes:
+      count: int32 number of updates folded in (the metric's own step counter).
+      stat: the EMA ``S`` of the statistic.
+      cache: quantities derived from ``S`` at the last refresh (``()`` if none).
+      fallbacks: int32 cumulative number of refreshes that failed (non-finite result) and kept the
+        previous cache instead.
+    """
+
+    count: jax.Array
+    stat: PyTree
+    cache: PyTree
+    fallbacks: jax.Array
+
+
+def check_decay(decay: float, name: str = "decay") -> float:
+    """Return ``decay`` as a float, or raise ``ValueError`` unless it lies in [0, 1)."""
+    decay = float(decay)
+    if not 0.0 <= decay < 1.0:
+        raise ValueError(f"{name} must lie in [0, 1), got {decay}")
+    return decay
+
+
+def check_nonnegative(value: float, name: str) -> float:
+    """Return ``value`` as a float, or raise ``ValueError`` if it is negative or NaN."""
+    value = float(value)
+    if not value >= 0.0:
+        raise ValueError(f"{name} must be >= 0, got {value}")
+    return value
+
+
+def ema_metric(
+    *,
+    statistic: Callable[[PyTree], PyTree],
+    init_stat: Callable[[PyTree], PyTree],
+    decay: float,
+    inv: Callable[[PyTree, PyTree, PyTree], PyTree],
+    inv_sqrt: Callable[[PyTree, PyTree, PyTree], PyTree],
+    init_cache: Callable[[PyTree], PyTree] = lambda params: (),
+    refresh: Callable[[PyTree, PyTree], tuple[PyTree, jax.Array]] | None = None,
+    update_every: int = 1,
+) -> Metric:
+    """Build a :class:`Metric` whose state is an EMA of ``statistic``.
+
+    Args:
+      statistic: ``s(g)``.
+      init_stat: ``params -> S_0``.
+      decay: EMA decay in [0, 1).
+      inv: ``(stat, cache, v) -> G⁻¹ v``.
+      inv_sqrt: ``(stat, cache, xi) -> G^{-1/2} xi``.
+      init_cache: ``params -> cache_0``.
+      refresh: ``(stat, old_cache) -> (cache, num_failed)``, run every ``update_every`` updates.
+      update_every: refresh period, counted by the metric's own counter.
+
+    Returns:
+      The metric.
+    """
+    decay = check_decay(decay)
+    if int(update_every) < 1:
+        raise ValueError(f"update_every must be a positive integer, got {update_every}")
+    update_every = int(update_every)
+
+    def init(params):
+        stat = init_stat(params)
+        return MetricState(jnp.zeros((), jnp.int32), stat, init_cache(params), jnp.zeros((), jnp.int32))
+
+    def update(state, grads):
+        new = statistic(grads)
+        stat = jax.tree.map(lambda s, n: decay * s + (1.0 - decay) * n.astype(s.dtype), state.stat, new)
+        count = state.count + 1
+        cache, fallbacks = state.cache, state.fallbacks
+        if refresh is not None:
+            if update_every == 1:
+                cache, failed = refresh(stat, cache)
+            else:
+                cache, failed = jax.lax.cond(
+                    count % update_every == 0,
+                    lambda: refresh(stat, state.cache),
+                    lambda: (state.cache, jnp.zeros((), jnp.int32)),
+                )
+            fallbacks = fallbacks + failed
+        return MetricState(count, stat, cache, fallbacks)
+
+    return Metric(
+        init=init,
+        update=update,
+        inv=lambda state, v: inv(state.stat, state.cache, v),
+        inv_sqrt=lambda state, xi: inv_sqrt(state.stat, state.cache, xi),
+        statistic=statistic,
+    )
+
+
+def cached(fn: Callable[[PyTree], PyTree]) -> Callable[[PyTree, PyTree], PyTree]:
+    """Wrap a refresh map ``fn`` so that a cached value carries ``fn``'s derivative.
+
+    ``cached(fn)(stat, value)`` returns ``value`` (the cache, computed by ``fn`` at the last refresh),
+    and its JVP with respect to ``stat`` is the JVP of ``fn`` at ``stat``. This is how a metric with
+    a periodically refreshed cache stays differentiable in its statistic for the Γ correction.
+    """
+
+    @jax.custom_jvp
+    def wrapped(stat, value):
+        return value
+
+    @wrapped.defjvp
+    def wrapped_jvp(primals, tangents):
+        stat, value = primals
+        dstat, _ = tangents
+        _, dvalue = jax.jvp(fn, (stat,), (dstat,))
+        return value, dvalue
+
+    return wrapped
+
+
+def inv_tangent(metric: Metric, state: MetricState, v: PyTree, dstat: PyTree) -> PyTree:
+    """Directional derivative ``D_S[F(S) v][dS]`` of the preconditioner in its statistic."""
+    return jax.jvp(lambda s: metric.inv(state._replace(stat=s), v), (state.stat,), (dstat,))[1]
+
+
+def tree_vdot(a: PyTree, b: PyTree) -> jax.Array:
+    """Global inner product ⟨a, b⟩ over all leaves, accumulated in at least float32."""
+    parts = [
+        jnp.vdot(x.astype(jnp.promote_types(x.dtype, jnp.float32)), y.astype(jnp.promote_types(y.dtype, jnp.float32)))
+        for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True)
+    ]
+    return sum(parts[1:], parts[0]) if parts else jnp.zeros(())

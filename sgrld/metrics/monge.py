@@ -1,0 +1,59 @@
+"""The rank-one Monge metric of Hartmann et al. (2022), as used for SGRLD by Yu et al. (2023)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from sgrld.metrics.base import Metric, check_decay, check_nonnegative, ema_metric, tree_vdot
+
+
+def monge(alpha2: float = 1.0, decay: float = 0.9) -> Metric:
+    """Monge metric ``G = I + α² m mᵀ`` with ``m`` the EMA of the gradient.
+
+    ``m ← decay·m + (1 − decay)·g`` from ``m₀ = 0``; inner products run over all leaves. By
+    Sherman–Morrison, with ``a = α²‖m‖²``::
+
+        G⁻¹ v      = v − α² / (1 + a) · m ⟨m, v⟩                     (Yu et al. Eq. 5, f₋₁)
+        G^{-1/2} ξ = ξ − α² / (√(1+a) (1 + √(1+a))) · m ⟨m, ξ⟩        (f₋½, rewritten)
+
+    The second form equals the paper's ``(1/‖m‖²)((1+a)^{-1/2} − 1)`` but never divides by ‖m‖²,
+    so the ‖m‖ → 0 safeguard (the value −α²/2 the authors suggest) is exact and needs no branch.
+    The other safeguard, the identity-metric fallback when ‖G⁻¹g‖ is too large, is the sampler's
+    ``max_drift_norm`` option.
+
+    Args:
+      alpha2: α² ≥ 0 (0 gives the identity metric).
+      decay: EMA decay λ, in [0, 1).
+
+    Returns:
+      The metric; its statistic is ``s(g) = g``.
+
+    Example:
+      >>> import jax.numpy as jnp, sgrld
+      >>> m = sgrld.metrics.monge(alpha2=1.0, decay=0.0)
+      >>> s = m.update(m.init(jnp.zeros(2)), jnp.array([1.0, 0.0]))
+      >>> m.inv(s, jnp.array([1.0, 1.0])).tolist()
+      [0.5, 1.0]
+
+    References:
+      Hartmann, Girolami & Klami (AISTATS 2022); Yu et al. (TMLR 2023), Sec. 3.1, Eq. 5.
+    """
+    alpha2 = check_nonnegative(alpha2, "alpha2")
+    check_decay(decay)
+
+    def rank_one(coefficient):
+        def fn(stat, cache, v):
+            a = alpha2 * tree_vdot(stat, stat)
+            c = coefficient(a) * tree_vdot(stat, v)
+            return jax.tree.map(lambda x, m: x + (c * m).astype(x.dtype), v, stat)
+
+        return fn
+
+    return ema_metric(
+        statistic=lambda g: g,
+        init_stat=lambda params: jax.tree.map(jnp.zeros_like, params),
+        decay=decay,
+        inv=rank_one(lambda a: -alpha2 / (1.0 + a)),
+        inv_sqrt=rank_one(lambda a: -alpha2 / (jnp.sqrt(1.0 + a) * (1.0 + jnp.sqrt(1.0 + a)))),
+    )

@@ -1,0 +1,70 @@
+"""Wenzel et al.'s layer-wise metric: one scalar per parameter leaf."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from sgrld.metrics.base import Metric, cached, check_decay, check_nonnegative, ema_metric
+
+
+def wenzel(decay: float = 0.99, eps: float = 1e-8, update_every: int = 500) -> Metric:
+    """Layer-wise metric of Wenzel et al. (2020), as implemented by Fortuin et al. (2021).
+
+    ``V ← decay·V + (1 − decay)·g²`` elementwise from ``V₀ = 1``. Every ``update_every`` updates the
+    per-leaf scales are refreshed: ``σ_l = √(eps + mean(V_l))`` and ``G_l = (σ_l / min_k σ_k)·I``, so
+    ``G⁻¹`` is at most 1 and equals 1 on the leaf with the smallest mean squared gradient. Before the
+    first refresh ``G = I``.
+
+    Args:
+      decay: EMA decay λ, in [0, 1).
+      eps: stability constant.
+      update_every: refresh period in updates (the authors: once per epoch).
+
+    Returns:
+      The metric.
+
+    Example:
+      >>> import jax.numpy as jnp, sgrld
+      >>> m = sgrld.metrics.wenzel(decay=0.0, eps=0.0, update_every=1)
+      >>> s = m.update(m.init({"a": jnp.zeros(2), "b": jnp.zeros(1)}),
+      ...              {"a": jnp.array([1.0, 1.0]), "b": jnp.array([4.0])})
+      >>> [round(float(x[0]), 3) for x in m.inv(s, {"a": jnp.ones(2), "b": jnp.ones(1)}).values()]
+      [1.0, 0.25]
+
+    References:
+      Wenzel et al. (ICML 2020); Yu et al. (TMLR 2023), Sec. 2.
+    """
+    check_decay(decay)
+    eps = check_nonnegative(eps, "eps")
+
+    def scales(stat):
+        sigma = [jnp.sqrt(eps + jnp.mean(s)) for s in jax.tree.leaves(stat)]
+        smallest = jnp.min(jnp.stack(sigma))
+        return [smallest / s for s in sigma]
+
+    current = cached(scales)
+
+    def refresh(stat, old):
+        new = scales(stat)
+        ok = jnp.all(jnp.isfinite(jnp.stack(new)))
+        return [jnp.where(ok, n, o) for n, o in zip(new, old, strict=True)], (~ok).astype(jnp.int32)
+
+    def apply(power):
+        def fn(stat, cache, v):
+            leaves, treedef = jax.tree.flatten(v)
+            c = current(stat, cache)
+            return treedef.unflatten([x * (s**power).astype(x.dtype) for x, s in zip(leaves, c, strict=True)])
+
+        return fn
+
+    return ema_metric(
+        statistic=lambda g: jax.tree.map(jnp.square, g),
+        init_stat=lambda params: jax.tree.map(jnp.ones_like, params),
+        decay=decay,
+        inv=apply(1.0),
+        inv_sqrt=apply(0.5),
+        init_cache=lambda params: [jnp.ones((), jnp.float32) for _ in jax.tree.leaves(params)],
+        refresh=refresh,
+        update_every=update_every,
+    )
