@@ -27,7 +27,9 @@ class Potential:
         if not callable(loglik_fn):
             raise TypeError(f"loglik_fn must be callable, got {type(loglik_fn).__name__}")
         if logprior_fn is not None and not callable(logprior_fn):
-            raise TypeError(f"logprior_fn must be callable or None, got {type(logprior_fn).__name__}")
+            raise TypeError(
+                f"logprior_fn must be callable or None, got {type(logprior_fn).__name__}"
+            )
         if isinstance(num_data, bool) or int(num_data) != num_data or num_data < 1:
             raise ValueError(f"num_data must be a positive integer, got {num_data!r}")
         self.loglik_fn = loglik_fn

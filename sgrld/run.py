@@ -55,7 +55,9 @@ def minibatch_fn(data: PyTree, batch_size: int) -> Callable[[jax.Array], PyTree]
     """
     sizes = {jnp.shape(x)[0] for x in jax.tree.leaves(data)}
     if len(sizes) != 1:
-        raise ValueError(f"every array of data needs the same leading dimension, got {sorted(sizes)}")
+        raise ValueError(
+            f"every array of data needs the same leading dimension, got {sorted(sizes)}"
+        )
     (n,) = sizes
     if not 1 <= batch_size <= n:
         raise ValueError(f"batch_size must lie in [1, {n}], got {batch_size}")
@@ -120,7 +122,11 @@ def sample(
       >>> out.params.shape
       (4, 100)
     """
-    for name, value, low in (("num_samples", num_samples, 1), ("thin", thin, 1), ("burn_in", burn_in, 0)):
+    for name, value, low in (
+        ("num_samples", num_samples, 1),
+        ("thin", thin, 1),
+        ("burn_in", burn_in, 0),
+    ):
         if int(value) != value or value < low:
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
     chains = 1 if num_chains is None else int(num_chains)
@@ -150,28 +156,41 @@ def sample(
 
         def keep(carry, j):
             t0 = start + n_burn + j * thin
-            carry, infos = jax.lax.scan(lambda c, t: one_step(chain_key, c, t), carry, t0 + jnp.arange(thin))
+            carry, infos = jax.lax.scan(
+                lambda c, t: one_step(chain_key, c, t), carry, t0 + jnp.arange(thin)
+            )
             last_info = jax.tree.map(lambda x: x[-1], infos)
             return carry, (carry[0].params, last_info)
 
         carry, (kept, infos) = jax.lax.scan(keep, carry, jnp.arange(n_kept))
         return carry[0], carry[1], kept, infos
 
-    runner = jax.vmap(run_chain, in_axes=(0, 0, 0, None, None, None)) if num_chains is not None else run_chain
+    runner = (
+        jax.vmap(run_chain, in_axes=(0, 0, 0, None, None, None))
+        if num_chains is not None
+        else run_chain
+    )
     compiled = jax.jit(runner, static_argnums=(4, 5))
 
     chunks = num_chunks or (20 if progress else 1)
     chunks = max(1, min(int(chunks), num_samples))
     per_chunk = math.ceil(num_samples / chunks)
-    diverged = jnp.full((chains,), -1, jnp.int32) if num_chains is not None else jnp.asarray(-1, jnp.int32)
+    diverged = (
+        jnp.full((chains,), -1, jnp.int32) if num_chains is not None else jnp.asarray(-1, jnp.int32)
+    )
     keys = chain_keys if num_chains is not None else chain_keys[0]
     start = state.step if num_chains is None else state.step[0]
     start = jnp.asarray(start, jnp.int32)
     kept_parts, info_parts = [], []
     done = 0
     bar = Progress(
-        TextColumn("sampling"), BarColumn(), TextColumn("{task.completed}/{task.total} samples"),
-        TimeElapsedColumn(), TimeRemainingColumn(), disable=not progress, transient=False,
+        TextColumn("sampling"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total} samples"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        disable=not progress,
+        transient=False,
     )
     with bar:
         task = bar.add_task("sampling", total=num_samples)
@@ -188,9 +207,7 @@ def sample(
                 break
     axis = 1 if num_chains is not None else 0
     cat = lambda *xs: jnp.concatenate(xs, axis=axis)
-    out = Samples(
-        jax.tree.map(cat, *kept_parts), jax.tree.map(cat, *info_parts), state, diverged
-    )
+    out = Samples(jax.tree.map(cat, *kept_parts), jax.tree.map(cat, *info_parts), state, diverged)
     if bool(jnp.any(diverged >= 0)):
         bad = jnp.atleast_1d(diverged)
         chain = int(jnp.argmax(bad >= 0))

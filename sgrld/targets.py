@@ -143,7 +143,9 @@ def correlated_gaussian(
     return gaussian(np.zeros(dim), cov, shape, grad_noise, "correlated_gaussian")
 
 
-def funnel(dim: int = 2, mean: float = 2.0, sigma2: float = 80.0, grad_noise: float = 0.0) -> Target:
+def funnel(
+    dim: int = 2, mean: float = 2.0, sigma2: float = 80.0, grad_noise: float = 0.0
+) -> Target:
     """Neal's funnel with a softplus variance, as in Yu et al. (2023, Sec. 4.2).
 
     ``θ = (x_1, …, x_{D−1}, v)`` with ``v ~ N(0, sigma2)`` and ``x_i | v ~ N(mean, softplus(v))``

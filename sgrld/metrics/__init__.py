@@ -7,4 +7,13 @@ from sgrld.metrics.rmsprop import rmsprop
 from sgrld.metrics.shampoo import shampoo
 from sgrld.metrics.wenzel import wenzel
 
-__all__ = ["Metric", "MetricState", "identity", "inv_tangent", "monge", "rmsprop", "shampoo", "wenzel"]
+__all__ = [
+    "Metric",
+    "MetricState",
+    "identity",
+    "inv_tangent",
+    "monge",
+    "rmsprop",
+    "shampoo",
+    "wenzel",
+]

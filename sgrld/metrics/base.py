@@ -111,11 +111,15 @@ def ema_metric(
 
     def init(params):
         stat = init_stat(params)
-        return MetricState(jnp.zeros((), jnp.int32), stat, init_cache(params), jnp.zeros((), jnp.int32))
+        return MetricState(
+            jnp.zeros((), jnp.int32), stat, init_cache(params), jnp.zeros((), jnp.int32)
+        )
 
     def update(state, grads):
         new = statistic(grads)
-        stat = jax.tree.map(lambda s, n: decay * s + (1.0 - decay) * n.astype(s.dtype), state.stat, new)
+        stat = jax.tree.map(
+            lambda s, n: decay * s + (1.0 - decay) * n.astype(s.dtype), state.stat, new
+        )
         count = state.count + 1
         cache, fallbacks = state.cache, state.fallbacks
         if refresh is not None:
@@ -169,7 +173,10 @@ def inv_tangent(metric: Metric, state: MetricState, v: PyTree, dstat: PyTree) ->
 def tree_vdot(a: PyTree, b: PyTree) -> jax.Array:
     """Global inner product ⟨a, b⟩ over all leaves, accumulated in at least float32."""
     parts = [
-        jnp.vdot(x.astype(jnp.promote_types(x.dtype, jnp.float32)), y.astype(jnp.promote_types(y.dtype, jnp.float32)))
+        jnp.vdot(
+            x.astype(jnp.promote_types(x.dtype, jnp.float32)),
+            y.astype(jnp.promote_types(y.dtype, jnp.float32)),
+        )
         for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True)
     ]
     return sum(parts[1:], parts[0]) if parts else jnp.zeros(())

@@ -72,7 +72,9 @@ def to_blocks(x: jax.Array, plan: BlockPlan) -> jax.Array:
     k = plan.order
     x = x.reshape(plan.merged)
     pad = [(0, n * b - d) for d, n, b in zip(plan.merged, plan.num_blocks, plan.block, strict=True)]
-    x = jnp.pad(x, pad).reshape([s for nb in zip(plan.num_blocks, plan.block, strict=True) for s in nb])
+    x = jnp.pad(x, pad).reshape(
+        [s for nb in zip(plan.num_blocks, plan.block, strict=True) for s in nb]
+    )
     return x.transpose([2 * i for i in range(k)] + [2 * i + 1 for i in range(k)])
 
 

@@ -54,7 +54,9 @@ def wenzel(decay: float = 0.99, eps: float = 1e-8, update_every: int = 500) -> M
         def fn(stat, cache, v):
             leaves, treedef = jax.tree.flatten(v)
             c = current(stat, cache)
-            return treedef.unflatten([x * (s**power).astype(x.dtype) for x, s in zip(leaves, c, strict=True)])
+            return treedef.unflatten(
+                [x * (s**power).astype(x.dtype) for x, s in zip(leaves, c, strict=True)]
+            )
 
         return fn
 

@@ -1,0 +1,70 @@
+"""The :class:`Dataset` container returned by :func:`sgrld.data.load_dataset`."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from .errors import DataError
+
+__all__ = ["Dataset", "check_labels"]
+
+
+class Dataset(NamedTuple):
+    """Train / validation / test splits of one data set, as host (numpy) arrays.
+
+    Inputs are ``float32``; classification labels are ``int32`` in ``[0, num_classes)``.
+    The arrays stay in numpy on purpose: moving them to an accelerator is the runner's job.
+
+    Attributes:
+        x_train: Training inputs, ``(n_train, ...)``.
+        y_train: Training labels, ``(n_train,)``.
+        x_val: Validation inputs, ``(n_val, ...)``; ``n_val`` may be 0.
+        y_val: Validation labels, ``(n_val,)``.
+        x_test: Test inputs, ``(n_test, ...)``.
+        y_test: Test labels, ``(n_test,)``.
+        num_classes: Number of classes.
+        name: Registry name of the data set, e.g. ``"mnist"``.
+    """
+
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_val: np.ndarray
+    y_val: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+    num_classes: int
+    name: str
+
+
+def check_labels(labels: np.ndarray, num_classes: int, source: str) -> np.ndarray:
+    """Check that class labels are integers in ``[0, num_classes)`` and return them as int32.
+
+    Args:
+        labels: 1-D array of labels.
+        num_classes: Number of classes.
+        source: What the labels came from (a file path), for the error message.
+
+    Returns:
+        ``labels`` as an ``int32`` array.
+
+    Raises:
+        DataError: If the labels are not integers or one lies outside ``[0, num_classes)``.
+
+    Example:
+        >>> check_labels(np.array([0, 9], np.uint8), 10, "x").dtype
+        dtype('int32')
+    """
+    if labels.ndim != 1 or not np.issubdtype(labels.dtype, np.integer):
+        raise DataError(
+            f"{source}: labels must be a 1-D integer array, got {labels.dtype} {labels.shape}"
+        )
+    bad = np.flatnonzero((labels < 0) | (labels >= num_classes))
+    if bad.size:
+        i = int(bad[0])
+        raise DataError(
+            f"{source}: label {int(labels[i])} at index {i} is outside [0, {num_classes}) "
+            f"({bad.size} such labels)"
+        )
+    return labels.astype(np.int32)

@@ -1,0 +1,94 @@
+"""The one entry point, :func:`load_dataset`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from .cifar import load_cifar10
+from .dataset import Dataset
+from .digits import load_digits_arrays
+from .files import DataFiles
+from .idx import load_idx
+from .registry import dataset_info
+from .splits import train_validation_split
+from .transforms import flatten_inputs, standardize_channels
+
+__all__ = ["load_dataset"]
+
+_FILE_LOADERS = {"idx": load_idx, "cifar": load_cifar10}
+
+
+def load_dataset(
+    name: str,
+    data_dir: str | os.PathLike[str] | None = None,
+    *,
+    validation_size: int | None = None,
+    seed: int = 1,
+    flatten: bool = True,
+    standardize: bool | None = None,
+    verify: bool | None = None,
+    checksums: Mapping[str, str] | None = None,
+) -> Dataset:
+    """Load a data set from local files and split off a validation set.
+
+    Known names: ``"mnist"``, ``"fashion_mnist"`` (IDX files, raw or ``.gz``),
+    ``"cifar10"`` (python pickles) and ``"digits"`` (bundled with scikit-learn; ignores
+    ``data_dir``, ``verify`` and ``checksums``). Nothing is downloaded: the error for a
+    missing file says where to get it. Where the files are looked for is described in
+    :func:`sgrld.data.resolve_data_dir`.
+
+    Splits: the official test set is kept as is (for ``"digits"``, a fixed 20 % = 359
+    images); ``validation_size`` examples of the official training set are held out with
+    ``np.random.default_rng(seed).permutation`` (see :func:`sgrld.data.holdout_indices`).
+    Defaults: 10000 for MNIST, Fashion-MNIST and CIFAR-10, as in Yu et al. (2023), leaving
+    50000 / 50000 / 40000 training examples; 180 (10 %) for digits, leaving 1258.
+
+    Inputs are ``float32`` pixels divided by their maximum (255, or 16 for digits). With
+    ``standardize`` they are then standardised per channel with the mean and std of the
+    training split. With ``flatten`` each input becomes a vector in height-width-channel
+    order (784 for MNIST, 3072 for CIFAR-10, 64 for digits), else it keeps its NHWC shape.
+
+    Args:
+        name: Data-set name, one of ``sgrld.data.DATASETS``.
+        data_dir: Base data directory, or the folder holding the files; ``None`` uses
+            ``$SGRLD_DATA_DIR``, else ``~/.cache/sgrld/data``.
+        validation_size: Training examples held out for validation; ``None`` for the
+            data set's default, ``0`` for none.
+        seed: Seed of the validation split.
+        flatten: Return ``(n, features)`` inputs instead of ``(n, height, width, channels)``.
+        standardize: Standardise per channel; ``None`` means yes for CIFAR-10 only.
+        verify: Check SHA-256 checksums: ``None`` checks every file whose exact name has a
+            known checksum, ``True`` additionally fails for a file with none, ``False``
+            checks nothing.
+        checksums: SHA-256 (hex) per exact file name, replacing the built-in table of the
+            data set (``sgrld.data.DATASETS[name].checksums``); ``None`` keeps it.
+
+    Returns:
+        The :class:`Dataset`, with ``int32`` labels.
+
+    Raises:
+        ValueError: If ``name`` is unknown or ``validation_size`` is out of range.
+        MissingDataError: If a file is missing (also a ``FileNotFoundError``).
+        DataError: If a file fails its checksum, is truncated or malformed.
+
+    Example:
+        >>> ds = load_dataset("digits")
+        >>> ds.x_train.shape, ds.x_val.shape, ds.x_test.shape, ds.num_classes
+        ((1258, 64), (180, 64), (359, 64), 10)
+        >>> ds.x_train.dtype, ds.y_train.dtype
+        (dtype('float32'), dtype('int32'))
+    """
+    info = dataset_info(name)
+    if info.format == "sklearn":
+        x_full, y_full, x_test, y_test = load_digits_arrays()
+    else:
+        files = DataFiles.resolve(name, data_dir, checksums, verify)
+        x_full, y_full, x_test, y_test = _FILE_LOADERS[info.format](files)
+    size = info.validation_size if validation_size is None else validation_size
+    x_train, y_train, x_val, y_val = train_validation_split(x_full, y_full, size, seed)
+    if info.standardize if standardize is None else standardize:
+        x_train, x_val, x_test = standardize_channels(x_train, x_val, x_test)
+    if flatten:
+        x_train, x_val, x_test = map(flatten_inputs, (x_train, x_val, x_test))
+    return Dataset(x_train, y_train, x_val, y_val, x_test, y_test, info.num_classes, info.name)

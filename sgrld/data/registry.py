@@ -1,0 +1,248 @@
+"""Known data sets: their files, checksums, download locations and data directories.
+
+Data directories are resolved in this order (first one set wins):
+
+1. the explicit ``data_dir`` argument,
+2. the environment variable ``SGRLD_DATA_DIR``,
+3. the default ``~/.cache/sgrld/data``.
+
+That *base* directory may hold one subfolder per data set (``mnist/``, ``fashion_mnist/``,
+``cifar10/``; for CIFAR-10 also ``cifar10/cifar-10-batches-py/`` as extracted from the
+official archive, or ``cifar-10-batches-py/`` directly in the base), or it may itself be the
+folder that holds the files. Nothing is ever downloaded.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Literal
+
+__all__ = [
+    "DATASETS",
+    "DATA_DIR_ENV",
+    "DEFAULT_DATA_DIR",
+    "DatasetInfo",
+    "candidate_dirs",
+    "dataset_info",
+    "resolve_data_dir",
+]
+
+DATA_DIR_ENV = "SGRLD_DATA_DIR"
+"""Environment variable naming the base data directory."""
+
+DEFAULT_DATA_DIR = Path("~/.cache/sgrld/data")
+"""Base data directory used when neither ``data_dir`` nor ``SGRLD_DATA_DIR`` is given."""
+
+IDX_FILES = (
+    "train-images-idx3-ubyte",
+    "train-labels-idx1-ubyte",
+    "t10k-images-idx3-ubyte",
+    "t10k-labels-idx1-ubyte",
+)
+CIFAR10_FILES = (*(f"data_batch_{i}" for i in range(1, 6)), "test_batch")
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """Static description of one known data set.
+
+    Attributes:
+        name: Registry name, the ``name`` argument of :func:`sgrld.data.load_dataset`.
+        format: ``"idx"`` (MNIST-style IDX files), ``"cifar"`` (CIFAR-10 python pickles) or
+            ``"sklearn"`` (bundled with scikit-learn, no files).
+        num_classes: Number of classes.
+        image_shape: ``(height, width, channels)`` of one input.
+        validation_size: Default number of training examples held out for validation.
+        standardize: Whether inputs are standardised per channel by default.
+        files: File names (without a ``.gz`` suffix) that must be present.
+        gzip: Whether each file may also be stored gzipped, as ``<name>.gz``.
+        subdirs: Folders, relative to the base data directory, searched before the base.
+        checksums: Known SHA-256 (hex) per exact file name, e.g. ``"t10k-images-idx3-ubyte"``.
+        source: Human-readable instructions on where to obtain the files.
+    """
+
+    name: str
+    format: Literal["idx", "cifar", "sklearn"]
+    num_classes: int
+    image_shape: tuple[int, int, int]
+    validation_size: int
+    standardize: bool = False
+    files: tuple[str, ...] = ()
+    gzip: bool = False
+    subdirs: tuple[str, ...] = ()
+    checksums: Mapping[str, str] = field(default_factory=dict)
+    source: str = ""
+
+
+DATASETS: Mapping[str, DatasetInfo] = MappingProxyType(
+    {
+        "mnist": DatasetInfo(
+            name="mnist",
+            format="idx",
+            num_classes=10,
+            image_shape=(28, 28, 1),
+            validation_size=10_000,
+            files=IDX_FILES,
+            gzip=True,
+            subdirs=("mnist",),
+            checksums=MappingProxyType(
+                {
+                    "t10k-images-idx3-ubyte": "0fa7898d509279e482958e8ce81c8e77"
+                    "db3f2f8254e26661ceb7762c4d494ce7",
+                    "t10k-labels-idx1-ubyte": "ff7bcfd416de33731a308c3f266cc351"
+                    "222c34898ecbeaf847f06e48f7ec33f2",
+                    "train-images-idx3-ubyte": "ba891046e6505d7aadcbbe25680a0738"
+                    "ad16aec93bde7f9b65e87a2fc25776db",
+                    "train-labels-idx1-ubyte": "65a50cbbf4e906d70832878ad85ccda5"
+                    "333a97f0f4c3dd2ef09a8a9eef7101c5",
+                }
+            ),
+            source="the four MNIST IDX files (raw or .gz) from http://yann.lecun.com/exdb/mnist/"
+            " or https://ossci-datasets.s3.amazonaws.com/mnist/",
+        ),
+        "fashion_mnist": DatasetInfo(
+            name="fashion_mnist",
+            format="idx",
+            num_classes=10,
+            image_shape=(28, 28, 1),
+            validation_size=10_000,
+            files=IDX_FILES,
+            gzip=True,
+            subdirs=("fashion_mnist",),
+            checksums=MappingProxyType(
+                {
+                    "t10k-images-idx3-ubyte.gz": "346e55b948d973a97e58d2351dde16a4"
+                    "84bd415d4595297633bb08f03db6a073",
+                    "t10k-labels-idx1-ubyte.gz": "67da17c76eaffca5446c3361aaab5c3c"
+                    "d6d1c2608764d35dfb1850b086bf8dd5",
+                    "train-images-idx3-ubyte.gz": "3aede38d61863908ad78613f6a32ed27"
+                    "1626dd12800ba2636569512369268a84",
+                    "train-labels-idx1-ubyte.gz": "a04f17134ac03560a47e3764e11b92fc"
+                    "97de4d1bfaf8ba1a3aa29af54cc90845",
+                }
+            ),
+            source="the four Fashion-MNIST .gz files from"
+            " https://github.com/zalandoresearch/fashion-mnist (folder data/fashion)",
+        ),
+        "cifar10": DatasetInfo(
+            name="cifar10",
+            format="cifar",
+            num_classes=10,
+            image_shape=(32, 32, 3),
+            validation_size=10_000,
+            standardize=True,
+            files=CIFAR10_FILES,
+            subdirs=("cifar10/cifar-10-batches-py", "cifar10", "cifar-10-batches-py"),
+            source="cifar-10-python.tar.gz (md5 c58f30108f718f92721af3b95e74349a) from"
+            " https://www.cs.toronto.edu/~kriz/cifar.html, extracted with"
+            " `tar -xzf cifar-10-python.tar.gz`",
+        ),
+        "digits": DatasetInfo(
+            name="digits",
+            format="sklearn",
+            num_classes=10,
+            image_shape=(8, 8, 1),
+            validation_size=180,  # 10 % of the 1797 images, rounded
+            source="scikit-learn (sklearn.datasets.load_digits), bundled, no download needed",
+        ),
+    }
+)
+"""All data sets :func:`sgrld.data.load_dataset` knows, by name."""
+
+
+def dataset_info(name: str) -> DatasetInfo:
+    """Look up a known data set.
+
+    Args:
+        name: Registry name, one of ``DATASETS``.
+
+    Returns:
+        The data set's :class:`DatasetInfo`.
+
+    Raises:
+        ValueError: If ``name`` is not a known data set.
+
+    Example:
+        >>> dataset_info("mnist").num_classes
+        10
+    """
+    try:
+        return DATASETS[name]
+    except KeyError:
+        known = ", ".join(sorted(DATASETS))
+        raise ValueError(f"unknown data set {name!r}; known: {known}") from None
+
+
+def _base_dir(data_dir: str | os.PathLike[str] | None) -> Path:
+    if data_dir is not None:
+        return Path(data_dir).expanduser()
+    env = os.environ.get(DATA_DIR_ENV)
+    return Path(env).expanduser() if env else DEFAULT_DATA_DIR.expanduser()
+
+
+def candidate_dirs(name: str, data_dir: str | os.PathLike[str] | None = None) -> list[Path]:
+    """List the directories searched for a data set's files, in search order.
+
+    Args:
+        name: Registry name of a file-based data set (not ``"digits"``).
+        data_dir: Base data directory, or the folder holding the files directly. ``None``
+            uses ``$SGRLD_DATA_DIR``, else ``~/.cache/sgrld/data``.
+
+    Returns:
+        The per-data-set subfolders of the base directory, then the base directory itself.
+
+    Raises:
+        ValueError: If ``name`` is unknown or the data set reads no files.
+
+    Example:
+        >>> [p.as_posix() for p in candidate_dirs("mnist", "/data")]
+        ['/data/mnist', '/data']
+    """
+    info = dataset_info(name)
+    if not info.files:
+        raise ValueError(f"data set {name!r} is {info.source}; it reads no data directory")
+    base = _base_dir(data_dir)
+    return [*(base / sub for sub in info.subdirs), base]
+
+
+def _holds_files(directory: Path, info: DatasetInfo) -> bool:
+    suffixes = ("", ".gz") if info.gzip else ("",)
+    return any((directory / f"{f}{s}").is_file() for f in info.files for s in suffixes)
+
+
+def resolve_data_dir(name: str, data_dir: str | os.PathLike[str] | None = None) -> Path:
+    """Find the directory that holds a data set's files.
+
+    The base directory is ``data_dir`` if given, else ``$SGRLD_DATA_DIR`` if set and
+    non-empty, else ``~/.cache/sgrld/data``. Within it the per-data-set subfolder is tried
+    first (``mnist/``, ``fashion_mnist/``, ``cifar10/`` or a ``cifar-10-batches-py/`` as
+    extracted from the CIFAR-10 archive), then the base directory itself, so ``data_dir`` may
+    point straight at the folder with the files. The first candidate holding at least one of
+    the data set's files wins; whether *all* files are present is checked when loading.
+
+    Note that a base directory holding files directly is taken as it is: pointing it at an
+    MNIST folder and asking for ``"fashion_mnist"`` finds the MNIST files (checksum
+    verification, on by default where checksums are known, catches most such mix-ups).
+
+    Args:
+        name: Registry name of a file-based data set (not ``"digits"``).
+        data_dir: Base data directory or the folder with the files; ``None`` for the default.
+
+    Returns:
+        The first candidate directory holding some of the files, or, when none does, the
+        preferred location (the first candidate), where the files should be put.
+
+    Raises:
+        ValueError: If ``name`` is unknown or the data set reads no files.
+
+    Example:
+        >>> resolve_data_dir("cifar10", "/nonexistent").as_posix()
+        '/nonexistent/cifar10/cifar-10-batches-py'
+    """
+    info = dataset_info(name)
+    candidates = candidate_dirs(name, data_dir)
+    return next((d for d in candidates if _holds_files(d, info)), candidates[0])

@@ -1,0 +1,1 @@
+"""Reproductions of the papers' experiments, each a module with ``add_arguments`` and ``run``."""

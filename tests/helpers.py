@@ -1,0 +1,52 @@
+"""Shared test utilities: dense matrices of metric operators, small parameter trees."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.flatten_util import ravel_pytree
+
+import sgrld
+
+METRICS = {
+    "identity": lambda: sgrld.metrics.identity(),
+    "rmsprop": lambda: sgrld.metrics.rmsprop(decay=0.9, eps=1e-3),
+    "wenzel": lambda: sgrld.metrics.wenzel(decay=0.9, eps=1e-3, update_every=2),
+    "monge": lambda: sgrld.metrics.monge(alpha2=0.7, decay=0.8),
+    "shampoo": lambda: sgrld.metrics.shampoo(decay=0.9, eps=1e-3, update_every=1, block_size=3),
+}
+
+
+def small_params():
+    """A pytree with a matrix, a vector and a scalar leaf (D = 6 + 2 + 1 = 9)."""
+    return {
+        "w": jnp.zeros((2, 3), jnp.float32),
+        "b": jnp.zeros((2,), jnp.float32),
+        "s": jnp.zeros((), jnp.float32),
+    }
+
+
+def dense(op, params):
+    """Dense matrix of a linear operator on pytrees shaped like ``params`` (flattened order)."""
+    flat, unravel = ravel_pytree(params)
+    cols = jax.jit(jax.vmap(lambda e: ravel_pytree(op(unravel(e)))[0]))(
+        jnp.eye(flat.size, dtype=flat.dtype)
+    )
+    return np.asarray(cols, np.float64).T
+
+
+def random_tree(key, params, scale=1.0):
+    flat, unravel = ravel_pytree(params)
+    return unravel(scale * jax.random.normal(key, flat.shape, flat.dtype))
+
+
+def adapted_state(metric, params, num_updates=5, seed=0, scale=1.0):
+    """A metric state after ``num_updates`` random gradients, and the gradients used."""
+    state = metric.init(params)
+    grads = []
+    for k in jax.random.split(jax.random.key(seed), num_updates):
+        g = random_tree(k, params, scale)
+        grads.append(g)
+        state = metric.update(state, g)
+    return state, grads

@@ -1,0 +1,254 @@
+"""Each metric's G⁻¹ and G^{-1/2} against dense matrices built independently with numpy."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.flatten_util import ravel_pytree
+
+import sgrld
+from sgrld.linalg import power_from_eigh, power_tangent, ridged_eigh
+from sgrld.metrics.shampoo import block_plan, from_blocks, to_blocks
+from tests.helpers import METRICS, adapted_state, dense, small_params
+
+
+def ema(values, decay, start):
+    s = start
+    for v in values:
+        s = decay * s + (1 - decay) * v
+    return s
+
+
+def flat(tree):
+    return np.asarray(ravel_pytree(tree)[0], np.float64)
+
+
+def sym_power(mat, p):
+    lam, q = np.linalg.eigh(mat)
+    return (q * lam**p) @ q.T
+
+
+@pytest.mark.parametrize("name", sorted(METRICS))
+def test_inv_sqrt_twice_is_inv(name):
+    metric = METRICS[name]()
+    params = small_params()
+    state, _ = adapted_state(metric, params)
+    g_inv = dense(lambda v: metric.inv(state, v), params)
+    a = dense(lambda v: metric.inv_sqrt(state, v), params)
+    np.testing.assert_allclose(a @ a.T, g_inv, rtol=2e-4, atol=1e-6)
+    np.testing.assert_allclose(g_inv, g_inv.T, rtol=1e-4, atol=1e-6)
+    assert np.linalg.eigvalsh(g_inv).min() > 0
+
+
+def test_identity_dense():
+    metric = sgrld.metrics.identity()
+    params = small_params()
+    state, _ = adapted_state(metric, params)
+    np.testing.assert_array_equal(dense(lambda v: metric.inv(state, v), params), np.eye(9))
+
+
+def test_rmsprop_dense():
+    metric = sgrld.metrics.rmsprop(decay=0.9, eps=1e-3)
+    params = small_params()
+    state, grads = adapted_state(metric, params)
+    v = ema([flat(g) ** 2 for g in grads], 0.9, np.zeros(9))
+    expected = np.diag(1 / (np.sqrt(v) + 1e-3))
+    np.testing.assert_allclose(dense(lambda x: metric.inv(state, x), params), expected, rtol=1e-5)
+
+
+def test_wenzel_dense_and_refresh_period():
+    metric = sgrld.metrics.wenzel(decay=0.9, eps=1e-3, update_every=2)
+    params = small_params()
+    state, grads = adapted_state(metric, params, num_updates=5)
+    # Refreshes after updates 2 and 4: the scales are those of the EMA after 4 updates.
+    leaves = jax.tree.leaves(params)
+    v4 = [
+        ema([np.asarray(jax.tree.leaves(g)[i], np.float64) ** 2 for g in grads[:4]], 0.9, 1.0)
+        for i in range(len(leaves))
+    ]
+    sigma = np.array([np.sqrt(1e-3 + np.mean(v)) for v in v4])
+    scale = sigma.min() / sigma
+    expected = np.concatenate([np.full(x.size, s) for x, s in zip(leaves, scale, strict=True)])
+    np.testing.assert_allclose(
+        np.diag(dense(lambda x: metric.inv(state, x), params)), expected, rtol=1e-5
+    )
+    fresh = metric.init(params)
+    np.testing.assert_array_equal(dense(lambda x: metric.inv(fresh, x), params), np.eye(9))
+
+
+def test_monge_dense():
+    metric = sgrld.metrics.monge(alpha2=0.7, decay=0.8)
+    params = small_params()
+    state, grads = adapted_state(metric, params)
+    m = ema([flat(g) for g in grads], 0.8, np.zeros(9))
+    g = np.eye(9) + 0.7 * np.outer(m, m)
+    np.testing.assert_allclose(
+        dense(lambda x: metric.inv(state, x), params), np.linalg.inv(g), rtol=1e-5, atol=1e-7
+    )
+    np.testing.assert_allclose(
+        dense(lambda x: metric.inv_sqrt(state, x), params), sym_power(g, -0.5), rtol=1e-5, atol=1e-7
+    )
+
+
+def test_monge_zero_momentum_is_identity_and_finite():
+    metric = sgrld.metrics.monge(alpha2=1.0)
+    params = small_params()
+    state = metric.init(params)  # m = 0: the paper's f_{-1/2} divides by ||m||^2
+    np.testing.assert_array_equal(dense(lambda x: metric.inv_sqrt(state, x), params), np.eye(9))
+
+
+def shampoo_reference(grads_2d, decay, eps, row_blocks, col_blocks, num_rows, num_cols):
+    """Dense G⁻¹ and G^{-1/2} of Shampoo on a matrix, block by block, with numpy."""
+    d = num_rows * num_cols
+    inv, inv_sqrt = np.zeros((d, d)), np.zeros((d, d))
+    for rows in row_blocks:
+        for cols in col_blocks:
+            blocks = [g[np.ix_(rows, cols)] for g in grads_2d]
+            left = ema([b @ b.T for b in blocks], decay, eps * np.eye(len(rows)))
+            right = ema([b.T @ b for b in blocks], decay, eps * np.eye(len(cols)))
+            factors = []
+            for h in (left, right):
+                lam, q = np.linalg.eigh(h)
+                lam = np.maximum(lam, 0) + eps * lam.max()
+                factors.append((q, lam))
+            idx = (np.asarray(rows)[:, None] * num_cols + np.asarray(cols)[None, :]).ravel()
+            for out, p in ((inv, -0.25), (inv_sqrt, -0.125)):
+                (ql, ll), (qr, lr) = factors
+                out[np.ix_(idx, idx)] = np.kron((ql * ll**p) @ ql.T, (qr * lr**p) @ qr.T)
+    return inv, inv_sqrt
+
+
+def partition(n, num_blocks):
+    size = -(-n // num_blocks)
+    return [list(range(i, min(i + size, n))) for i in range(0, n, size)]
+
+
+@pytest.mark.parametrize(
+    "shape,block_size,merged,num_blocks",
+    [((5, 7), 4, (5, 7), (2, 2)), ((2, 3, 10), 8, (6, 10), (1, 2)), ((4, 6), 5, (4, 6), (1, 2))],
+)
+def test_shampoo_dense_blocked_and_merged(shape, block_size, merged, num_blocks):
+    plan = block_plan(shape, block_size)
+    assert plan.merged == merged and plan.num_blocks == num_blocks
+    decay, eps = 0.8, 1e-3
+    metric = sgrld.metrics.shampoo(decay=decay, eps=eps, update_every=1, block_size=block_size)
+    params = jnp.zeros(shape, jnp.float32)
+    state, grads = adapted_state(metric, params, num_updates=4)
+    r, c = merged
+    grads_2d = [np.asarray(g, np.float64).reshape(r, c) for g in grads]
+    inv, inv_sqrt = shampoo_reference(
+        grads_2d, decay, eps, partition(r, num_blocks[0]), partition(c, num_blocks[1]), r, c
+    )
+    np.testing.assert_allclose(
+        dense(lambda x: metric.inv(state, x), params), inv, rtol=2e-3, atol=1e-4
+    )
+    np.testing.assert_allclose(
+        dense(lambda x: metric.inv_sqrt(state, x), params), inv_sqrt, rtol=2e-3, atol=1e-4
+    )
+
+
+def test_shampoo_vector_is_blockwise_full_matrix_rmsprop():
+    decay, eps = 0.8, 1e-3
+    metric = sgrld.metrics.shampoo(decay=decay, eps=eps, update_every=1, block_size=4)
+    params = jnp.zeros((7,), jnp.float32)
+    state, grads = adapted_state(metric, params, num_updates=6)
+    expected = np.zeros((7, 7))
+    for idx in partition(7, 2):
+        h = ema(
+            [np.outer(np.asarray(g)[idx], np.asarray(g)[idx]) for g in grads],
+            decay,
+            eps * np.eye(len(idx)),
+        )
+        lam, q = np.linalg.eigh(h)
+        lam = np.maximum(lam, 0) + eps * lam.max()
+        expected[np.ix_(idx, idx)] = (q * lam**-0.5) @ q.T
+    np.testing.assert_allclose(
+        dense(lambda x: metric.inv(state, x), params), expected, rtol=2e-3, atol=1e-4
+    )
+
+
+def test_shampoo_identity_before_first_refresh_and_own_counter():
+    metric = sgrld.metrics.shampoo(update_every=3)
+    params = jnp.zeros((3, 3))
+    state, _ = adapted_state(metric, params, num_updates=2)
+    np.testing.assert_array_equal(dense(lambda x: metric.inv(state, x), params), np.eye(9))
+    state = metric.update(state, jnp.ones((3, 3)))
+    assert int(state.count) == 3
+    assert not np.allclose(dense(lambda x: metric.inv(state, x), params), np.eye(9))
+
+
+def test_small_matrix_merges_into_one_factor():
+    assert block_plan((4, 6), 128).merged == (24,)
+    assert block_plan((5, 5, 1, 32), 128).merged == (25, 32)
+
+
+def test_blocks_round_trip():
+    x = jnp.arange(2 * 3 * 10, dtype=jnp.float32).reshape(2, 3, 10)
+    plan = block_plan(x.shape, 8)
+    blocks = to_blocks(x, plan)
+    assert blocks.shape == (1, 2, 6, 5)
+    np.testing.assert_array_equal(from_blocks(blocks, plan), x)
+
+
+@pytest.mark.parametrize("spectrum", [[4.0, 1.0, 0.25], [2.0, 2.0, 2.0], [9.0, 9.0, 1e-3]])
+def test_matrix_power_known_spectrum(spectrum):
+    q, _ = np.linalg.qr(np.random.default_rng(0).normal(size=(3, 3)))
+    lam = np.array(spectrum)
+    h = jnp.asarray((q * lam) @ q.T, jnp.float32)
+    qq, ll, ok = ridged_eigh(h, eps=0.0)
+    assert bool(ok)
+    for p in (-0.25, -0.125, -0.5):
+        np.testing.assert_allclose(
+            power_from_eigh(qq, ll, p), (q * lam**p) @ q.T, rtol=2e-3, atol=1e-4
+        )
+
+
+def test_matrix_power_zero_block_stays_finite():
+    q, lam, ok = ridged_eigh(jnp.zeros((1, 4, 4)), eps=1e-8)
+    root = power_from_eigh(q, lam, -0.25)
+    assert bool(ok.all()) and bool(jnp.all(jnp.isfinite(root)))
+
+
+def test_daleckii_krein_against_finite_differences():
+    rng = np.random.default_rng(1)
+    with jax.enable_x64(True):
+        for spectrum in ([3.0, 1.0, 0.5, 0.1], [2.0, 2.0, 1.0, 1.0]):
+            q, _ = np.linalg.qr(rng.normal(size=(4, 4)))
+            h = (q * np.array(spectrum)) @ q.T
+            e = rng.normal(size=(4, 4))
+            e = e + e.T
+            qq, ll, _ = ridged_eigh(jnp.asarray(h), eps=0.0)
+            t = 1e-6
+            numeric = (sym_power(h + t * e, -0.25) - sym_power(h - t * e, -0.25)) / (2 * t)
+            np.testing.assert_allclose(
+                power_tangent(qq, ll, -0.25, jnp.asarray(e)), numeric, rtol=1e-5, atol=1e-7
+            )
+
+
+def test_shampoo_root_fallback_keeps_previous_roots():
+    metric = sgrld.metrics.shampoo(update_every=1, block_size=8)
+    params = jnp.zeros((3, 3))
+    state, _ = adapted_state(metric, params, num_updates=3)
+    before = dense(lambda x: metric.inv(state, x), params)
+    bad = metric.update(state, jnp.full((3, 3), jnp.nan))
+    assert int(bad.fallbacks) == 2  # both Kronecker factors kept their roots
+    np.testing.assert_array_equal(dense(lambda x: metric.inv(bad, x), params), before)
+
+
+@pytest.mark.parametrize(
+    "make,message",
+    [
+        (lambda: sgrld.metrics.rmsprop(decay=1.0), "decay"),
+        (lambda: sgrld.metrics.monge(decay=-0.1), "decay"),
+        (lambda: sgrld.metrics.shampoo(decay=float("nan")), "decay"),
+        (lambda: sgrld.metrics.wenzel(update_every=0), "update_every"),
+        (lambda: sgrld.metrics.rmsprop(eps=-1.0), "eps"),
+        (lambda: sgrld.metrics.monge(alpha2=-1.0), "alpha2"),
+        (lambda: sgrld.metrics.shampoo(block_size=0), "block_size"),
+    ],
+)
+def test_bad_hyperparameters(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()
