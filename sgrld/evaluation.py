@@ -11,6 +11,14 @@ The scores follow the evaluation of Yu et al. (SSGRLDNDM, ``exp_utils.const_eval
 log-likelihood is the log of the ensemble-averaged (BMA) probability, averaged over points; the
 accuracy is the argmax of the averaged probability; the ECE is top-label with equal-width bins.
 These are evaluation *scores*; "metric" in sgrld always means the sampler's Riemannian metric.
+
+References:
+    H. Yu, M. Hartmann, B. Williams, A. Klami. Scalable Stochastic Gradient Riemannian Langevin
+    Dynamics in Non-Diagonal Metrics. TMLR 2023 (Sec. 4.1; App. A.7 for the ECE).
+    S. Srinivas, K. Matoba, H. Lakkaraju, F. Fleuret. Efficient Training of Low-Curvature Neural
+    Networks. NeurIPS 2022.
+    M. P. Naeini, G. Cooper, M. Hauskrecht. Obtaining Well Calibrated Probabilities Using
+    Bayesian Binning. AAAI 2015.
 """
 
 from collections.abc import Callable
@@ -37,7 +45,8 @@ def ensemble_log_likelihood(log_likelihoods: Float[ArrayLike, "S n"]) -> Float[A
     .. math:: \\frac{1}{n}\\sum_i \\log\\Big(\\frac{1}{S}\\sum_s p(y_i \\mid x_i, \\theta_s)\\Big)
 
     This is the log of the averaged probability (the Bayesian model average), not the average
-    of the per-sample log-probabilities; by Jensen the former is the larger.
+    of the per-sample log-probabilities; by Jensen the former is the larger. It is the
+    ``log p(y|X)`` of Yu et al. (2023, Sec. 4.1).
 
     Args:
         log_likelihoods: ``log p(y_i | x_i, theta_s)`` of each sample (rows) and point (columns).
@@ -69,7 +78,8 @@ def expected_calibration_error(
     first class on ties). Bin ``b`` covers ``(b/B, (b+1)/B]``; a confidence of exactly 0 goes
     into bin 0. The edges are ``b/B`` rounded to the dtype of ``probs``, so a confidence equal
     to ``b/B`` in that dtype lies in bin ``b - 1``. Empty bins contribute nothing. This is the
-    ``ece`` of google/uncertainty-metrics, which Yu et al. use with ``num_bins=30``.
+    ``ece`` of google/uncertainty-metrics, which Yu et al. (2023, App. A.7) use with 30 bins;
+    the ECE itself is from Naeini et al. (2015).
 
     Args:
         probs: predictive probabilities, one row per point.
@@ -208,8 +218,8 @@ def classification_scores(
               \\text{log\\_likelihood} = \\frac{1}{n}\\sum_i \\log \\bar p(y_i \\mid x_i), \\quad
               \\text{accuracy} = \\frac{1}{n}\\sum_i [\\arg\\max_c \\bar p(c \\mid x_i) = y_i]
 
-    and ``ece`` is :func:`expected_calibration_error` of :math:`\\bar p`. The state must hold
-    at least one sample (an empty ensemble gives NaN).
+    and ``ece`` is :func:`expected_calibration_error` of :math:`\\bar p`, as in Yu et al. (2023,
+    Sec. 4.1). The state must hold at least one sample (an empty ensemble gives NaN).
 
     Args:
         state: the ensemble.
@@ -474,10 +484,16 @@ def curvature(
     differentiate the batch potential (mean NLL plus -log p(theta)/N, which is constant in x)
     and divide ``u`` by ``||Hu|| + 1e-6``. Here the loss is the per-point NLL and ``u`` is
     normalised exactly; the two ratios agree up to the 1e-6 terms (the 1/B factor cancels).
-    The paper's table value is the mean of C over the first 1000 test points, per sample.
+    Yu et al. (2023, Sec. 4.1) report the mean of C over the first 1000 test points, averaged
+    over the posterior samples.
+
+    Memory grows with n (the linearisation of every point is kept through the loop): call it
+    on chunks of points (Yu et al. use batches of 100), under ``jax.jit`` with the parameters
+    as an argument so that it compiles once per model, e.g.
+    ``jax.jit(lambda params, key, x, y: curvature(key, partial(nll, params), x, y))``.
 
     Args:
-        key: PRNG key for the starting vectors (one per point).
+        key: PRNG key for the random starting vectors (drawn for all points at once).
         loss_fn: ``loss_fn(x_single, y_single) -> scalar``, the per-example NLL with the
             parameters closed over (e.g. ``lambda x, y: nll(params, x, y)``); it must be
             twice differentiable in ``x`` (evaluate BatchNorm with running statistics).

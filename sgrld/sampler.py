@@ -114,6 +114,7 @@ def sgrld(
     correction: str | None = None,
     correction_scale: float = 1.0,
     num_probes: int = 1,
+    correction_warmup: int | None = None,
     prior_in_metric: bool = True,
     max_drift_norm: float | None = None,
 ) -> Sampler:
@@ -140,6 +141,9 @@ def sgrld(
       correction_scale: c; 1 is the correct sampler, ``1 − decay`` reproduces TensorFlow
         Probability's pSGLD (autodiff through the moving average), 0 equals ``None``.
       num_probes: Rademacher probes per step for ``"hutchinson"``.
+      correction_warmup: metric updates before Γ is applied (``None``: the metric's ``warmup``,
+        ``⌈3/(1 − decay)⌉``, so that D_S F is not evaluated at a statistic still near its initial
+        value). The sampler is uncorrected during this transient.
       prior_in_metric: whether the prior's gradient enters the metric's statistic (the paper: yes;
         Marceau-Caron & Ollivier: no). ``False`` needs a potential from :func:`sgrld.potential`.
       max_drift_norm: if set, a step whose ‖G⁻¹g‖ exceeds it uses the identity metric scaled by
@@ -185,6 +189,9 @@ def sgrld(
         raise ValueError(f"correction_scale must be finite, got {correction_scale}")
     if int(num_probes) < 1:
         raise ValueError(f"num_probes must be >= 1, got {num_probes}")
+    warmup = metric.warmup if correction_warmup is None else int(correction_warmup)
+    if warmup < 0:
+        raise ValueError(f"correction_warmup must be None or >= 0, got {correction_warmup}")
     if not prior_in_metric and not isinstance(potential_fn, Potential):
         raise TypeError("prior_in_metric=False needs a potential built by sgrld.potential(...)")
     if max_drift_norm is not None and not float(max_drift_norm) > 0:
@@ -221,6 +228,9 @@ def sgrld(
         metric_state = metric.update(metric_state, gm)
         reduce = "sum" if correction == "exact" else "mean"
         gamma = corr.gamma_from_probes(metric, metric_state, gm, z, hz, reduce=reduce)
+        if warmup:
+            warm = metric_state.count > warmup
+            gamma = jax.tree.map(lambda x: jnp.where(warm, x, jnp.zeros_like(x)), gamma)
         return value, g, metric_state, gamma
 
     def frozen(key, params, batch, metric_state):

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.flatten_util import ravel_pytree
 
 PyTree = Any
 
@@ -72,7 +73,8 @@ def gaussian(
     Args:
       mean: ``[D]`` mean.
       cov: ``[D, D]`` symmetric positive-definite covariance.
-      shape: the parameter's shape (default ``(D,)``); a matrix shape exercises Shampoo's factors.
+      shape: the parameter's shape (default ``(D,)``; a matrix shape exercises Shampoo's factors),
+        or a dict of shapes for a pytree of parameters (flattened in ``ravel_pytree`` order).
       grad_noise: standard deviation of the additive gradient noise.
       name: the target's name.
 
@@ -92,8 +94,14 @@ def gaussian(
         raise ValueError(f"mean must be [D] and cov [D, D]; got {mean.shape} and {cov.shape}")
     if not np.allclose(cov, cov.T) or np.linalg.eigvalsh(cov).min() <= 0:
         raise ValueError("cov must be symmetric positive definite")
-    shape = (dim,) if shape is None else tuple(shape)
-    if int(np.prod(shape)) != dim:
+    shape = (dim,) if shape is None else shape
+    template = (
+        {k: jnp.zeros(v, jnp.float32) for k, v in shape.items()}
+        if isinstance(shape, dict)
+        else jnp.zeros(tuple(shape), jnp.float32)
+    )
+    flat_template, unravel = ravel_pytree(template)
+    if flat_template.size != dim:
         raise ValueError(f"shape {shape} does not hold {dim} numbers")
     precision = jnp.asarray(np.linalg.inv(cov), jnp.float32)
     mu = jnp.asarray(mean, jnp.float32)
@@ -101,14 +109,14 @@ def gaussian(
     log_norm = float(-0.5 * dim * np.log(2 * np.pi) - 0.5 * np.linalg.slogdet(cov)[1])
 
     def log_prob(params):
-        d = params.reshape(-1) - mu
+        d = ravel_pytree(params)[0] - mu
         return -0.5 * d @ precision @ d + log_norm
 
     def sample(key, n):
         z = jax.random.normal(key, (n, dim))
-        return (mu + z @ chol.T).reshape(n, *shape)
+        return jax.vmap(unravel)(mu + z @ chol.T)
 
-    init = mu.reshape(shape)
+    init = unravel(mu)
     potential, batch_fn = _noisy(log_prob, init, grad_noise)
     return Target(name, potential, batch_fn, init, log_prob, sample, mean, cov)
 

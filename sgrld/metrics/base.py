@@ -16,6 +16,7 @@ that of the map that produced it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -36,6 +37,10 @@ class Metric(NamedTuple):
         (for non-symmetric factors, ``A Aᵀ = G⁻¹``).
       statistic: ``statistic(grads) -> s(g)``, the quantity averaged in ``state.stat``; ``None``
         for a metric that does not depend on θ (Γ = 0).
+      warmup: updates after which the average has forgotten its initial value (``⌈3/(1 − decay)⌉``,
+        95% of its weight on data, and at least one refresh); the Γ correction starts then, since
+        before it ``D_S F`` at a statistic still near its initial value (0 for RMSprop) is far
+        from the derivative of the limiting metric, and can be huge.
     """
 
     init: Callable[[PyTree], Any]
@@ -43,6 +48,7 @@ class Metric(NamedTuple):
     inv: Callable[[Any, PyTree], PyTree]
     inv_sqrt: Callable[[Any, PyTree], PyTree]
     statistic: Callable[[PyTree], PyTree] | None
+    warmup: int = 0
 
 
 class MetricState(NamedTuple):
@@ -140,6 +146,7 @@ def ema_metric(
         inv=lambda state, v: inv(state.stat, state.cache, v),
         inv_sqrt=lambda state, xi: inv_sqrt(state.stat, state.cache, xi),
         statistic=statistic,
+        warmup=max(math.ceil(3.0 / (1.0 - decay) - 1e-9), update_every if refresh is not None else 0),
     )
 
 

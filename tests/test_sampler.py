@@ -1,0 +1,166 @@
+"""Contract tests every SGRLD configuration passes (see STYLE.md), and the noise covariance."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import sgrld
+from tests.helpers import METRICS, adapted_state, dense, small_params
+
+CONFIGS = [(name, None) for name in sorted(METRICS)] + [
+    (name, "hutchinson") for name in sorted(METRICS) if name != "identity"
+]
+
+
+def quartic_potential(num_data=10):
+    """A non-Gaussian per-datum potential on the small_params tree (data: a [B, 2] batch)."""
+
+    def loglik(params, batch):
+        w, b, s = params["w"], params["b"], params["s"]
+        pred = batch[:, :1] @ w[:1, :2] + b + s * batch[:, 1:]
+        return -0.5 * jnp.sum((pred - 1.0) ** 2, axis=1) - 0.1 * jnp.sum(w**4)
+
+    return sgrld.potential(loglik, lambda p: -0.5 * sum(jnp.sum(x**2) for x in jax.tree.leaves(p)), num_data)
+
+
+def batch(seed=0, size=5):
+    return jax.random.normal(jax.random.key(seed), (size, 2))
+
+
+def make(name, correction, **kw):
+    kw.setdefault("learning_rate", 0.05)
+    return sgrld.sgrld(quartic_potential(), METRICS[name](), num_data=10, correction=correction, **kw)
+
+
+def init_params():
+    return jax.tree.map(lambda x: x + 0.3, small_params())
+
+
+@pytest.mark.parametrize("name,correction", CONFIGS)
+def test_contract(name, correction):
+    sampler = make(name, correction)
+    params = {**init_params(), "s": jnp.asarray(0.3, jnp.bfloat16)}
+    state = sampler.init(params)
+    traces = []
+
+    def counted(key, state, b):
+        traces.append(1)
+        return sampler.step(key, state, b)
+
+    step = jax.jit(counted)
+    key = jax.random.key(1)
+    new, info = step(key, state, batch())
+    # pytree structure, shapes and dtypes preserved; the state type is invariant.
+    assert jax.tree.structure(new) == jax.tree.structure(state)
+    for a, b in zip(jax.tree.leaves(new), jax.tree.leaves(state), strict=True):
+        assert a.shape == b.shape and a.dtype == b.dtype
+    assert new.params["s"].dtype == jnp.bfloat16
+    # no recompilation on the second call
+    step(jax.random.key(2), new, batch(1))
+    assert len(traces) == 1
+    # same key, same result; another key, another result
+    again, _ = step(key, state, batch())
+    for a, b in zip(jax.tree.leaves(new), jax.tree.leaves(again), strict=True):
+        np.testing.assert_array_equal(a, b)
+    other, _ = step(jax.random.key(3), state, batch())
+    assert not np.array_equal(other.params["w"], new.params["w"])
+    assert bool(info.is_finite) and int(info.nonfinite_leaf) == -1
+    # state type invariant under scan
+    keys = jax.random.split(jax.random.key(4), 6)
+    final, infos = jax.lax.scan(lambda s, k: sampler.step(k, s, batch()), state, keys)
+    assert int(final.step) == 6 and infos.potential.shape == (6,)
+
+
+@pytest.mark.parametrize("name,correction", CONFIGS)
+def test_vmap_over_chains_equals_single_chains(name, correction):
+    sampler = make(name, correction)
+    states = jax.vmap(sampler.init)(jax.tree.map(lambda x: jnp.stack([x, x + 0.1, x - 0.2]), init_params()))
+    keys = jax.random.split(jax.random.key(0), 3)
+    batched, _ = jax.jit(jax.vmap(sampler.step, in_axes=(0, 0, None)))(keys, states, batch())
+    for c in range(3):
+        single, _ = jax.jit(sampler.step)(keys[c], jax.tree.map(lambda x: x[c], states), batch())
+        for a, b in zip(jax.tree.leaves(single.params), jax.tree.leaves(batched.params), strict=True):
+            np.testing.assert_allclose(a, b[c], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", sorted(METRICS))
+def test_temperature_zero_is_preconditioned_gradient_step(name):
+    sampler = make(name, "hutchinson", temperature=0.0, learning_rate=0.05)
+    metric = METRICS[name]()
+    potential = quartic_potential()
+    params = init_params()
+    state = sampler.init(params)
+    for k in range(3):
+        state, _ = sampler.step(jax.random.key(k), state, batch(k))
+    new, _ = sampler.step(jax.random.key(9), state, batch(9))
+    g = jax.grad(potential)(state.params, batch(9))
+    ms = metric.update(state.metric_state, g)
+    expected = jax.tree.map(lambda x, d: x - 0.05 * d, state.params, metric.inv(ms, g))
+    for a, b in zip(jax.tree.leaves(new.params), jax.tree.leaves(expected), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", sorted(METRICS))
+def test_noise_covariance_at_zero_gradient(name):
+    """Cov(Δθ) = 2·h·T·G⁻¹ with h = lr/N, for a frozen metric and a flat potential."""
+    lr, num_data, temperature, n = 0.3, 10, 2.0, 40_000
+    flat = lambda params, b: 0.0 * jnp.sum(b) + sum(0.0 * jnp.sum(x) for x in jax.tree.leaves(params))
+    metric = METRICS[name]()
+    params = small_params()
+    metric_state, _ = adapted_state(metric, params, num_updates=4)
+    sampler = sgrld.sgrld(flat, metric, lr, num_data, temperature, adapt_until=0)
+    state = sampler.init(params)._replace(metric_state=metric_state)
+    keys = jax.random.split(jax.random.key(0), n)
+    moved, _ = jax.jit(jax.vmap(sampler.step, in_axes=(0, None, None)))(keys, state, batch())
+    delta = np.asarray(jax.vmap(lambda p: jax.flatten_util.ravel_pytree(p)[0])(moved.params), np.float64)
+    cov = delta.T @ delta / n  # the mean is exactly 0
+    expected = 2 * lr / num_data * temperature * dense(lambda v: metric.inv(metric_state, v), params)
+    se = np.sqrt((np.outer(np.diag(expected), np.diag(expected)) + expected**2) / n)
+    # Failure budget: 81 entries x 5 configs at 5 standard errors (Wishart): < 1e-4 per run.
+    assert np.all(np.abs(cov - expected) < 5 * se + 1e-9), np.max(np.abs(cov - expected) / se)
+
+
+def test_info_reports_nonfinite_leaf():
+    sampler = make("identity", None)
+    params = init_params()
+    params["b"] = params["b"].at[0].set(jnp.nan)
+    _, info = sampler.step(jax.random.key(0), sampler.init(params), batch())
+    assert not bool(info.is_finite)
+    names = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(params)[0]]
+    assert names[int(info.nonfinite_leaf)] == "['b']"
+
+
+def test_adapt_until_freezes_metric():
+    sampler = make("rmsprop", "hutchinson", adapt_until=2, correction_warmup=0)
+    state = sampler.init(init_params())
+    infos = []
+    for k in range(4):
+        state, info = sampler.step(jax.random.key(k), state, batch(k))
+        infos.append(info)
+    assert int(state.metric_state.count) == 2
+    assert float(infos[1].gamma_norm) > 0 and float(infos[3].gamma_norm) == 0
+
+
+def test_schedule_learning_rate():
+    sampler = make("identity", None, learning_rate=lambda t: 0.1 / (1.0 + t))
+    state = sampler.init(init_params())
+    _, info0 = sampler.step(jax.random.key(0), state, batch())
+    state = state._replace(step=jnp.asarray(9, jnp.int32))
+    _, info9 = sampler.step(jax.random.key(0), state, batch())
+    np.testing.assert_allclose([info0.learning_rate, info9.learning_rate], [0.1, 0.01], rtol=1e-6)
+
+
+def test_max_drift_norm_fallback_is_scaled_identity():
+    potential = quartic_potential()
+    sampler = sgrld.sgrld(potential, sgrld.metrics.monge(), 0.1, 10, temperature=0.0, max_drift_norm=1e-3)
+    state = sampler.init(init_params())
+    new, info = sampler.step(jax.random.key(0), state, batch())
+    g = jax.grad(potential)(state.params, batch())
+    norm = float(jnp.sqrt(sum(jnp.sum(x**2) for x in jax.tree.leaves(g))))
+    assert bool(info.drift_fallback)
+    expected = jax.tree.map(lambda x, d: x - 0.1 * 1e-3 / norm * d, state.params, g)
+    for a, b in zip(jax.tree.leaves(new.params), jax.tree.leaves(expected), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
