@@ -4,11 +4,14 @@ The public API is listed here and nowhere else.
 """
 
 from sgrld import correction, metrics, targets
+from sgrld.adam_sgld import AdamSGLDState, adam_sgld
 from sgrld.potential import Potential, potential
 from sgrld.run import DivergenceError, Samples, minibatch_fn, sample
 from sgrld.sampler import Sampler, SGRLDInfo, SGRLDState, sgrld
 
 __all__ = [
+    "AdamSGLDState",
+    "adam_sgld",
     "DivergenceError",
     "Potential",
     "Sampler",
