@@ -3,7 +3,7 @@
 The public API is listed here and nowhere else.
 """
 
-from sgrld import correction, metrics, targets
+from sgrld import bnn, correction, data, evaluation, metrics, targets
 from sgrld.adam_sgld import AdamSGLDState, adam_sgld
 from sgrld.potential import Potential, potential
 from sgrld.run import DivergenceError, Samples, minibatch_fn, sample
@@ -18,7 +18,10 @@ __all__ = [
     "SGRLDInfo",
     "SGRLDState",
     "Samples",
+    "bnn",
     "correction",
+    "data",
+    "evaluation",
     "metrics",
     "minibatch_fn",
     "potential",
