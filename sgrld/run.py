@@ -71,7 +71,9 @@ def minibatch_fn(data: PyTree, batch_size: int) -> Callable[[jax.Array], PyTree]
 
 def _leaf_name(tree: PyTree, index: int) -> str:
     paths = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(tree)[0]]
-    return paths[index] or "(root)" if 0 <= index < len(paths) else "?"
+    if not 0 <= index < len(paths):
+        return "?"
+    return paths[index] or "(root)"
 
 
 def sample(
@@ -217,8 +219,8 @@ def sample(
         n_ok = max(0, (step - burn_in) // thin)
         raise DivergenceError(
             f"chain {chain} produced a NaN/inf at step {step} (in parameter {leaf}); "
-            f"{int(jnp.sum(bad >= 0))} of {bad.size} chains diverged. The {n_ok} samples taken "
-            "before it are in this error's .samples (later entries repeat the last finite state). "
+            f"{int(jnp.sum(bad >= 0))} of {bad.size} chains diverged. Its {n_ok} sample(s) taken "
+            "before that are in this error's .samples (later entries repeat the last finite state). "
             "Try a smaller learning_rate, a larger eps for an adaptive metric, or max_drift_norm.",
             out,
         )
