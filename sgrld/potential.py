@@ -94,7 +94,7 @@ def potential(
       >>> loglik = lambda w, batch: -0.5 * (batch[1] - batch[0] * w) ** 2
       >>> logprior = lambda w: -0.5 * w**2
       >>> u = sgrld.potential(loglik, logprior, num_data=10)
-      >>> float(u(jnp.array(2.0), (jnp.array([1.0, 1.0]), jnp.array([1.0, 3.0]))))
-      0.3
+      >>> round(float(u(jnp.array(2.0), (jnp.array([1.0, 1.0]), jnp.array([1.0, 3.0])))), 4)
+      0.7
     """
     return Potential(loglik_fn, logprior_fn, num_data)
