@@ -47,7 +47,7 @@ def ridged_eigh(mat: jax.Array, eps: float) -> tuple[jax.Array, jax.Array, jax.A
 
 def power_from_eigh(q: jax.Array, lam: jax.Array, p: float) -> jax.Array:
     """``Q diag(λ^p) Qᵀ`` for a batch of decompositions."""
-    return jnp.einsum("...ij,...j,...kj->...ik", q, lam**p, q)
+    return (q * (lam**p)[..., None, :]) @ jnp.swapaxes(q, -1, -2)
 
 
 def power_tangent(q: jax.Array, lam: jax.Array, p: float, dmat: jax.Array) -> jax.Array:
@@ -65,5 +65,6 @@ def power_tangent(q: jax.Array, lam: jax.Array, p: float, dmat: jax.Array) -> ja
     secant = (li**p - lj**p) / jnp.where(close, 1.0, diff)
     derivative = p * (0.5 * (li + lj)) ** (p - 1.0)
     kernel = jnp.where(close, derivative, secant)
-    inner = jnp.einsum("...ji,...jk,...kl->...il", q, 0.5 * (dmat + jnp.swapaxes(dmat, -1, -2)), q)
-    return jnp.einsum("...ij,...jk,...lk->...il", q, kernel * inner, q)
+    qt = jnp.swapaxes(q, -1, -2)
+    inner = qt @ (0.5 * (dmat + jnp.swapaxes(dmat, -1, -2))) @ q
+    return q @ (kernel * inner) @ qt
