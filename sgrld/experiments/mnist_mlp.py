@@ -1,0 +1,320 @@
+"""Yu et al. (2023) Tables 1 and 2: MNIST 784-W-W-10 MLPs sampled by SGRLD in five metrics.
+
+``sgrld reproduce mnist-mlp`` runs the configurations of Sec. 4.3 and App. A.5 of Yu, Hartmann,
+Williams & Klami (TMLR 2023) and writes our numbers next to the paper's:
+
+* data: MNIST, 50 000 training images (10 000 held out for validation with seed 1), pixels / 255,
+  the official 10 000 test images (:func:`sgrld.data.load_dataset`);
+* model: a 784-W-W-10 ReLU MLP, W ∈ {400, 800, 1200}, He initialisation;
+* priors: Gaussian ``N(0, (1.41/√fan_in)²)`` on weights and ``N(0, 1)`` on biases, or the layer-wise
+  horseshoe on weights and biases, *without* the softplus Jacobian, as in the authors' code
+  (:func:`sgrld.bnn.priors.horseshoe` with ``include_jacobian=False``);
+* samplers: Identity, Wenzel, RMSprop, Monge and Shampoo with λ = 0.99, ε = 1e-8 (Monge λ = 0.9;
+  Shampoo roots every 100 steps, blocks of 128; Wenzel's scales refreshed once per epoch), no Γ
+  correction, T = 1, and the learning rates of Table 4 and the α² of Sec. 4.3 (:data:`PAPER`).
+  Where the paper found α² = 0 best for Monge ("Identity (α² = 0) is optimal") Monge *is* the
+  Identity sampler, so it is not run again and the table says so;
+* schedule: batches of 100 (500 steps per epoch), burn-in 1000 minibatches, a sample every 100
+  (5 per epoch), 400 epochs in the paper (``--epochs`` to shorten).
+
+Scores are those of the paper (:mod:`sgrld.runner`): test log p(y|X) of the ensemble average and
+its accuracy after the last epoch, plus ECE (30 bins), seconds per epoch (ours: the median epoch
+of sampling *and* evaluating 5 samples on 20 000 images; the paper's are per-step sampling times
+on one Xeon core, not comparable across machines) and, with ``--curvature``, the mean curvature
+C(x) over samples on 1000 test points. A value of ours is marked ▼ where it is below the paper's
+mean by more than twice the paper's standard deviation over its 10 runs.
+
+``--quick`` trains on the first 10 000 training images for 4 epochs (100 steps each; burn-in 200,
+a sample every 25): with the default W = 400 and horseshoe prior, a few minutes for the five
+metrics. It is a smoke test of the pipeline, not a reproduction.
+
+Outputs in ``--out``: per setting and metric a run folder ``<prior>-<W>/<metric>/`` (config,
+``metrics.jsonl``, ``summary.json``), ``mnist_mlp.md`` and ``mnist_mlp.json`` (the table) and
+``curves_<prior>-<W>.png`` (test log p(y|X) and accuracy against epochs, as the paper's Fig. 3).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from sgrld import runner
+from sgrld.config import Config, from_dict
+
+METRICS = ("identity", "wenzel", "rmsprop", "monge", "shampoo")
+LABELS = {
+    "identity": "Identity",
+    "wenzel": "Wenzel",
+    "rmsprop": "RMSprop",
+    "monge": "Monge",
+    "shampoo": "Shampoo",
+}
+WIDTHS = (400, 800, 1200)
+PRIORS = ("gaussian", "horseshoe")
+STEPS_PER_EPOCH = 500
+
+
+class Paper(NamedTuple):
+    """One cell of the paper: the setting of Table 4 / Sec. 4.3 and the results of Tables 1-2.
+
+    Attributes:
+        learning_rate: Table 4, or None where Monge with α² = 0 (Identity) was optimal.
+        alpha2: Monge's α² (Sec. 4.3), else None.
+        log_lik: test log p(y|X), mean and standard deviation over 10 runs (Table 1).
+        accuracy: test accuracy, mean and standard deviation (Table 1).
+        curvature: mean curvature C(θ) (Table 2).
+        seconds: seconds per epoch on one CPU core (Table 2).
+    """
+
+    learning_rate: float | None
+    alpha2: float | None = None
+    log_lik: tuple[float, float] | None = None
+    accuracy: tuple[float, float] | None = None
+    curvature: float | None = None
+    seconds: float | None = None
+
+
+IDENTITY_OPTIMAL = Paper(None)
+PAPER: dict[tuple[str, int], dict[str, Paper]] = {
+    ("gaussian", 400): {
+        "identity": Paper(0.05, None, (-0.1310, 0.0004), (0.9685, 0.0005), 5.93, 8.1),
+        "wenzel": Paper(0.075, None, (-0.1315, 0.0002), (0.9686, 0.0003), 5.82, 7.7),
+        "rmsprop": Paper(0.00025, None, (-0.1307, 0.0005), (0.9689, 0.0004), 6.30, 8.8),
+        "monge": IDENTITY_OPTIMAL,
+        "shampoo": Paper(0.0025, None, (-0.1286, 0.0003), (0.9689, 0.0004), 6.28, 18.8),
+    },
+    ("gaussian", 800): {
+        "identity": Paper(0.05, None, (-0.1667, 0.0004), (0.9587, 0.0003), 4.69, 19.9),
+        "wenzel": Paper(0.05, None, (-0.1667, 0.0004), (0.9583, 0.0005), 4.68, 20.3),
+        "rmsprop": Paper(0.0005, None, (-0.1643, 0.0003), (0.9614, 0.0003), 4.67, 24.2),
+        "monge": IDENTITY_OPTIMAL,
+        "shampoo": Paper(0.0075, None, (-0.1620, 0.0004), (0.9605, 0.0003), 4.53, 46.5),
+    },
+    ("gaussian", 1200): {
+        "identity": Paper(0.025, None, (-0.1932, 0.0004), (0.9514, 0.0004), 4.16, 43.5),
+        "wenzel": Paper(0.05, None, (-0.1933, 0.0004), (0.9519, 0.0003), 4.10, 49.1),
+        "rmsprop": Paper(0.0005, None, (-0.1886, 0.0005), (0.9568, 0.0003), 4.11, 56.9),
+        "monge": Paper(0.025, 0.75, (-0.1780, 0.0005), (0.9560, 0.0005), 6.92, 59.2),
+        "shampoo": Paper(0.0075, None, (-0.1854, 0.0003), (0.9559, 0.0004), 3.93, 92.9),
+    },
+    ("horseshoe", 400): {
+        "identity": Paper(0.25, None, (-0.0750, 0.0004), (0.9823, 0.0003), 14.65, 8.3),
+        "wenzel": Paper(0.75, None, (-0.0768, 0.0009), (0.9807, 0.0003), 14.79, 9.5),
+        "rmsprop": Paper(0.0005, None, (-0.0678, 0.0011), (0.9798, 0.0008), 25.76, 10.7),
+        "monge": Paper(0.25, 1.25, (-0.0629, 0.0009), (0.9831, 0.0005), 15.08, 12.9),
+        "shampoo": Paper(0.005, None, (-0.0641, 0.0009), (0.9820, 0.0006), 17.84, 20.1),
+    },
+    ("horseshoe", 800): {
+        "identity": Paper(0.5, None, (-0.0798, 0.0003), (0.9818, 0.0004), 15.01, 24.8),
+        "wenzel": Paper(0.5, None, (-0.0839, 0.0008), (0.9789, 0.0003), 14.45, 26.2),
+        "rmsprop": Paper(0.0005, None, (-0.0656, 0.0013), (0.9800, 0.0005), 20.09, 29.3),
+        "monge": Paper(0.25, 0.5, (-0.0612, 0.0014), (0.9834, 0.0008), 12.09, 32.1),
+        "shampoo": Paper(0.005, None, (-0.0603, 0.0011), (0.9824, 0.0004), 12.74, 53.3),
+    },
+    ("horseshoe", 1200): {
+        "identity": Paper(0.25, None, (-0.0809, 0.0004), (0.9814, 0.0002), 15.28, 56.3),
+        "wenzel": Paper(0.25, None, (-0.1006, 0.0009), (0.9746, 0.0005), 11.41, 58.2),
+        "rmsprop": Paper(0.0005, None, (-0.0631, 0.0011), (0.9808, 0.0007), 16.96, 58.3),
+        "monge": Paper(0.25, 0.075, (-0.0694, 0.0005), (0.9833, 0.0004), 16.78, 60.1),
+        "shampoo": Paper(0.005, None, (-0.0564, 0.0007), (0.9834, 0.0005), 10.07, 89.1),
+    },
+}
+"""Tables 1, 2 and 4 and Sec. 4.3 of Yu et al. (2023), by (prior, W) and metric."""
+
+QUICK = {"train_size": 10_000, "epochs": 4, "burn_in": 200, "thin": 25}
+"""``--quick``: the first 10 000 training images, 4 epochs, burn-in 200, a sample every 25."""
+
+
+def metric_params(metric: str, steps_per_epoch: int, alpha2: float | None) -> dict[str, Any]:
+    """The metric's hyperparameters in the paper (Sec. 4.1, App. A.5).
+
+    Example:
+        >>> metric_params("monge", 500, 1.25)
+        {'alpha2': 1.25, 'decay': 0.9}
+    """
+    return {
+        "identity": {},
+        "wenzel": {"decay": 0.99, "eps": 1e-8, "update_every": steps_per_epoch},
+        "rmsprop": {"decay": 0.99, "eps": 1e-8},
+        "monge": {"alpha2": alpha2, "decay": 0.9},
+        "shampoo": {"decay": 0.99, "eps": 1e-8, "update_every": 100, "block_size": 128},
+    }[metric]
+
+
+def config(
+    prior: str,
+    width: int,
+    metric: str,
+    out: Path,
+    *,
+    epochs: int,
+    data_dir: str | None = None,
+    quick: bool = False,
+    chains: int = 1,
+    seed: int = 0,
+    curvature: bool = False,
+) -> Config:
+    """The configuration of one cell of Tables 1-2 (with ``quick``, the smoke-test variant).
+
+    Example:
+        >>> c = config("horseshoe", 400, "monge", Path("r"), epochs=400)
+        >>> c.sampler.learning_rate, c.sampler.metric_params, c.prior.params, c.run.burn_in
+        (0.25, {'alpha2': 1.25, 'decay': 0.9}, {'include_jacobian': False}, 1000)
+    """
+    paper = PAPER[(prior, width)][metric]
+    if paper.learning_rate is None:
+        raise ValueError(f"{metric} with the {prior} prior and W={width}: α² = 0 is optimal")
+    train_size = QUICK["train_size"] if quick else None
+    steps = (train_size or 50_000) // 100
+    prior_params = {"include_jacobian": False} if prior == "horseshoe" else {}
+    settings: dict[str, Any] = {
+        "data": {"name": "mnist", "batch_size": 100},
+        "model": {"kind": "mlp", "widths": [width, width]},
+        "prior": {"kind": prior, "params": prior_params},
+        "sampler": {
+            "metric": metric,
+            "learning_rate": paper.learning_rate,
+            "metric_params": metric_params(metric, steps, paper.alpha2),
+        },
+        "run": {
+            "epochs": epochs,
+            "burn_in": QUICK["burn_in"] if quick else 1000,
+            "thin": QUICK["thin"] if quick else 100,
+            "chains": chains,
+            "seed": seed,
+            "curvature": curvature,
+        },
+        "out": {"folder": str(out / f"{prior}-{width}" / metric)},
+    }
+    if data_dir is not None:
+        settings["data"]["data_dir"] = data_dir
+    if train_size is not None:
+        settings["data"]["train_size"] = train_size
+    return from_dict(settings)
+
+
+def _cell(ours: float | None, paper: tuple[float, float] | None) -> tuple[str, str]:
+    """(ours, paper) formatted; ours marked ▼ below the paper's mean − 2 standard deviations."""
+    if paper is None:
+        return runner.format_value(ours), "—"
+    worse = ours is not None and ours < paper[0] - 2 * paper[1]
+    return runner.format_value(ours) + (" ▼" if worse else ""), f"{paper[0]:.4f} ± {paper[1]:.4f}"
+
+
+COLUMNS = (
+    "prior", "W", "metric", "lr", "log p(y|X)", "paper log p", "acc.", "paper acc.", "ECE",
+    "curv.", "paper curv.", "s/epoch", "paper s/epoch", "epochs", "status",
+)  # fmt: skip
+"""The columns of the output table, ours next to the paper's."""
+
+
+def table_row(prior: str, width: int, metric: str, result: runner.Result | None) -> dict[str, str]:
+    """One row of the output table (``result=None``: Monge where α² = 0, i.e. Identity, is best)."""
+    paper = PAPER[(prior, width)][metric]
+    row = dict.fromkeys(COLUMNS, "—") | {"prior": prior, "W": str(width), "metric": LABELS[metric]}
+    if result is None:
+        note = "α² = 0 is optimal (= Identity)"
+        return row | {"log p(y|X)": note, "paper log p": note, "status": "not run"}
+    final = result.records[-1] if result.records else {}
+    row["log p(y|X)"], row["paper log p"] = _cell(final.get("test_log_likelihood"), paper.log_lik)
+    row["acc."], row["paper acc."] = _cell(final.get("test_accuracy"), paper.accuracy)
+    alpha2 = f", α²={paper.alpha2:g}" if paper.alpha2 else ""
+    return row | {
+        "lr": format(paper.learning_rate, "g") + alpha2,
+        "ECE": runner.format_value(final.get("test_ece")),
+        "curv.": runner.format_value(final.get("curvature"), ".2f"),
+        "paper curv.": runner.format_value(paper.curvature, ".2f"),
+        "s/epoch": runner.format_value(result.summary["seconds_per_epoch"], ".2f"),
+        "paper s/epoch": runner.format_value(paper.seconds, ".1f"),
+        "epochs": str(len(result.records)),
+        "status": result.status,
+    }
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add this reproduction's options to ``parser``."""
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a smoke test in a few minutes: the first 10 000 training images, 4 epochs, "
+        "burn-in 200, a sample every 25 (with the default W=400 and horseshoe prior)",
+    )
+    parser.add_argument(
+        "--epochs", type=int, help="epochs per run (default: 400 as the paper, 4 with --quick)"
+    )
+    parser.add_argument(
+        "--width", type=int, nargs="+", choices=WIDTHS, default=[400], help="hidden width(s) W"
+    )
+    parser.add_argument(
+        "--prior", nargs="+", choices=PRIORS, default=["horseshoe"], help="prior(s)"
+    )
+    parser.add_argument(
+        "--metrics", nargs="+", choices=METRICS, default=list(METRICS), help="metrics to run"
+    )
+    parser.add_argument(
+        "--data-dir",
+        help="folder with the four MNIST IDX files (default: $SGRLD_DATA_DIR, else "
+        "~/.cache/sgrld/data)",
+    )
+    parser.add_argument("--chains", type=int, default=1, help="chains per run (default: 1)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    parser.add_argument(
+        "--curvature", action="store_true", help="also score the curvature C(x) (slow)"
+    )
+    parser.add_argument(
+        "--out", default="results/mnist-mlp", help="results folder (default: %(default)s)"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the requested cells, print and write the table; returns the exit code."""
+    console = runner.console()
+    out = Path(args.out)
+    settings = (
+        [("horseshoe", 400)] if args.quick else [(p, w) for p in args.prior for w in args.width]
+    )
+    epochs = args.epochs or (QUICK["epochs"] if args.quick else 400)
+    rows, codes = [], [0]
+    for prior, width in settings:
+        curves = {}
+        for metric in args.metrics:
+            if PAPER[(prior, width)][metric].learning_rate is None:
+                rows.append(table_row(prior, width, metric, None))
+                continue
+            cfg = config(
+                prior,
+                width,
+                metric,
+                out,
+                epochs=epochs,
+                data_dir=args.data_dir,
+                quick=args.quick,
+                chains=args.chains,
+                seed=args.seed,
+                curvature=args.curvature,
+            )
+            label = f"{prior} W={width} {LABELS[metric]}"
+            result = runner.run_config(cfg, progress=True, label=label)
+            rows.append(table_row(prior, width, metric, result))
+            curves[LABELS[metric]] = result.records
+            codes.append(runner.EXIT_CODES[result.status])
+            if result.status != "completed":
+                console.print(result.message)
+            if result.status == "interrupted":
+                break
+        if curves:
+            runner.plot_curves(
+                curves, out / f"curves_{prior}-{width}.png", f"MNIST {prior} W={width}"
+            )
+        if codes[-1] == runner.EXIT_CODES["interrupted"]:
+            break
+    title = f"MNIST MLP, {epochs} epochs{' (--quick: a smoke test)' if args.quick else ''}"
+    table, markdown = runner.results_table(title, rows)
+    console.print(table)
+    legend = "▼: below the paper's mean − 2 std (10 runs). Paper times: one CPU core, per step.\n"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "mnist_mlp.md").write_text(markdown + "\n" + legend)
+    runner.write_json(out / "mnist_mlp.json", {"title": title, "rows": rows})
+    console.print(legend + f"Wrote {out / 'mnist_mlp.md'}")
+    return max(codes)

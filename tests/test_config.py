@@ -1,0 +1,139 @@
+"""Configuration: TOML loading, overrides, errors that name the bad key, writing back."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from sgrld.config import (
+    Config,
+    ConfigError,
+    from_dict,
+    load_config,
+    parse_override,
+    to_toml,
+    write_config,
+)
+
+EXAMPLE = """
+[data]
+name = "digits"
+batch_size = 32
+
+[model]
+widths = [16]
+
+[sampler]
+metric = "monge"
+learning_rate = 0.1
+[sampler.metric_params]
+alpha2 = 0.5
+
+[run]
+epochs = 3
+"""
+
+
+@pytest.fixture
+def example(tmp_path: Path) -> Path:
+    path = tmp_path / "c.toml"
+    path.write_text(EXAMPLE)
+    return path
+
+
+def test_file_values_and_defaults(example):
+    c = load_config(example)
+    assert (c.data.name, c.data.batch_size, c.data.validation_size) == ("digits", 32, None)
+    assert c.model.widths == (16,) and c.model.kind == "mlp"
+    assert c.sampler.metric_params == {"alpha2": 0.5} and c.sampler.learning_rate == 0.1
+    assert (c.run.epochs, c.run.burn_in, c.run.thin) == (3, 1000, 100)
+
+
+def test_overrides_apply_in_order_and_parse_toml_literals(example):
+    c = load_config(
+        example,
+        [
+            "run.epochs=5",
+            "run.epochs=7",
+            "model.widths=[8, 8]",
+            "sampler.metric_params.decay=0.8",
+            "sampler.correction=hutchinson",  # bare word: taken as a string
+            'out.folder="a b/c"',
+            "run.save_samples=true",
+        ],
+    )
+    assert c.run.epochs == 7 and c.model.widths == (8, 8) and c.run.save_samples is True
+    assert c.sampler.metric_params == {"alpha2": 0.5, "decay": 0.8}
+    assert c.sampler.correction == "hutchinson" and c.out.folder == "a b/c"
+
+
+def test_int_is_accepted_for_float():
+    c = load_config(None, ["sampler.learning_rate=1"])
+    assert c.sampler.learning_rate == 1.0 and isinstance(c.sampler.learning_rate, float)
+
+
+@pytest.mark.parametrize(
+    "overrides, words",
+    [
+        ("sampler.learnig_rate=0.1", ["sampler.learnig_rate", "did you mean 'learning_rate'"]),
+        ("sampler.metric=monge sampler.metric_params.alph2=1", ["alph2", "'alpha2'", "decay"]),
+        ("trainer.epochs=1", ["'trainer'", "valid keys", "run"]),
+        ("run.epochs=2.5", ["run.epochs", "expected int", "float"]),
+        ("run.save_samples=1", ["run.save_samples", "expected bool"]),
+        ("model.widths=[10,'x']", ["model.widths[1]", "expected int"]),
+        ("sampler.learning_rate=-0.1", ["sampler.learning_rate", "> 0", "-0.1"]),
+        ("sampler.learning_rate=nan", ["sampler.learning_rate", "finite"]),
+        ("run.thin=0", ["run.thin", ">= 1"]),
+        ("sampler.metric=mongee", ["sampler.metric", "did you mean 'monge'"]),
+        ("data.name=minst", ["data.name", "did you mean 'mnist'"]),
+        ("sampler.metric=monge sampler.metric_params.decay=1.5", ["metric_params", "[0, 1)"]),
+        ("sampler.metric=shampoo sampler.metric_params.update_every=1.5", ["update_every"]),
+        ("prior.params.weight_scale=-1", ["prior.params", "weight_scale"]),
+        ("run.epochs=1 run.epochs.x=1", ["run.epochs", "not a table"]),
+        ("run.epochs", ["key=value"]),
+    ],
+)
+def test_errors_name_the_bad_key(overrides, words):
+    with pytest.raises(ConfigError) as err:
+        load_config(None, overrides.split(" "))
+    for word in words:
+        assert word in str(err.value)
+
+
+def test_file_errors_name_the_file(tmp_path: Path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "missing.toml")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[run\nepochs = 1")
+    with pytest.raises(ConfigError, match="bad.toml: not valid TOML"):
+        load_config(bad)
+    misspelt = tmp_path / "misspelt.toml"
+    misspelt.write_text("[run]\nepoks = 3\n")
+    with pytest.raises(ConfigError, match="unknown key 'run.epoks' \\(did you mean 'epochs'\\?\\)"):
+        load_config(misspelt)
+
+
+def test_parse_override():
+    assert parse_override(" run.epochs = 3 ") == ("run.epochs", 3)
+    assert parse_override("sampler.metric_params={alpha2 = 1.0}") == (
+        "sampler.metric_params",
+        {"alpha2": 1.0},
+    )
+
+
+def test_written_config_round_trips(example, tmp_path: Path):
+    c = load_config(example, ["data.validation_size=100", "sampler.adapt_until=50"])
+    toml_path, json_path = write_config(c, tmp_path / "out")
+    assert load_config(toml_path) == c
+    assert from_dict(json.loads(json_path.read_text())) == c
+    text = to_toml(Config())
+    assert "# data_dir is not set" in text and from_dict(tomllib.loads(text)) == Config()
+
+
+def test_with_overrides_validates():
+    assert Config().with_overrides(["run.chains=2"]).run.chains == 2
+    with pytest.raises(ConfigError, match="run.chains"):
+        Config().with_overrides(["run.chains=0"])

@@ -1,0 +1,206 @@
+"""The experiment runner: schedule, online ensemble, chains, divergence and interruption."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy.special import log_softmax, logsumexp
+
+import sgrld
+from sgrld import evaluation, runner
+from sgrld.bnn import likelihoods
+
+N_TRAIN, BATCH, DIM, CLASSES = 40, 4, 3, 3  # 10 steps per epoch
+
+
+def apply(net, x):
+    return x @ net["w"] + net["b"]
+
+
+def predict(params, x):
+    return apply(params["net"], x)
+
+
+def logistic_experiment(lr: float = 0.05, kind: str = "classification") -> runner.Experiment:
+    """Softmax regression (or linear regression) on fixed synthetic data, N(0, 1) prior."""
+    rng = np.random.default_rng(0)
+    w_true = rng.normal(size=(DIM, CLASSES)) * 2
+    x = rng.normal(size=(N_TRAIN + 30, DIM)).astype(np.float32)
+    if kind == "classification":
+        y = np.argmax(x @ w_true + rng.gumbel(size=(len(x), CLASSES)), axis=1).astype(np.int32)
+        loglik = likelihoods.categorical(apply)
+        predict_fn = predict
+    else:
+        y = (x @ w_true[:, 0] + 0.3 * rng.normal(size=len(x))).astype(np.float32)
+        loglik = likelihoods.gaussian(lambda net, x: apply(net, x)[:, 0], noise_std=0.3)
+        predict_fn = lambda params, x: (predict(params, x)[:, 0], 0.3)
+    potential = sgrld.potential(
+        loglik,
+        lambda p: -0.5 * sum(jnp.sum(v**2) for v in jax.tree.leaves(p)),
+        N_TRAIN,
+    )
+    sampler = sgrld.sgrld(potential, sgrld.metrics.identity(), lr, N_TRAIN)
+
+    def init_fn(key):
+        return {
+            "net": {
+                "w": 0.1 * jax.random.normal(key, (DIM, CLASSES)),
+                "b": jnp.zeros(CLASSES),
+            }
+        }
+
+    return runner.Experiment(
+        sampler=sampler,
+        init_fn=init_fn,
+        predict_fn=predict_fn,
+        train=(x[:N_TRAIN], y[:N_TRAIN]),
+        eval_sets={"test": (x[N_TRAIN:], y[N_TRAIN:]), "val": (x[:10], y[:10])},
+        kind=kind,
+    )
+
+
+SCHEDULE = runner.Schedule(epochs=3, batch_size=BATCH, burn_in=7, thin=4, chains=2, seed=3)
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """3 epochs of 10 steps, burn-in 7, thin 4, two chains, samples saved."""
+    out = tmp_path_factory.mktemp("saved")
+    return runner.run(logistic_experiment(), SCHEDULE, out=out, save_samples=True), out
+
+
+def test_sample_steps_rule():
+    np.testing.assert_array_equal(runner.sample_steps(30, 7, 4), [7, 11, 15, 19, 23, 27])
+    np.testing.assert_array_equal(runner.sample_steps(10, 0, 1), np.arange(10))
+    assert runner.sample_steps(1100, 1000, 100).tolist() == [1099]
+
+
+def test_burn_in_and_thinning_take_exactly_the_right_steps(saved):
+    result, out = saved
+    assert result.status == "completed"
+    # Samples at global steps 7 | 11, 15, 19 | 23, 27 of epochs 1 | 2 | 3, for each of 2 chains.
+    assert [r["samples_in_epoch"] for r in result.records] == [2, 6, 4]
+    assert [r["samples"] for r in result.records] == [2, 8, 12]
+    assert [r["steps"] for r in result.records] == [10, 20, 30]
+    steps, valid, params = runner.load_samples(out, {"net": {"w": 0, "b": 0}})
+    assert steps.tolist() == [7, 11, 15, 19, 23, 27]
+    assert valid.shape == (6, 2) and valid.all()
+    assert params["net"]["w"].shape == (6, 2, DIM, CLASSES)
+    assert [p.name for p in sorted((out / "samples").iterdir())] == [
+        "epoch_0001.npz",
+        "epoch_0002.npz",
+        "epoch_0003.npz",
+    ]
+
+
+def test_online_ensemble_equals_offline_computation_from_the_saved_samples(saved):
+    result, out = saved
+    _, _, params = runner.load_samples(out, {"net": {"w": 0, "b": 0}})
+    w = params["net"]["w"].reshape(-1, DIM, CLASSES).astype(np.float64)  # both chains' samples
+    b = params["net"]["b"].reshape(-1, CLASSES).astype(np.float64)
+    final = result.records[-1]
+    for name, (x, y) in logistic_experiment().eval_sets.items():
+        log_probs = log_softmax(np.einsum("nd,sdc->snc", x, w) + b[:, None, :], axis=-1)
+        per_sample = np.take_along_axis(log_probs, y[None, :, None], axis=-1)[..., 0]
+        mean_probs = np.exp(log_probs).mean(axis=0)
+        log_lik = np.mean(logsumexp(per_sample, axis=0) - np.log(len(w)))
+        assert final[f"{name}_log_likelihood"] == pytest.approx(log_lik, rel=1e-5)
+        assert final[f"{name}_accuracy"] == pytest.approx(np.mean(mean_probs.argmax(-1) == y))
+        ece = evaluation.expected_calibration_error(mean_probs, y, 30)
+        assert final[f"{name}_ece"] == pytest.approx(float(ece), abs=1e-5)
+
+
+def test_chains_have_their_own_init_and_noise(saved):
+    result, out = saved
+    _, _, params = runner.load_samples(out, {"net": {"w": 0, "b": 0}})
+    w = params["net"]["w"]
+    assert not np.allclose(w[:, 0], w[:, 1])
+    assert np.all(np.isfinite(w))
+    assert np.asarray(result.state.step).tolist() == [30, 30]
+
+
+def test_outputs_on_disk(saved):
+    result, out = saved
+    lines = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert lines == json.loads(json.dumps(result.records))
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "completed" and summary["epochs_completed"] == 3
+    assert summary["compile_s"] > 0 and summary["seconds_per_epoch"] > 0
+    assert summary["seconds_per_epoch_without_samples"] is None  # every epoch took samples
+    for key in ("potential", "grad_norm", "test_log_likelihood", "val_accuracy", "epoch_s"):
+        assert np.isfinite(lines[-1][key]), key
+
+
+def test_same_seed_same_run_with_or_without_saving(saved):
+    result, _ = saved
+    again = runner.run(logistic_experiment(), SCHEDULE)
+    for a, b in zip(result.records, again.records, strict=True):
+        assert {k: v for k, v in a.items() if k != "epoch_s"} == {
+            k: v for k, v in b.items() if k != "epoch_s"
+        }
+
+
+def test_divergence_stops_with_a_clear_message_and_keeps_results(tmp_path: Path):
+    # lr/N = 2.5e4: the prior's pull alone multiplies θ by ≈ −2.5e4 per step, overflowing float32.
+    schedule = runner.Schedule(epochs=5, batch_size=BATCH, burn_in=0, thin=1, chains=1)
+    result = runner.run(logistic_experiment(lr=1e6), schedule, out=tmp_path)
+    assert result.status == "diverged"
+    m = re.search(
+        r"chain 0 diverged at epoch (\d+), step (\d+) \(step (\d+) of the epoch\)", result.message
+    )
+    assert m, result.message
+    epoch, step, in_epoch = map(int, m.groups())
+    assert epoch == step // 10 + 1 and in_epoch == step % 10
+    assert "parameter ['net']" in result.message and str(tmp_path) in result.message
+    assert "learning rate" in result.message
+    assert len(result.records) == epoch < 5  # stopped after the epoch of the divergence
+    assert result.records[-1]["samples"] == step  # samples only before the divergence
+    lines = (tmp_path / "metrics.jsonl").read_text().splitlines()
+    assert len(lines) == epoch
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["status"] == "diverged" and summary["message"] == result.message
+    assert all(np.all(np.isfinite(x)) for x in jax.tree.leaves(result.state.params))
+
+
+def test_ctrl_c_between_epochs_keeps_partial_results(tmp_path: Path, monkeypatch):
+    calls = {"n": 0}
+    real = jax.block_until_ready
+
+    def interrupted_in_the_second_epoch(x):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return real(x)
+
+    monkeypatch.setattr(jax, "block_until_ready", interrupted_in_the_second_epoch)
+    result = runner.run(logistic_experiment(), SCHEDULE, out=tmp_path)
+    assert result.status == "interrupted"
+    assert result.message == f"interrupted after epoch 1; partial results in {tmp_path}"
+    assert len(result.records) == 1
+    assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 1
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["status"] == "interrupted" and summary["final"]["epoch"] == 1
+
+
+def test_regression_ensemble():
+    schedule = runner.Schedule(epochs=2, batch_size=BATCH, burn_in=0, thin=2)
+    result = runner.run(logistic_experiment(lr=0.02, kind="regression"), schedule)
+    final = result.records[-1]
+    assert result.status == "completed" and final["samples"] == 10
+    assert 0 < final["test_rmse"] < 3 and np.isfinite(final["test_nll"])
+
+
+def test_bad_arguments():
+    exp = logistic_experiment()
+    with pytest.raises(ValueError, match="larger than the training set"):
+        runner.run(exp, runner.Schedule(epochs=1, batch_size=N_TRAIN + 1))
+    with pytest.raises(ValueError, match="needs an out folder"):
+        runner.run(exp, SCHEDULE, save_samples=True)
+    with pytest.raises(ValueError, match="thin must be"):
+        runner.Schedule(epochs=1, batch_size=1, thin=0)

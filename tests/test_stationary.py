@@ -1,0 +1,202 @@
+"""Tests of the stationary-density reproductions: Rensmeyer & Niggemann Fig. 1, and in n-D.
+
+Failure budget. Each statistical test runs with a fixed seed and a stated budget; its tolerance is
+set from the Monte-Carlo noise floor of that budget (the expected TV of the histogram from noise
+alone, :func:`stationary_1d.noise_floor`, about ``2.46/√n_eff`` on these 42 cells; the TV of one
+histogram fluctuates around its expectation by roughly a fifth of the floor):
+
+* Monge, 512 chains × 5 time units after a burn-in of 10 (the ``--quick`` budget of the CLI):
+  n_eff ≈ 9,000, floor ≈ 0.026. As published: TV to ½(1+θ²)φ is floor + bias (bias ≲ 0.01 in the
+  full run) ≈ 0.03, tested < 0.05; TV to φ is 0.24, tested > 0.12. Corrected: TV to φ ≈ 0.03,
+  tested < 0.05.
+* pSGLD at the stabilised setting (decay 0.5), 512 chains × 1 time unit after 2: n_eff ≈ 6,600,
+  floor ≈ 0.03, tested < 0.06; as published (TFP), 128 chains: TV to φ ≈ 0.28, tested > 0.15.
+* Adam-SGLD, 256 chains × 1 time unit after 2: floor ≈ 0.04; TV to its prediction tested < 0.07,
+  to φ (0.18 in the limit) tested > 0.12.
+* gaussian-2d with Monge (the ``--quick`` budget: 51 chains × 20 samples): covariance error about
+  11 without Γ and ≲ 0.2 with it; the ratio is tested ≥ 3.
+
+The margins are four or more standard deviations of the noise, so a failure means a regression
+(wrong prediction, wrong Γ scale, noise off by a factor), not an unlucky seed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+import jax
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+import sgrld
+from sgrld.experiments import stationary_1d as s1
+from sgrld.experiments import stationary_nd as snd
+
+
+def _curve(key):
+    return next(c for c in s1.curves() if c.key == key)
+
+
+def _cli(module, argv):
+    parser = argparse.ArgumentParser()
+    module.add_arguments(parser)
+    return module.run(parser.parse_args(argv))
+
+
+def test_normalisers_match_the_paper():
+    published = [c for c in s1.curves() if c.variant == s1.VARIANTS[0]]
+    assert [c.family for c in published] == list(s1.FAMILIES)
+    expected = {"pSGLD": 1.25795, "Monge": 0.5, "Shampoo": 1.25331, "Adam-SGLD": 2.04953}
+    for c in published:
+        z = s1.normaliser(c.factor)
+        assert z == pytest.approx(expected[c.family], abs=1e-4), c.family
+        assert z == pytest.approx(s1.PAPER_NORMALISERS[c.family], abs=1e-3), c.family
+    assert s1.normaliser(_curve("monge-c").factor) == pytest.approx(1.0)
+
+
+def test_bin_probabilities_are_exact():
+    p = s1.bin_probabilities(norm.pdf)
+    cdf = norm.cdf(s1.EDGES)
+    np.testing.assert_allclose(p[:-1], np.diff(cdf), atol=1e-10)
+    assert p[-1] == pytest.approx(2 * norm.sf(2.05), abs=1e-10)
+    assert p.sum() == pytest.approx(1.0, abs=1e-10)
+    x = np.array([-3.0, -2.0, 0.0, 0.01, 2.06])
+    f = s1.frequencies(x)
+    assert f[-1] == pytest.approx(0.4) and f[s1.EDGES.searchsorted(0.0) - 1] == pytest.approx(0.4)
+
+
+def test_predicted_distances_to_the_target():
+    """TV(π, p) on the paper's cells: Adam-SGLD's prediction is within 0.2 of N(0, 1)."""
+    target = s1.bin_probabilities(s1.normal_pdf)
+    expected = {"psgld": 0.279, "monge": 0.241, "shampoo": 0.302, "adam": 0.177}
+    for key, tv in expected.items():
+        c = _curve(key)
+        z = s1.normaliser(c.factor)
+        pred = s1.bin_probabilities(lambda t, c=c, z=z: z * c.factor(t) * s1.normal_pdf(t))
+        assert s1.total_variation(pred, target) == pytest.approx(tv, abs=1e-3), key
+
+
+def test_psgld_tfp_prediction_uses_one_minus_decay():
+    c = _curve("psgld")
+    assert c.settings["correction_scale"] == pytest.approx(1 - c.settings["decay"])
+    x = np.array([0.5, 2.0])
+    np.testing.assert_allclose(c.factor(x), (1e-8 + x) ** 0.9)
+    np.testing.assert_allclose(_curve("shampoo").factor(x), x)
+    np.testing.assert_allclose(_curve("psgld-s").factor(x), 1.0)
+
+
+@pytest.mark.parametrize("rho", [0.0, 0.9])
+def test_noise_floor_is_the_expected_tv_of_noise(rho):
+    """The batch-means floor of one run is the mean TV over replicate runs, autocorrelated too."""
+    rng = np.random.default_rng(0)
+    replicates, chains, n = 16, 128, 100
+    z = rng.normal(size=(replicates, chains, n))
+    x = np.empty_like(z)
+    x[..., 0] = z[..., 0]
+    for t in range(1, n):  # AR(1) chains with exact N(0, 1) marginals
+        x[..., t] = rho * x[..., t - 1] + math.sqrt(1 - rho**2) * z[..., t]
+    p = s1.bin_probabilities(s1.normal_pdf)
+    tvs = [s1.total_variation(s1.frequencies(r), p) for r in x]
+    floors, n_effs = zip(*(s1.noise_floor(r) for r in x), strict=True)
+    assert np.mean(floors) == pytest.approx(np.mean(tvs), rel=0.1)
+    assert np.std(floors) < 0.15 * np.mean(floors)
+    if rho == 0.0:
+        assert np.mean(n_effs) == pytest.approx(chains * n, rel=0.15)
+    else:
+        assert np.mean(n_effs) < 0.7 * chains * n
+
+
+@pytest.fixture(scope="module")
+def one_d(tmp_path_factory):
+    """The CLI on the two Monge rows with the quick budget and 512 chains."""
+    out = tmp_path_factory.mktemp("stationary-1d")
+    argv = ["--quick", "--chains", "512", "--only", "monge", "monge-c", "--out", str(out)]
+    assert _cli(s1, argv) == 0
+    rows = json.loads((out / "stationary_1d.json").read_text())["rows"]
+    assert (out / "stationary_1d.png").stat().st_size > 0
+    assert "Monge (corrected)" in (out / "stationary_1d.md").read_text()
+    return {row["key"]: row for row in rows}
+
+
+def test_monge_as_published_samples_its_prediction(one_d):
+    row = one_d["monge"]
+    assert row["noise_floor"] < 0.03 and row["diverged"] == 0
+    assert row["tv_prediction"] < 0.05
+    assert row["tv_target"] > 0.12
+    assert row["paper_normaliser"] == 0.5 and row["normaliser"] == pytest.approx(0.5)
+    assert [c["holds"] for c in row["checks"]][1] is True  # TV(π̂, p) ≥ 0.2
+
+
+def test_corrected_monge_samples_the_target(one_d):
+    row = one_d["monge-c"]
+    assert row["tv_target"] < 0.05
+    assert row["tv_prediction"] is None and row["requirements"].startswith("TV(π̂,p) ≤ 0.02")
+
+
+def test_stabilised_corrected_psgld_samples_the_target():
+    key = jax.random.key(3)
+    fixed = s1.run_curve(key, _curve("psgld-s")._replace(burn=2.0), 512, 1.0)
+    assert fixed.floor < 0.04
+    assert fixed.tv_target < 0.06
+    published = s1.run_curve(key, _curve("psgld")._replace(burn=2.0), 128, 1.0)
+    assert published.tv_target > 0.15
+    assert published.tv_prediction < published.tv_target
+
+
+def test_adam_sgld_samples_its_prediction():
+    r = s1.run_curve(jax.random.key(4), _curve("adam")._replace(burn=2.0), 256, 1.0)
+    assert r.tv_prediction < 0.07
+    assert r.tv_target > 0.12
+
+
+def test_diverging_chains_are_dropped_and_reported():
+    boom = _curve("monge")._replace(
+        key="boom",
+        make=lambda: sgrld.sgrld(
+            sgrld.targets.standard_normal().potential, sgrld.metrics.identity(), 1e6, 1
+        ),
+        burn=1e-5,
+        thin=1e-6,
+    )
+    r = s1.run_curve(jax.random.key(0), boom, 4, 1e-5)
+    assert r.diverged == 4 and r.samples == 0 and math.isnan(r.tv_target)
+    row = s1.table_rows({"config": {}, "rows": {"boom": r}})[0]
+    assert row["tv_target"] is None and row["all_hold"] is False
+
+
+def test_covariance_error():
+    x = np.random.default_rng(0).normal(size=(200_000, 2)) * [1.0, 2.0]
+    assert snd.covariance_error(x, np.diag([1.0, 4.0])) < 0.02
+    assert snd.covariance_error(x, np.diag([1.0, 1.0])) == pytest.approx(3 / math.sqrt(2), rel=0.02)
+
+
+@pytest.fixture(scope="module")
+def n_d(tmp_path_factory):
+    """The n-D CLI on the correlated 2-D Gaussian with Monge, quick budget."""
+    out = tmp_path_factory.mktemp("stationary-nd")
+    argv = ["--quick", "--only", "gaussian-2d", "--metrics", "Monge", "--out", str(out)]
+    assert _cli(snd, argv) == 0
+    assert "gaussian-2d" in (out / "stationary_nd.md").read_text()
+    return json.loads((out / "stationary_nd.json").read_text())
+
+
+def test_corrected_monge_fixes_the_2d_covariance(n_d):
+    (row,) = n_d["rows"]
+    assert row["problem"] == "gaussian-2d" and row["metric"] == "Monge"
+    assert row["error_none"] > 1.0
+    assert row["error_none"] >= 3 * row["error_gamma"]
+    assert row["us_per_step_none"] > 0 and row["us_per_step_gamma"] > 0
+    assert row["diverged"] == "0/0"
+
+
+def test_nd_rows_cover_every_metric():
+    names = [m.name for m in snd.metric_specs()]
+    assert names == ["Identity", "RMSprop", "Wenzel", "Monge", "Shampoo", "Adam-SGLD"]
+    keys = {p.key: p for p in snd.problems()}
+    assert keys["gaussian-2d"].num_leaves == 2 and keys["gaussian-10d"].num_leaves == 2
+    assert keys["funnel"].num_leaves == 1 and not keys["funnel"].gaussian
+    with pytest.raises(ValueError, match="unknown metrics"):
+        snd.reproduce(0, quick=True, metrics=("Adagrad",))
