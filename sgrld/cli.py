@@ -28,6 +28,14 @@ REPRODUCTIONS = {
         "sgrld.experiments.mnist_mlp",
         "Yu et al. (2023) Tables 1-2: MNIST 784-W-W-10 MLPs in five metrics",
     ),
+    "stationary-1d": (
+        "sgrld.experiments.stationary_1d",
+        "Rensmeyer & Niggemann Fig. 1: biased 1-D stationary densities, and the Γ fix",
+    ),
+    "stationary-nd": (
+        "sgrld.experiments.stationary_nd",
+        "Covariance error of adaptive samplers with and without Γ on n-D Gaussians and the funnel",
+    ),
 }
 
 EPILOG = """\
