@@ -50,8 +50,13 @@ def power_from_eigh(q: jax.Array, lam: jax.Array, p: float) -> jax.Array:
     return (q * (lam**p)[..., None, :]) @ jnp.swapaxes(q, -1, -2)
 
 
-def power_tangent(q: jax.Array, lam: jax.Array, p: float, dmat: jax.Array) -> jax.Array:
-    """Directional derivative of ``H ↦ H^p`` at ``H = Q diag(λ) Qᵀ`` along ``dmat``.
+def power_tangent(
+    q: jax.Array, lam: jax.Array, p: float, dmat: jax.Array, eps: float = 0.0
+) -> jax.Array:
+    """Directional derivative of ``H ↦ (H + eps·λ_max(H)·I)^p`` at ``H = Q diag(λ) Qᵀ`` along ``dmat``.
+
+    ``lam`` are the ridged eigenvalues; the ridge's own derivative ``eps·q_maxᵀ dmat q_max`` is
+    included (eigenvalues sorted ascending, as ``eigh`` returns them).
 
     Example:
       >>> import jax.numpy as jnp
@@ -67,4 +72,6 @@ def power_tangent(q: jax.Array, lam: jax.Array, p: float, dmat: jax.Array) -> ja
     kernel = jnp.where(close, derivative, secant)
     qt = jnp.swapaxes(q, -1, -2)
     inner = qt @ (0.5 * (dmat + jnp.swapaxes(dmat, -1, -2))) @ q
+    ridge = eps * inner[..., -1, -1]
+    inner = inner + ridge[..., None, None] * jnp.eye(inner.shape[-1], dtype=inner.dtype)
     return q @ (kernel * inner) @ qt

@@ -110,15 +110,15 @@ def mode_product(blocks: jax.Array, mat: jax.Array, i: int, k: int) -> jax.Array
     return jnp.einsum(f"{batch}x{idx[i]},{src}->{dst}", mat, blocks)
 
 
-@partial(jax.custom_jvp, nondiff_argnums=(4,))
-def _cached_power(stat, q, lam, value, p):
+@partial(jax.custom_jvp, nondiff_argnums=(4, 5))
+def _cached_power(stat, q, lam, value, p, eps):
     return value
 
 
 @_cached_power.defjvp
-def _cached_power_jvp(p, primals, tangents):
+def _cached_power_jvp(p, eps, primals, tangents):
     stat, q, lam, value = primals
-    return value, power_tangent(q, lam, p, tangents[0])
+    return value, power_tangent(q, lam, p, tangents[0], eps)
 
 
 class FactorCache(NamedTuple):
@@ -242,7 +242,7 @@ def shampoo(
                 blocks = to_blocks(x.astype(compute_dtype(x)), p)
                 for i, (h, c) in enumerate(zip(leaf_stat, leaf_cache, strict=True)):
                     root = _cached_power(
-                        h, c.eigvecs, c.eigvals, getattr(c, root_field), order_exponent / k
+                        h, c.eigvecs, c.eigvals, getattr(c, root_field), order_exponent / k, eps
                     )
                     blocks = mode_product(blocks, root, i, k)
                 out.append(from_blocks(blocks, p).astype(x.dtype))
