@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import os
 import sys
 import textwrap
 
@@ -132,24 +131,8 @@ def run_command(args: argparse.Namespace) -> int:
     return runner.EXIT_CODES[result.status]
 
 
-def _limit_xla_concurrency() -> None:
-    """Avoid a deadlock of XLA's CPU runtime with concurrent batched ``eigh`` calls.
-
-    jaxlib's LAPACK kernels spread a batch of matrices over XLA's intra-op thread pool and wait
-    for them; when the runtime runs two such calls at once (Shampoo refreshes the roots of many
-    factors in one step) on a machine with as many cores as concurrent calls, every pool thread
-    waits and the run hangs. XLA's default (memory-oriented) scheduler serialises them. Only
-    takes effect before JAX's backend starts, and leaves an explicit setting in ``XLA_FLAGS``.
-    """
-    flag = "xla_cpu_enable_concurrency_optimized_scheduler"
-    flags = os.environ.get("XLA_FLAGS", "")
-    if flag not in flags:
-        os.environ["XLA_FLAGS"] = f"{flags} --{flag}=false".strip()
-
-
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``sgrld`` command; returns the exit code."""
-    _limit_xla_concurrency()
     args = build_parser().parse_args(argv)
     try:
         if args.command == "run":

@@ -253,9 +253,9 @@ def _suggest(name: str, valid: Sequence[str]) -> str:
 
 def _unknown(key: str, valid: Sequence[str], where: str) -> ConfigError:
     name = key.rsplit(".", 1)[-1]
+    listing = ", ".join(sorted(valid)) if valid else "none"
     return ConfigError(
-        f"unknown key {key!r}{_suggest(name, valid)}; valid keys in {where}: "
-        + ", ".join(sorted(valid))
+        f"unknown key {key!r}{_suggest(name, valid)}; valid keys in {where}: {listing}"
     )
 
 

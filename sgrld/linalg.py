@@ -45,6 +45,38 @@ def ridged_eigh(mat: jax.Array, eps: float) -> tuple[jax.Array, jax.Array, jax.A
     return q, lam, ok
 
 
+def ridged_eighs(
+    mats: list[jax.Array], eps: float
+) -> list[tuple[jax.Array, jax.Array, jax.Array]]:
+    """:func:`ridged_eigh` of several batches of matrices, one after the other.
+
+    Each decomposition's input gets ``0·t`` added, ``t`` a finite number taken from the previous
+    decomposition's output: exact (``0·t = 0``), but a data dependency XLA keeps (it folds
+    ``x·0`` only for integers, because of NaN), so it never runs two decompositions at once. On
+    CPU this is required, not an optimisation: jaxlib's batched ``eigh`` spreads its batch over
+    XLA's intra-op thread pool and blocks its thread until the batch is done; two or more running
+    concurrently on a machine with two cores (Shampoo refreshes the roots of many factors in one
+    step) can occupy every pool thread, and the step deadlocks (seen with jaxlib 0.10.2 on 2
+    cores, with any setting of ``OPENBLAS_NUM_THREADS`` and of XLA's scheduler; an
+    ``optimization_barrier`` does not help, XLA removes it before scheduling). Each batched call
+    still uses every core, so the cost is small.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> [(q.shape, bool(ok)) for q, _, ok in ridged_eighs([jnp.eye(2), jnp.eye(3)], eps=0.0)]
+      [((2, 2), True), ((3, 3), True)]
+    """
+    out, token = [], None
+    for mat in mats:
+        if token is not None:
+            mat = mat + 0 * token.astype(mat.dtype)
+        q, lam, ok = ridged_eigh(mat, eps)
+        first = lam.ravel()[0]
+        token = jnp.where(jnp.isfinite(first), first, 0)
+        out.append((q, lam, ok))
+    return out
+
+
 def power_from_eigh(q: jax.Array, lam: jax.Array, p: float) -> jax.Array:
     """``Q diag(λ^p) Qᵀ`` for a batch of decompositions."""
     return (q * (lam**p)[..., None, :]) @ jnp.swapaxes(q, -1, -2)

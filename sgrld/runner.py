@@ -564,7 +564,7 @@ def _record(
     carry: Carry,
     previous: int,
     output: EpochOutput,
-    seconds: float,
+    seconds: tuple[float, float],
     curvature: bool,
 ) -> dict[str, Any]:
     samples = int(np.sum(np.asarray(carry.samples)))
@@ -577,7 +577,8 @@ def _record(
         "grad_norm": float(output.grad_norm),
         # An empty ensemble has no scores (its "accuracy" would be that of argmax over NaNs).
         **{name: float(value) if samples else math.nan for name, value in output.scores.items()},
-        "epoch_s": seconds,
+        "epoch_s": seconds[0],
+        "epoch_cpu_s": seconds[1],
     }
     if curvature:
         total = float(np.sum(np.asarray(carry.curvature_sum)))
@@ -624,6 +625,9 @@ def _summary(
         "compile_s": compile_s,
         "seconds_per_epoch": float(np.median(times)) if times else None,
         "seconds_per_epoch_without_samples": float(np.median(no_eval)) if no_eval else None,
+        "cpu_seconds_per_epoch": float(np.median([r["epoch_cpu_s"] for r in records]))
+        if records
+        else None,
         "final": records[-1] if records else None,
         "meta": dict(experiment.meta),
     }
@@ -649,7 +653,9 @@ def run(
     Each record has ``epoch`` (from 1), ``steps`` and ``samples`` so far (over all chains),
     ``samples_in_epoch``, ``potential`` and ``grad_norm`` (means over the epoch), the scores
     ``<set>_<score>`` of the ensemble so far, ``epoch_s`` (wall time of the epoch, evaluation of
-    its samples included) and, with ``curvature``, ``curvature``. The summary adds ``compile_s``,
+    its samples included), ``epoch_cpu_s`` (the CPU time the process used meanwhile, over all
+    cores: on a shared machine the ratio of two metrics' CPU times is steadier than that of their
+    wall times) and, with ``curvature``, ``curvature``. The summary adds ``compile_s``,
     ``seconds_per_epoch`` (median) and ``seconds_per_epoch_without_samples`` (median over the
     burn-in epochs, which evaluate nothing: the sampler's own cost).
 
@@ -740,11 +746,11 @@ def run(
             compile_s = time.perf_counter() - start
             bar.reset(task, description=label, epoch=0)
             for epoch in range(schedule.epochs):
-                start = time.perf_counter()
+                start, cpu = time.perf_counter(), time.process_time()
                 new_carry, output = jax.block_until_ready(
                     compiled(carry, jnp.int32(epoch), chain_keys, curvature_keys, data)
                 )
-                seconds = time.perf_counter() - start
+                seconds = (time.perf_counter() - start, time.process_time() - cpu)
                 previous = records[-1]["samples"] if records else 0
                 carry = new_carry
                 records.append(_record(epoch, steps, carry, previous, output, seconds, curvature))

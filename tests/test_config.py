@@ -93,6 +93,7 @@ def test_int_is_accepted_for_float():
         ("sampler.metric=shampoo sampler.metric_params.update_every=1.5", ["update_every"]),
         ("prior.params.weight_scale=-1", ["prior.params", "weight_scale"]),
         ("run.epochs=1 run.epochs.x=1", ["run.epochs", "not a table"]),
+        ("sampler.metric_params.decay=0.9", ["of identity(): none"]),
         ("run.epochs", ["key=value"]),
     ],
 )

@@ -36,6 +36,7 @@ Outputs in ``--out``: per setting and metric a run folder ``<prior>-<W>/<metric>
 from __future__ import annotations
 
 import argparse
+import itertools
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -268,15 +269,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the requested cells, print and write the table; returns the exit code."""
+    """Run the requested cells, writing the table after each; returns the exit code."""
     console = runner.console()
     out = Path(args.out)
-    settings = (
-        [("horseshoe", 400)] if args.quick else [(p, w) for p in args.prior for w in args.width]
-    )
+    out.mkdir(parents=True, exist_ok=True)
     epochs = args.epochs or (QUICK["epochs"] if args.quick else 400)
+    title = f"MNIST MLP, {epochs} epochs{' (--quick: a smoke test)' if args.quick else ''}"
+    legend = "▼: below the paper's mean − 2 std (10 runs). Paper times: one CPU core, per step.\n"
     rows, codes = [], [0]
-    for prior, width in settings:
+
+    def write_table():
+        table, markdown = runner.results_table(title, rows)
+        (out / "mnist_mlp.md").write_text(markdown + "\n" + legend)
+        runner.write_json(out / "mnist_mlp.json", {"title": title, "rows": rows})
+        return table
+
+    interrupted = False
+    for prior, width in itertools.product(args.prior, args.width):
         curves = {}
         for metric in args.metrics:
             if PAPER[(prior, width)][metric].learning_rate is None:
@@ -299,22 +308,17 @@ def run(args: argparse.Namespace) -> int:
             rows.append(table_row(prior, width, metric, result))
             curves[LABELS[metric]] = result.records
             codes.append(runner.EXIT_CODES[result.status])
+            write_table()
             if result.status != "completed":
                 console.print(result.message)
-            if result.status == "interrupted":
+            interrupted = result.status == "interrupted"
+            if interrupted:
                 break
         if curves:
-            runner.plot_curves(
-                curves, out / f"curves_{prior}-{width}.png", f"MNIST {prior} W={width}"
-            )
-        if codes[-1] == runner.EXIT_CODES["interrupted"]:
+            title_ = f"MNIST, {prior} prior, W={width}"
+            runner.plot_curves(curves, out / f"curves_{prior}-{width}.png", title_)
+        if interrupted:
             break
-    title = f"MNIST MLP, {epochs} epochs{' (--quick: a smoke test)' if args.quick else ''}"
-    table, markdown = runner.results_table(title, rows)
-    console.print(table)
-    legend = "▼: below the paper's mean − 2 std (10 runs). Paper times: one CPU core, per step.\n"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "mnist_mlp.md").write_text(markdown + "\n" + legend)
-    runner.write_json(out / "mnist_mlp.json", {"title": title, "rows": rows})
-    console.print(legend + f"Wrote {out / 'mnist_mlp.md'}")
+    console.print(write_table())
+    console.print(legend + f"Wrote {out / 'mnist_mlp.md'} and the curves_*.png")
     return max(codes)

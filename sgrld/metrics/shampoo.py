@@ -10,7 +10,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from sgrld.linalg import power_from_eigh, power_tangent, ridged_eigh
+from sgrld.linalg import power_from_eigh, power_tangent, ridged_eighs
 from sgrld.metrics.base import Metric, check_decay, check_nonnegative, ema_metric
 
 
@@ -211,11 +211,13 @@ def shampoo(
 
     def refresh(stat, old):
         new_cache, failed = [], jnp.zeros((), jnp.int32)
+        # One decomposition at a time: concurrent batched eighs deadlock XLA's CPU runtime.
+        eighs = iter(ridged_eighs([h for leaf_stat in stat for h in leaf_stat], eps))
         for leaf_stat, leaf_old in zip(stat, old, strict=True):
             k = len(leaf_stat)
             factors = []
-            for h, prev in zip(leaf_stat, leaf_old, strict=True):
-                q, lam, ok = ridged_eigh(h, eps)
+            for prev in leaf_old:
+                q, lam, ok = next(eighs)
                 inv_root = power_from_eigh(q, lam, -1.0 / (2 * k))
                 inv_sqrt_root = power_from_eigh(q, lam, -1.0 / (4 * k))
                 ok &= jnp.all(jnp.isfinite(inv_root), axis=(-2, -1))
