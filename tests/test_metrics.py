@@ -179,6 +179,37 @@ def test_shampoo_identity_before_first_refresh_and_own_counter():
     assert not np.allclose(dense(lambda x: metric.inv(state, x), params), np.eye(9))
 
 
+@pytest.mark.parametrize("name", ["shampoo", "wenzel"])
+def test_refresh_stays_a_branch_under_vmap(name):
+    """Over vmapped chains the periodic refresh is a ``cond``, not a ``select`` of both branches.
+
+    (A ``select`` would run Shampoo's eigendecompositions for every chain at every step.) The
+    chains' states after 5 updates with period 3 equal those of unbatched updates.
+    """
+    make = {"shampoo": sgrld.metrics.shampoo, "wenzel": sgrld.metrics.wenzel}[name]
+    metric = make(update_every=3)
+    params = {"w": jnp.zeros((3, 4)), "b": jnp.zeros(4)}
+    chains = 2
+    grads = jax.tree.map(
+        lambda x: jax.random.normal(jax.random.key(0), (5, chains, *x.shape)), params
+    )
+    states = jax.vmap(metric.init)(jax.tree.map(lambda x: jnp.stack([x] * chains), params))
+    update = jax.vmap(metric.update)
+    jaxpr = jax.make_jaxpr(update)(states, jax.tree.map(lambda g: g[0], grads))
+    assert "cond[" in str(jaxpr)
+    for t in range(5):
+        states = update(states, jax.tree.map(lambda g, t=t: g[t], grads))
+    for c in range(chains):
+        single = metric.init(params)
+        for t in range(5):
+            single = metric.update(single, jax.tree.map(lambda g, t=t, c=c: g[t, c], grads))
+        jax.tree.map(
+            lambda a, b, c=c: np.testing.assert_allclose(a[c], b, rtol=1e-5, atol=1e-6),
+            states,
+            single,
+        )
+
+
 def test_small_matrix_merges_into_one_factor():
     assert block_plan((4, 6), 128).merged == (24,)
     assert block_plan((5, 5, 1, 32), 128).merged == (25, 32)
@@ -252,3 +283,31 @@ def test_shampoo_root_fallback_keeps_previous_roots():
 def test_bad_hyperparameters(make, message):
     with pytest.raises(ValueError, match=message):
         make()
+
+
+REFRESH_SCRIPT = """
+import jax, sgrld
+shapes = {"w1": (784, 400), "b1": (400,), "w2": (400, 400), "b2": (400,), "w3": (400, 10)}
+params = {k: jax.random.normal(jax.random.key(i), s) for i, (k, s) in enumerate(shapes.items())}
+metric = sgrld.metrics.shampoo(update_every=1, block_size=128)
+state, update = metric.init(params), jax.jit(metric.update)
+for i in range(20):
+    state = jax.block_until_ready(update(state, jax.tree.map(lambda x: x * (1 + i), params)))
+print("fallbacks", int(state.fallbacks))
+"""
+
+
+def test_shampoo_refresh_of_many_factors_does_not_deadlock():
+    """A refresh of an MLP's factors in one jitted call returns (a subprocess, so a hang fails).
+
+    Before ``ridged_eighs`` ran the batched eighs one after the other, XLA's CPU runtime ran
+    several at once and, on a 2-core machine, deadlocked in the first call (3 of 3 runs).
+    """
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", REFRESH_SCRIPT], capture_output=True, text=True, timeout=240
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "fallbacks 0" in done.stdout

@@ -38,7 +38,6 @@ other metrics still run.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import time
 from collections.abc import Callable
@@ -48,11 +47,10 @@ from typing import Any, NamedTuple
 
 import jax
 import numpy as np
-from rich import box
-from rich.console import Console
-from rich.table import Table
 
 import sgrld
+from sgrld.experiments import report
+from sgrld.experiments.report import console, finite, markdown_table, print_table
 
 DIM, MEAN, SIGMA2, GRAD_NOISE = 2, 2.0, 80.0, 1.0
 V_STD = math.sqrt(SIGMA2)
@@ -359,10 +357,6 @@ def reproduce(
     return results
 
 
-def _finite(x: float | None) -> float | None:
-    return None if x is None or not math.isfinite(x) else float(x)
-
-
 def table_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
     """One JSON-ready dict per metric (non-finite numbers become None)."""
     rows = []
@@ -372,11 +366,11 @@ def table_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
                 "metric": name,
                 **r.setting.hyperparameters(),
                 "samples": int(r.samples.shape[0]),
-                "w1_v": _finite(r.scores.w1),
-                "ks_v": _finite(r.scores.ks),
-                "mean_v": _finite(r.scores.mean),
-                "std_v": _finite(r.scores.std),
-                "neck": _finite(r.scores.neck),
+                "w1_v": finite(r.scores.w1),
+                "ks_v": finite(r.scores.ks),
+                "mean_v": finite(r.scores.mean),
+                "std_v": finite(r.scores.std),
+                "neck": finite(r.scores.neck),
                 "drift_fallback": r.drift_fallback,
                 "metric_fallbacks": r.metric_fallbacks,
                 "status": r.status(),
@@ -404,10 +398,6 @@ COLUMNS = (
 )
 
 
-def _cells(row: dict[str, Any]) -> list[str]:
-    return ["–" if row[k] is None else fmt.format(row[k]) for k, _, fmt in COLUMNS]
-
-
 def caption(results: dict[str, Any]) -> str:
     """One line describing the run and the exact answer."""
     c = results["config"]
@@ -418,51 +408,24 @@ def caption(results: dict[str, Any]) -> str:
     )
 
 
+NOTES = (
+    "W1(v), KS(v): Wasserstein-1 distance and Kolmogorov–Smirnov statistic between the samples "
+    f"of v and N(0, 80), computed exactly against its CDF. v<{NECK:g}: fraction of samples "
+    "in the funnel's neck. fallback: fraction of steps where "
+    "Monge's identity fallback (‖G⁻¹g‖ > 1000) fired. wall: sampling time including "
+    "compilation; steps/s counts the steps of all chains."
+)
+
+
 def markdown(results: dict[str, Any]) -> str:
     """The table as markdown, with its caption and column notes."""
-    lines = [
-        caption(results),
-        "",
-        "| " + " | ".join(title for _, title, _ in COLUMNS) + " |",
-        "|" + "---|" * len(COLUMNS),
-    ]
-    lines += ["| " + " | ".join(_cells(row)) + " |" for row in table_rows(results)]
-    lines += [
-        "",
-        "W1(v), KS(v): Wasserstein-1 distance and Kolmogorov–Smirnov statistic between the samples "
-        f"of v and N(0, 80), computed exactly against its CDF. v<{NECK:g}: fraction of samples "
-        "in the funnel's neck. fallback: fraction of steps where "
-        "Monge's identity fallback (‖G⁻¹g‖ > 1000) fired. wall: sampling time including "
-        "compilation; steps/s counts the steps of all chains.",
-    ]
-    return "\n".join(lines) + "\n"
+    return markdown_table(caption(results), COLUMNS, table_rows(results), NOTES)
 
 
 def write_tables(results: dict[str, Any], out: Path) -> tuple[Path, Path]:
     """Write ``funnel.md`` and ``funnel.json`` into ``out``; return their paths."""
-    out.mkdir(parents=True, exist_ok=True)
-    md, js = out / "funnel.md", out / "funnel.json"
-    md.write_text(markdown(results), encoding="utf-8")
     payload = {"config": results["config"], "metrics": table_rows(results)}
-    js.write_text(json.dumps(payload, indent=2, allow_nan=False) + "\n", encoding="utf-8")
-    return md, js
-
-
-def _console() -> Console:
-    """A rich console; one writing to a file (a log) is not squeezed into 80 columns."""
-    console = Console()
-    return console if console.is_terminal else Console(width=160)
-
-
-def print_table(results: dict[str, Any]) -> None:
-    """Print the table with ``rich``."""
-    table = Table(title=caption(results), title_justify="left", box=box.SIMPLE_HEAD)
-    for key, title, _ in COLUMNS:
-        justify = "left" if key in ("metric", "status") else "right"
-        table.add_column(title, justify=justify, overflow="fold")
-    for row in table_rows(results):
-        table.add_row(*_cells(row))
-    _console().print(table)
+    return report.write_tables(out, "funnel", markdown(results), payload)
 
 
 def plot(results: dict[str, Any], out: Path, seed: int) -> Path:
@@ -555,27 +518,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the reproduction from parsed arguments: sample, print, write the files. Returns 0."""
-    console = _console()
+    con = console()
     num_samples = args.samples or (QUICK_SAMPLES if args.quick else FULL_SAMPLES)
     chains = args.chains or (QUICK_CHAINS if args.quick else 1)
     correction = None if args.correction == "none" else args.correction
     out = Path(args.out)
 
-    def report(results: dict[str, Any]) -> None:
+    def progress_line(results: dict[str, Any]) -> None:
         name, r = list(results["metrics"].items())[-1]
-        console.print(
+        con.print(
             f"{name}: W1(v) {r.scores.w1:.3f}, std v {r.scores.std:.3f}, {r.status()}, "
             f"{r.wall_s:.1f} s"
         )
         write_tables(results, out)
 
-    console.print(
+    con.print(
         f"Funnel (Yu et al. 2023, Fig. 2): {num_samples:,} samples per metric, {chains} chain(s), "
         f"correction {args.correction}, seed {args.seed}"
     )
-    results = reproduce(num_samples, chains, args.seed, correction, progress=True, on_result=report)
+    results = reproduce(num_samples, chains, args.seed, correction, progress=True, on_result=progress_line)
     md, js = write_tables(results, out)
     png = plot(results, out, args.seed)
-    print_table(results)
-    console.print(f"Wrote {png}, {md} and {js}")
+    print_table(caption(results), COLUMNS, table_rows(results))
+    con.print(f"Wrote {png}, {md} and {js}")
     return 0

@@ -66,7 +66,6 @@ the JSON).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import time
 from collections.abc import Callable
@@ -76,12 +75,11 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from rich import box
-from rich.console import Console
-from rich.table import Table
 from scipy import integrate
 
 import sgrld
+from sgrld.experiments import report
+from sgrld.experiments.report import console, finite, markdown_table, print_table
 
 EDGES = np.linspace(-2.05, 2.05, 42)
 WIDTH = 0.1
@@ -489,10 +487,6 @@ def reproduce(
     return results
 
 
-def _finite(x: float) -> float | None:
-    return float(x) if math.isfinite(x) else None
-
-
 def table_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
     """One JSON-ready dict per row."""
     rows = []
@@ -514,13 +508,13 @@ def table_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
                 "burn_in_steps": round(c.burn / c.learning_rate),
                 "steps_per_chain": r.steps,
                 "samples": r.samples,
-                "n_eff": _finite(r.n_eff),
-                "noise_floor": _finite(r.floor),
-                "tv_target": _finite(r.tv_target),
-                "tv_prediction": _finite(r.tv_prediction) if published else None,
+                "n_eff": finite(r.n_eff),
+                "noise_floor": finite(r.floor),
+                "tv_target": finite(r.tv_target),
+                "tv_prediction": finite(r.tv_prediction) if published else None,
                 "tv_prediction_target": r.tv_prediction_target,
                 "checks": [
-                    {"requirement": ch.text(), "tv": _finite(tv), "holds": ok}
+                    {"requirement": ch.text(), "tv": finite(tv), "holds": ok}
                     for ch, tv, ok in checks
                 ],
                 "requirements": "; ".join(
@@ -550,11 +544,6 @@ COLUMNS = (
 )
 
 
-def cells(row: dict[str, Any], columns=COLUMNS) -> list[str]:
-    """The formatted cells of one row (``–`` for None)."""
-    return ["–" if row[k] is None else fmt.format(row[k]) for k, _, fmt in columns]
-
-
 def caption(results: dict[str, Any]) -> str:
     """One line describing the run."""
     c = results["config"]
@@ -575,42 +564,15 @@ NOTES = (
 )
 
 
-def markdown(results: dict[str, Any], columns=COLUMNS, notes: str = NOTES) -> str:
+def markdown(results: dict[str, Any]) -> str:
     """The table as markdown, with its caption and notes."""
-    lines = [
-        caption(results),
-        "",
-        "| " + " | ".join(title for _, title, _ in columns) + " |",
-        "|" + "---|" * len(columns),
-    ]
-    lines += ["| " + " | ".join(cells(row, columns)) + " |" for row in table_rows(results)]
-    return "\n".join([*lines, "", notes]) + "\n"
+    return markdown_table(caption(results), COLUMNS, table_rows(results), NOTES)
 
 
 def write_tables(results: dict[str, Any], out: Path) -> tuple[Path, Path]:
     """Write ``stationary_1d.md`` and ``stationary_1d.json`` into ``out``; return their paths."""
-    out.mkdir(parents=True, exist_ok=True)
-    md, js = out / "stationary_1d.md", out / "stationary_1d.json"
-    md.write_text(markdown(results), encoding="utf-8")
     payload = {"config": results["config"], "rows": table_rows(results)}
-    js.write_text(json.dumps(payload, indent=2, allow_nan=False) + "\n", encoding="utf-8")
-    return md, js
-
-
-def console() -> Console:
-    """A rich console; one writing to a file (a log) is not squeezed into 80 columns."""
-    c = Console()
-    return c if c.is_terminal else Console(width=200)
-
-
-def print_table(title: str, rows: list[dict[str, Any]], columns=COLUMNS) -> None:
-    """Print ``rows`` with ``rich``."""
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
-    for _, name, fmt in columns:
-        table.add_column(name, justify="left" if fmt == "{}" else "right", overflow="fold")
-    for row in rows:
-        table.add_row(*cells(row, columns))
-    console().print(table)
+    return report.write_tables(out, "stationary_1d", markdown(results), payload)
 
 
 def plot(results: dict[str, Any], out: Path) -> Path:
@@ -686,7 +648,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--chains must be >= 2 (the noise floor needs groups), got {chains}")
     con = console()
 
-    def report(results: dict[str, Any]) -> None:
+    def progress_line(results: dict[str, Any]) -> None:
         r = list(results["rows"].values())[-1]
         con.print(
             f"{r.curve.label}: TV to target {r.tv_target:.4f}, to prediction "
@@ -704,11 +666,10 @@ def run(args: argparse.Namespace) -> int:
         quick=args.quick,
         only=tuple(args.only) if args.only else None,
         progress=not args.quick,
-        on_result=report,
+        on_result=progress_line,
     )
     md, js = write_tables(results, out)
     png = plot(results, out)
-    rows = table_rows(results)
-    print_table(caption(results), rows)
+    print_table(caption(results), COLUMNS, table_rows(results))
     con.print(f"Wrote {png}, {md} and {js}")
     return 0

@@ -63,7 +63,6 @@ and of the sampling span; its errors are then dominated by Monte-Carlo noise.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import time
 from collections.abc import Callable
@@ -76,8 +75,9 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 
 import sgrld
+from sgrld.experiments import report
 from sgrld.experiments.funnel import w1_to_normal
-from sgrld.experiments.stationary_1d import cells, console, print_table
+from sgrld.experiments.report import console, finite, markdown_table, print_table
 
 RATIO = 5.0
 FUNNEL_SIGMA2 = 4.0
@@ -422,10 +422,6 @@ def reproduce(
     return results
 
 
-def _finite(x: float | None) -> float | None:
-    return None if x is None or not math.isfinite(x) else float(x)
-
-
 def table_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
     """One JSON-ready dict per problem and metric."""
     out = []
@@ -434,7 +430,7 @@ def table_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
         plain, fixed = runs.get("none"), runs.get("hutchinson")
         ratio = None
         if plain is not None and fixed is not None and fixed.error > 0:
-            ratio = _finite(plain.error / fixed.error)
+            ratio = finite(plain.error / fixed.error)
         holds = None
         if "skipped" in row:
             requirement = row["skipped"]
@@ -457,8 +453,8 @@ def table_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
                 "settings": spec.settings,
                 "learning_rate": problem.learning_rate,
                 "score": "cov_error" if problem.gaussian else "w1_v",
-                "error_none": _finite(plain.error) if plain else None,
-                "error_gamma": _finite(fixed.error) if fixed else None,
+                "error_none": finite(plain.error) if plain else None,
+                "error_gamma": finite(fixed.error) if fixed else None,
                 "ratio": ratio,
                 "requirement": requirement,
                 "holds": holds,
@@ -517,24 +513,13 @@ def caption(results: dict[str, Any]) -> str:
 
 def markdown(results: dict[str, Any]) -> str:
     """The table as markdown, with its caption and notes."""
-    lines = [
-        caption(results),
-        "",
-        "| " + " | ".join(title for _, title, _ in COLUMNS) + " |",
-        "|" + "---|" * len(COLUMNS),
-    ]
-    lines += ["| " + " | ".join(cells(row, COLUMNS)) + " |" for row in table_rows(results)]
-    return "\n".join([*lines, "", NOTES]) + "\n"
+    return markdown_table(caption(results), COLUMNS, table_rows(results), NOTES)
 
 
 def write_tables(results: dict[str, Any], out: Path) -> tuple[Path, Path]:
     """Write ``stationary_nd.md`` and ``stationary_nd.json`` into ``out``; return their paths."""
-    out.mkdir(parents=True, exist_ok=True)
-    md, js = out / "stationary_nd.md", out / "stationary_nd.json"
-    md.write_text(markdown(results), encoding="utf-8")
     payload = {"config": results["config"], "rows": table_rows(results)}
-    js.write_text(json.dumps(payload, indent=2, allow_nan=False) + "\n", encoding="utf-8")
-    return md, js
+    return report.write_tables(out, "stationary_nd", markdown(results), payload)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -570,7 +555,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     con = console()
 
-    def report(results: dict[str, Any]) -> None:
+    def progress_line(results: dict[str, Any]) -> None:
         row = results["rows"][-1]
         errors = ", ".join(f"{mode} {r.error:.3f}" for mode, r in row["runs"].items())
         con.print(f"{row['problem'].key} / {row['spec'].name}: error {errors}")
@@ -583,9 +568,9 @@ def run(args: argparse.Namespace) -> int:
         only=tuple(args.only) if args.only else None,
         metrics=tuple(args.metrics) if args.metrics else None,
         progress=not args.quick,
-        on_result=report,
+        on_result=progress_line,
     )
     md, js = write_tables(results, out)
-    print_table(caption(results), table_rows(results), COLUMNS)
+    print_table(caption(results), COLUMNS, table_rows(results))
     con.print(f"Wrote {md} and {js}")
     return 0

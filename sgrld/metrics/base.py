@@ -84,6 +84,32 @@ def check_nonnegative(value: float, name: str) -> float:
     return value
 
 
+@jax.custom_batching.custom_vmap
+def any_chain(pred: jax.Array) -> jax.Array:
+    """``pred`` itself; under ``jax.vmap``, ``any`` over the mapped axis, not mapped.
+
+    A ``lax.cond`` whose predicate is mapped turns into a ``select`` that runs both branches for
+    every chain at every step. The refresh predicate of a metric (``count % update_every == 0``)
+    goes through this function, so that over vmapped chains the refresh stays a branch, taken for
+    all chains when any chain is due. Chains stepped together (:func:`sgrld.sample`, the runner)
+    have equal counters, so each refreshes exactly on its period; chains with different counters
+    refresh on the union of their periods (still the roots of their own current statistic).
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> jax.vmap(any_chain)(jnp.array([False, True])).tolist()  # one predicate for all chains
+      [True, True]
+    """
+    return pred
+
+
+@any_chain.def_vmap
+def _any_chain_vmap(axis_size, in_batched, pred):
+    del axis_size
+    (batched,) = in_batched
+    return (jnp.any(pred) if batched else pred), False
+
+
 def ema_metric(
     *,
     statistic: Callable[[PyTree], PyTree],
@@ -133,7 +159,7 @@ def ema_metric(
                 cache, failed = refresh(stat, cache)
             else:
                 cache, failed = jax.lax.cond(
-                    count % update_every == 0,
+                    any_chain(count % update_every == 0),
                     lambda: refresh(stat, state.cache),
                     lambda: (state.cache, jnp.zeros((), jnp.int32)),
                 )
