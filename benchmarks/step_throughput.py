@@ -184,7 +184,8 @@ def start_watchdog(limit_s: float, cands: list[Candidate]) -> None:
                 print(
                     f"\nHANG: '{WATCH['what']}' has not returned after {waited:.0f} s (if every "
                     "XLA worker is idle or waiting: a deadlock in XLA's CPU runtime, like the "
-                    "concurrent-eigh one sgrld.linalg.ridged_eighs avoids). Completed rounds so far:",
+                    "concurrent-eigh one sgrld.linalg.ridged_eighs avoids). "
+                    "Completed rounds so far:",
                     flush=True,
                 )
                 done = min((len(c.chunk_s) for c in cands), default=0)

@@ -66,7 +66,9 @@ def adam_sgld(
       >>> import jax, jax.numpy as jnp, sgrld
       >>> t = sgrld.targets.standard_normal()
       >>> s = sgrld.adam_sgld(t.potential, 5e-5, num_data=1)
-      >>> state, info = s.step(jax.random.key(0), s.init(t.init_params), t.batch_fn(jax.random.key(1)))
+      >>> state, info = s.step(
+      ...     jax.random.key(0), s.init(t.init_params), t.batch_fn(jax.random.key(1))
+      ... )
       >>> bool(info.is_finite)
       True
 

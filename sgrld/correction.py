@@ -1,9 +1,9 @@
 """The correction term Γ(θ) of Riemannian Langevin dynamics, for every metric.
 
-SGRLD targets ``p(θ)`` only if its drift includes ``Γ_i(θ) = Σ_j ∂(G⁻¹)_ij / ∂θ_j`` (Ma et al., 2015);
-the published adaptive samplers drop it and are biased (Rensmeyer & Niggemann). Every metric here is
-``G⁻¹ = F(S)`` with ``S`` a moving average of a statistic ``s(g(θ))``; its limiting metric is
-``F(s(θ))``, whose Γ is, for a probe ``z`` with ``E[z zᵀ] = I``,
+SGRLD targets ``p(θ)`` only if its drift includes ``Γ_i(θ) = Σ_j ∂(G⁻¹)_ij / ∂θ_j``
+(Ma et al., 2015); the published adaptive samplers drop it and are biased (Rensmeyer & Niggemann).
+Every metric here is ``G⁻¹ = F(S)`` with ``S`` a moving average of a statistic ``s(g(θ))``; its
+limiting metric is ``F(s(θ))``, whose Γ is, for a probe ``z`` with ``E[z zᵀ] = I``,
 
     Γ = E_z[ D_S[F(S)·z] ( D_θ s · z ) ],       D_θ s · z = s′(g) · (H z),
 

@@ -5,10 +5,11 @@ and the Γ correction needs the derivative of that map. Both are computed from o
 eigendecomposition ``H = Q diag(λ) Qᵀ``:
 
     f(H)        = Q diag(f(λ)) Qᵀ,
-    D f(H)[E]   = Q (K ∘ (Qᵀ E Q)) Qᵀ,   K_ij = (f(λ_i) − f(λ_j)) / (λ_i − λ_j)   (f′(λ_i) if λ_i ≈ λ_j),
+    D f(H)[E]   = Q (K ∘ (Qᵀ E Q)) Qᵀ,
+    K_ij        = (f(λ_i) − f(λ_j)) / (λ_i − λ_j)   (f′(λ_i) if λ_i ≈ λ_j),
 
-the Daleckii–Krein formula, which, unlike differentiating ``jnp.linalg.eigh``, is finite for repeated
-eigenvalues.
+the Daleckii–Krein formula, which, unlike differentiating ``jnp.linalg.eigh``, is finite for
+repeated eigenvalues.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ def ridged_eigh(mat: jax.Array, eps: float) -> tuple[jax.Array, jax.Array, jax.A
       eps: ridge relative to the largest eigenvalue of each matrix.
 
     Returns:
-      ``(Q, lam, ok)``: eigenvectors ``[..., n, n]`` (columns), ridged eigenvalues ``[..., n]`` and a
-      boolean ``[...]`` that is False where the decomposition is not finite.
+      ``(Q, lam, ok)``: eigenvectors ``[..., n, n]`` (columns), ridged eigenvalues ``[..., n]`` and
+      a boolean ``[...]`` that is False where the decomposition is not finite.
 
     Example:
       >>> import jax.numpy as jnp
@@ -85,7 +86,8 @@ def power_from_eigh(q: jax.Array, lam: jax.Array, p: float) -> jax.Array:
 def power_tangent(
     q: jax.Array, lam: jax.Array, p: float, dmat: jax.Array, eps: float = 0.0
 ) -> jax.Array:
-    """Directional derivative of ``H ↦ (H + eps·λ_max(H)·I)^p`` at ``H = Q diag(λ) Qᵀ`` along ``dmat``.
+    """Directional derivative of ``H ↦ (H + eps·λ_max(H)·I)^p`` at ``H = Q diag(λ) Qᵀ`` along
+    ``dmat``.
 
     ``lam`` are the ridged eigenvalues; the ridge's own derivative ``eps·q_maxᵀ dmat q_max`` is
     included (eigenvalues sorted ascending, as ``eigh`` returns them).

@@ -12,7 +12,8 @@ PyTree = Any
 
 
 class Potential:
-    """``Û(θ)/N = −mean_{batch} log p(y|x, θ) − log p(θ)/N``, callable as ``potential(params, batch)``.
+    """``Û(θ)/N = −mean_{batch} log p(y|x, θ) − log p(θ)/N``, callable as
+    ``potential(params, batch)``.
 
     Built by :func:`potential`; keeps its parts so a sampler can leave the prior out of a metric's
     statistic (``prior_in_metric=False``).

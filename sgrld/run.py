@@ -1,4 +1,6 @@
-"""Run many SGRLD steps inside ``jax.lax.scan`` (and many chains with ``vmap``), keeping thinned samples."""
+"""Run many SGRLD steps inside ``jax.lax.scan`` (and many chains with ``vmap``), keeping thinned
+samples.
+"""
 
 from __future__ import annotations
 
@@ -90,7 +92,8 @@ def sample(
     progress: bool = False,
     num_chunks: int | None = None,
 ) -> Samples:
-    """Draw thinned samples: ``burn_in`` steps, then ``num_samples × thin`` steps keeping every ``thin``-th.
+    """Draw thinned samples: ``burn_in`` steps, then ``num_samples × thin`` steps keeping every
+    ``thin``-th.
 
     Steps run inside ``jax.lax.scan`` and chains inside ``jax.vmap``. Step ``t`` of chain ``c``
     uses the key ``fold_in(chain_key_c, t)``, so results do not depend on the chunking. Work is
@@ -220,7 +223,8 @@ def sample(
         raise DivergenceError(
             f"chain {chain} produced a NaN/inf at step {step} (in parameter {leaf}); "
             f"{int(jnp.sum(bad >= 0))} of {bad.size} chains diverged. Its {n_ok} sample(s) taken "
-            "before that are in this error's .samples (later entries repeat the last finite state). "
+            "before that are in this error's .samples "
+            "(later entries repeat the last finite state). "
             "Try a smaller learning_rate, a larger eps for an adaptive metric, or max_drift_norm.",
             out,
         )

@@ -125,9 +125,9 @@ def sgrld(
 
         θ_{t+1} = θ_t − lr·G⁻¹g + c·(lr/N)·T·Γ̂(θ_t) + √(2·lr·T/N)·G^{−1/2}ξ,
 
-    the step ``h = lr/N`` of ``dθ = −G⁻¹∇U dt + TΓ dt + √(2T) G^{−1/2} dW``, whose stationary density
-    is ``p(θ|D)^{1/T}`` when ``c = 1``. The metric's statistic is updated with ``g`` before it is
-    applied; after ``adapt_until`` steps it is frozen (a constant preconditioner, Γ = 0).
+    the step ``h = lr/N`` of ``dθ = −G⁻¹∇U dt + TΓ dt + √(2T) G^{−1/2} dW``, whose stationary
+    density is ``p(θ|D)^{1/T}`` when ``c = 1``. The metric's statistic is updated with ``g`` before
+    it is applied; after ``adapt_until`` steps it is frozen (a constant preconditioner, Γ = 0).
 
     Args:
       potential_fn: ``(params, batch) -> Û(θ)/N``; :func:`sgrld.potential` builds one.

@@ -38,14 +38,18 @@ def test_exact_step_adds_reference_gamma(name):
     lr, temperature, scale = 1.0, 1.5, 0.7
     kw = dict(learning_rate=lr, num_data=10, temperature=temperature, correction_warmup=0)
     plain = sgrld.sgrld(potential, METRICS[name](), **kw)
-    exact = sgrld.sgrld(potential, METRICS[name](), correction="exact", correction_scale=scale, **kw)
+    exact = sgrld.sgrld(
+        potential, METRICS[name](), correction="exact", correction_scale=scale, **kw
+    )
     state = plain.init(init_params())
     for k in range(3):  # adapt the statistic to the path first
         state, _ = plain.step(jax.random.key(k), state, batch(k))
     b = batch(7)
     without, _ = plain.step(jax.random.key(5), state, b)
     with_gamma, info = exact.step(jax.random.key(5), state, b)
-    gamma = (ravel_pytree(with_gamma.params)[0] - ravel_pytree(without.params)[0]) / (scale * lr / 10 * temperature)
+    gamma = (ravel_pytree(with_gamma.params)[0] - ravel_pytree(without.params)[0]) / (
+        scale * lr / 10 * temperature
+    )
     grad_fn = lambda p: jax.grad(potential)(p, b)
     reference = reference_gamma(METRICS[name](), with_gamma.metric_state, grad_fn, state.params)
     assert np.abs(reference).max() > 1e-2  # the test has something to detect
@@ -71,9 +75,13 @@ def test_hutchinson_mean_matches_exact_trace(name):
     exact = ravel_pytree(gamma(corr.basis_like(params), "sum"))[0]
     n = 4000
     z = corr.rademacher_like(jax.random.key(0), params, n)
-    per_probe = jax.jit(jax.vmap(lambda z1: ravel_pytree(gamma(jax.tree.map(lambda x: x[None], z1), "mean"))[0]))(z)
+    per_probe = jax.jit(
+        jax.vmap(lambda z1: ravel_pytree(gamma(jax.tree.map(lambda x: x[None], z1), "mean"))[0])
+    )(z)
     mean, se = per_probe.mean(0), per_probe.std(0) / np.sqrt(n)
-    np.testing.assert_allclose(exact, reference_gamma(metric, metric_state, grad_fn, params), rtol=2e-3, atol=1e-4)
+    np.testing.assert_allclose(
+        exact, reference_gamma(metric, metric_state, grad_fn, params), rtol=2e-3, atol=1e-4
+    )
     # Failure budget: 9 components x 4 metrics at 5 standard errors: < 1e-4 per run.
     assert np.all(np.abs(mean - exact) <= 5 * se + 1e-6), np.max(np.abs(mean - exact) / se)
     assert np.any(se > 0)  # probes do vary (not an exact identity by accident)
@@ -90,7 +98,10 @@ def test_one_dimensional_closed_forms():
     # Monge: m_t = EMA of g, F(m) = 1/(1 + α²m²), Γ = F′(m_t)·g′
     m = decay * (1 - decay) * g_prev + (1 - decay) * g
     monge = -2 * alpha2 * m / (1 + alpha2 * m**2) ** 2 * dg
-    cases = [(sgrld.metrics.rmsprop(decay, eps), rmsprop), (sgrld.metrics.monge(alpha2, decay), monge)]
+    cases = [
+        (sgrld.metrics.rmsprop(decay, eps), rmsprop),
+        (sgrld.metrics.monge(alpha2, decay), monge),
+    ]
     for metric, expected in cases:
         with_gamma = sgrld.sgrld(potential, metric, 1.0, 1, correction="exact", correction_warmup=0)
         without = sgrld.sgrld(potential, metric, 1.0, 1)
@@ -112,7 +123,9 @@ def test_correction_scale_zero_equals_none_and_is_linear():
         state = s.init(init_params())
         outs[scale] = ravel_pytree(s.step(jax.random.key(1), state, batch())[0].params)[0]
     none = sgrld.sgrld(potential, sgrld.metrics.monge(), 0.5, 10)
-    base = ravel_pytree(none.step(jax.random.key(1), none.init(init_params()), batch())[0].params)[0]
+    base = ravel_pytree(
+        none.step(jax.random.key(1), none.init(init_params()), batch())[0].params
+    )[0]
     np.testing.assert_array_equal(outs[0.0], base)
     np.testing.assert_allclose(outs[1.0] - base, 2 * (outs[0.5] - base), rtol=1e-3, atol=1e-7)
     assert np.abs(outs[1.0] - base).max() > 1e-4
@@ -123,7 +136,9 @@ def test_bad_correction_arguments():
     with pytest.raises(ValueError, match="correction"):
         sgrld.sgrld(potential, sgrld.metrics.monge(), 0.1, 10, correction="hutch")
     with pytest.raises(ValueError, match="num_probes"):
-        sgrld.sgrld(potential, sgrld.metrics.monge(), 0.1, 10, correction="hutchinson", num_probes=0)
+        sgrld.sgrld(
+            potential, sgrld.metrics.monge(), 0.1, 10, correction="hutchinson", num_probes=0
+        )
 
 
 def test_correction_waits_for_the_metric_warmup():

@@ -68,7 +68,9 @@ def frozen_metric_errors(metric_name, target_name):
     flat, unravel = ravel_pytree(target.init_params)
     dim = flat.size
     eye = jnp.eye(dim)
-    dense = jax.jit(jax.vmap(lambda st: jax.vmap(lambda e: ravel_pytree(metric.inv(st, unravel(e)))[0])(eye).T))
+    dense = jax.jit(
+        jax.vmap(lambda st: jax.vmap(lambda e: ravel_pytree(metric.inv(st, unravel(e)))[0])(eye).T)
+    )
     m_all = np.asarray(dense(out.state.metric_state), np.float64)
     precision = np.linalg.inv(target.cov)
     flat_samples = jax.vmap(jax.vmap(lambda p: ravel_pytree(p)[0]))(out.params)

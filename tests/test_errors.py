@@ -47,7 +47,9 @@ def test_not_a_metric():
 
 def test_prior_out_of_metric_needs_a_potential():
     with pytest.raises(TypeError, match="prior_in_metric"):
-        sgrld.sgrld(lambda p, b: jnp.sum(p**2), sgrld.metrics.rmsprop(), 0.1, 10, prior_in_metric=False)
+        sgrld.sgrld(
+            lambda p, b: jnp.sum(p**2), sgrld.metrics.rmsprop(), 0.1, 10, prior_in_metric=False
+        )
 
 
 def test_non_floating_parameters():

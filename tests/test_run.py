@@ -27,7 +27,9 @@ def test_chunking_does_not_change_samples():
 
 def test_thinning_keeps_every_thin_th_step():
     t, s = identity_sampler()
-    thin = sgrld.sample(jax.random.key(0), s, t.init_params, t.batch_fn, num_samples=4, thin=3, burn_in=2)
+    thin = sgrld.sample(
+        jax.random.key(0), s, t.init_params, t.batch_fn, num_samples=4, thin=3, burn_in=2
+    )
     full = sgrld.sample(jax.random.key(0), s, t.init_params, t.batch_fn, num_samples=14, thin=1)
     np.testing.assert_allclose(thin.params, full.params[np.array([4, 7, 10, 13])], rtol=1e-6)
 
@@ -37,7 +39,9 @@ def test_continue_from_state_equals_one_long_run():
     long = sgrld.sample(jax.random.key(0), s, t.init_params, t.batch_fn, num_samples=10)
     first = sgrld.sample(jax.random.key(0), s, t.init_params, t.batch_fn, num_samples=4)
     second = sgrld.sample(jax.random.key(0), s, None, t.batch_fn, num_samples=6, state=first.state)
-    np.testing.assert_allclose(jnp.concatenate([first.params, second.params]), long.params, rtol=1e-6)
+    np.testing.assert_allclose(
+        jnp.concatenate([first.params, second.params]), long.params, rtol=1e-6
+    )
 
 
 def test_divergence_is_reported_with_samples_kept():
@@ -52,7 +56,8 @@ def test_divergence_is_reported_with_samples_kept():
     assert 0 < step < 100
     x = np.asarray(out.params["x"])
     assert np.all(np.isfinite(x))
-    assert np.all(x[step:] == x[step - 1]) and x[step - 2] != x[step - 1]  # frozen at the last finite
+    # frozen at the last finite
+    assert np.all(x[step:] == x[step - 1]) and x[step - 2] != x[step - 1]
     assert "step" in str(err.value) and "learning_rate" in str(err.value)
 
 

@@ -23,7 +23,9 @@ def quartic_potential(num_data=10):
         pred = batch[:, :1] @ w[:1, :2] + b + s * batch[:, 1:]
         return -0.5 * jnp.sum((pred - 1.0) ** 2, axis=1) - 0.1 * jnp.sum(w**4)
 
-    return sgrld.potential(loglik, lambda p: -0.5 * sum(jnp.sum(x**2) for x in jax.tree.leaves(p)), num_data)
+    return sgrld.potential(
+        loglik, lambda p: -0.5 * sum(jnp.sum(x**2) for x in jax.tree.leaves(p)), num_data
+    )
 
 
 def batch(seed=0, size=5):
@@ -32,7 +34,9 @@ def batch(seed=0, size=5):
 
 def make(name, correction, **kw):
     kw.setdefault("learning_rate", 0.05)
-    return sgrld.sgrld(quartic_potential(), METRICS[name](), num_data=10, correction=correction, **kw)
+    return sgrld.sgrld(
+        quartic_potential(), METRICS[name](), num_data=10, correction=correction, **kw
+    )
 
 
 def init_params():
@@ -77,12 +81,18 @@ def test_contract(name, correction):
 @pytest.mark.parametrize("name,correction", CONFIGS)
 def test_vmap_over_chains_equals_single_chains(name, correction):
     sampler = make(name, correction)
-    states = jax.vmap(sampler.init)(jax.tree.map(lambda x: jnp.stack([x, x + 0.1, x - 0.2]), init_params()))
+    states = jax.vmap(sampler.init)(
+        jax.tree.map(lambda x: jnp.stack([x, x + 0.1, x - 0.2]), init_params())
+    )
     keys = jax.random.split(jax.random.key(0), 3)
     batched, _ = jax.jit(jax.vmap(sampler.step, in_axes=(0, 0, None)))(keys, states, batch())
     for c in range(3):
-        single, _ = jax.jit(sampler.step)(keys[c], jax.tree.map(lambda x: x[c], states), batch())
-        for a, b in zip(jax.tree.leaves(single.params), jax.tree.leaves(batched.params), strict=True):
+        single, _ = jax.jit(sampler.step)(
+            keys[c], jax.tree.map(lambda x, c=c: x[c], states), batch()
+        )
+        for a, b in zip(
+            jax.tree.leaves(single.params), jax.tree.leaves(batched.params), strict=True
+        ):
             np.testing.assert_allclose(a, b[c], rtol=1e-5, atol=1e-6)
 
 
@@ -107,7 +117,9 @@ def test_temperature_zero_is_preconditioned_gradient_step(name):
 def test_noise_covariance_at_zero_gradient(name):
     """Cov(Δθ) = 2·h·T·G⁻¹ with h = lr/N, for a frozen metric and a flat potential."""
     lr, num_data, temperature, n = 0.3, 10, 2.0, 40_000
-    flat = lambda params, b: 0.0 * jnp.sum(b) + sum(0.0 * jnp.sum(x) for x in jax.tree.leaves(params))
+    flat = lambda params, b: 0.0 * jnp.sum(b) + sum(
+        0.0 * jnp.sum(x) for x in jax.tree.leaves(params)
+    )
     metric = METRICS[name]()
     params = small_params()
     metric_state, _ = adapted_state(metric, params, num_updates=4)
@@ -115,9 +127,13 @@ def test_noise_covariance_at_zero_gradient(name):
     state = sampler.init(params)._replace(metric_state=metric_state)
     keys = jax.random.split(jax.random.key(0), n)
     moved, _ = jax.jit(jax.vmap(sampler.step, in_axes=(0, None, None)))(keys, state, batch())
-    delta = np.asarray(jax.vmap(lambda p: jax.flatten_util.ravel_pytree(p)[0])(moved.params), np.float64)
+    delta = np.asarray(
+        jax.vmap(lambda p: jax.flatten_util.ravel_pytree(p)[0])(moved.params), np.float64
+    )
     cov = delta.T @ delta / n  # the mean is exactly 0
-    expected = 2 * lr / num_data * temperature * dense(lambda v: metric.inv(metric_state, v), params)
+    expected = (
+        2 * lr / num_data * temperature * dense(lambda v: metric.inv(metric_state, v), params)
+    )
     se = np.sqrt((np.outer(np.diag(expected), np.diag(expected)) + expected**2) / n)
     # Failure budget: 81 entries x 5 configs at 5 standard errors (Wishart): < 1e-4 per run.
     assert np.all(np.abs(cov - expected) < 5 * se + 1e-9), np.max(np.abs(cov - expected) / se)
@@ -155,7 +171,9 @@ def test_schedule_learning_rate():
 
 def test_max_drift_norm_fallback_is_scaled_identity():
     potential = quartic_potential()
-    sampler = sgrld.sgrld(potential, sgrld.metrics.monge(), 0.1, 10, temperature=0.0, max_drift_norm=1e-3)
+    sampler = sgrld.sgrld(
+        potential, sgrld.metrics.monge(), 0.1, 10, temperature=0.0, max_drift_norm=1e-3
+    )
     state = sampler.init(init_params())
     new, info = sampler.step(jax.random.key(0), state, batch())
     g = jax.grad(potential)(state.params, batch())

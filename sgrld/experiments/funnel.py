@@ -536,7 +536,9 @@ def run(args: argparse.Namespace) -> int:
         f"Funnel (Yu et al. 2023, Fig. 2): {num_samples:,} samples per metric, {chains} chain(s), "
         f"correction {args.correction}, seed {args.seed}"
     )
-    results = reproduce(num_samples, chains, args.seed, correction, progress=True, on_result=progress_line)
+    results = reproduce(
+        num_samples, chains, args.seed, correction, progress=True, on_result=progress_line
+    )
     md, js = write_tables(results, out)
     png = plot(results, out, args.seed)
     print_table(caption(results), COLUMNS, table_rows(results))

@@ -1,4 +1,5 @@
-"""Riemannian metrics for SGRLD: each a :class:`Metric` built from an EMA of a gradient statistic."""
+"""Riemannian metrics for SGRLD: each a :class:`Metric` built from an EMA of a gradient
+statistic."""
 
 from sgrld.metrics.base import Metric, MetricState, inv_tangent
 from sgrld.metrics.identity import identity

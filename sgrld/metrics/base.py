@@ -9,9 +9,9 @@ function of an exponential moving average (EMA) ``S`` of a gradient *statistic* 
 
 Because the state exposes ``S`` (``state.stat``) and ``inv`` is a differentiable function of it, the
 correction term Γ (``sgrld.correction``) is derived for every metric by one generic routine: the
-directional derivative of ``S ↦ F(S)·z`` (:func:`inv_tangent`). Metrics that cache quantities derived
-from ``S`` (Wenzel's scales, Shampoo's roots) mark the cache with :func:`cached`, whose derivative is
-that of the map that produced it.
+directional derivative of ``S ↦ F(S)·z`` (:func:`inv_tangent`). Metrics that cache quantities
+derived from ``S`` (Wenzel's scales, Shampoo's roots) mark the cache with :func:`cached`, whose
+derivative is that of the map that produced it.
 """
 
 from __future__ import annotations
@@ -172,16 +172,19 @@ def ema_metric(
         inv=lambda state, v: inv(state.stat, state.cache, v),
         inv_sqrt=lambda state, xi: inv_sqrt(state.stat, state.cache, xi),
         statistic=statistic,
-        warmup=max(math.ceil(3.0 / (1.0 - decay) - 1e-9), update_every if refresh is not None else 0),
+        warmup=max(
+            math.ceil(3.0 / (1.0 - decay) - 1e-9), update_every if refresh is not None else 0
+        ),
     )
 
 
 def cached(fn: Callable[[PyTree], PyTree]) -> Callable[[PyTree, PyTree], PyTree]:
     """Wrap a refresh map ``fn`` so that a cached value carries ``fn``'s derivative.
 
-    ``cached(fn)(stat, value)`` returns ``value`` (the cache, computed by ``fn`` at the last refresh),
-    and its JVP with respect to ``stat`` is the JVP of ``fn`` at ``stat``. This is how a metric with
-    a periodically refreshed cache stays differentiable in its statistic for the Γ correction.
+    ``cached(fn)(stat, value)`` returns ``value`` (the cache, computed by ``fn`` at the last
+    refresh), and its JVP with respect to ``stat`` is the JVP of ``fn`` at ``stat``. This is how a
+    metric with a periodically refreshed cache stays differentiable in its statistic for the Γ
+    correction.
     """
 
     @jax.custom_jvp

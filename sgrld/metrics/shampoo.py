@@ -103,7 +103,8 @@ def factor_statistics(blocks: jax.Array, k: int) -> list[jax.Array]:
 
 
 def mode_product(blocks: jax.Array, mat: jax.Array, i: int, k: int) -> jax.Array:
-    """Multiply the i-th block dimension by a (symmetric) per-block matrix ``[*num_blocks, b, b]``."""
+    """Multiply the i-th block dimension by a (symmetric) per-block matrix
+    ``[*num_blocks, b, b]``."""
     batch, idx = _subscripts(k)
     src = batch + idx
     dst = batch + idx[:i] + "x" + idx[i + 1 :]

@@ -12,9 +12,9 @@ def wenzel(decay: float = 0.99, eps: float = 1e-8, update_every: int = 500) -> M
     """Layer-wise metric of Wenzel et al. (2020), as implemented by Fortuin et al. (2021).
 
     ``V ← decay·V + (1 − decay)·g²`` elementwise from ``V₀ = 1``. Every ``update_every`` updates the
-    per-leaf scales are refreshed: ``σ_l = √(eps + mean(V_l))`` and ``G_l = (σ_l / min_k σ_k)·I``, so
-    ``G⁻¹`` is at most 1 and equals 1 on the leaf with the smallest mean squared gradient. Before the
-    first refresh ``G = I``.
+    per-leaf scales are refreshed: ``σ_l = √(eps + mean(V_l))`` and ``G_l = (σ_l / min_k σ_k)·I``,
+    so ``G⁻¹`` is at most 1 and equals 1 on the leaf with the smallest mean squared gradient. Before
+    the first refresh ``G = I``.
 
     Args:
       decay: EMA decay λ, in [0, 1).
