@@ -41,14 +41,12 @@ there, and the corrected chain is under-dispersed: on ``gaussian-2d`` the correc
 (exploratory runs of 256–512 chains), against 0.06 with decay 0.5 at lr 1e-3. Decay 0 (no average)
 fails the other way: Euler steps overshoot near the singular set and chains diverge.
 
-Shampoo's Γ is short by the derivative of its ridge: the ridge ``eps·λ_max(H)`` depends on the
-statistic, but the library differentiates the root at fixed ridge, so for a 1×1 factor Γ is
-``1/(1 + eps)`` of the correct value (``correction_scale = 1/(1 + eps)`` in effect), and for larger
-factors the directions where the ridge dominates lose most of their Γ. On ``gaussian-2d`` (1×1
-factors, no absolute floor on G⁻¹ ≈ 1/|g_i|) the corrected error at eps 0.1 was 0.43 in an
-exploratory run, 0.25 with ``correction_scale = 1.1`` compensating the missing factor, and 0.26 at
-eps 1e-3; on ``gaussian-10d`` it was 0.10 at eps 0.1 but 0.67 at eps 0.01 and 0.33 at eps 1e-3
-(under-dispersed). eps 0.1 is used throughout.
+Shampoo's eps is relative (ridge ``eps·λ_max(H)``), and Γ includes the ridge's own derivative
+(before it did, Γ of a 1×1 factor was ``1/(1 + eps)`` of the correct value, and the corrected
+error on ``gaussian-2d`` at eps 0.1 was 0.43 in an exploratory run; with it, 0.31 in the full run).
+On ``gaussian-2d`` Shampoo's factors are 1×1 (G⁻¹ ≈ 1/|g_i|, singular where a gradient coordinate
+vanishes), the hardest case for a lagging average; on ``gaussian-10d`` (5×5 factors) the corrected
+error is at the floor. eps 0.1 is used throughout.
 
 Requirement (issue 3): on the Gaussians, the corrected sampler's covariance error is at least 5×
 smaller than the uncorrected one's at the same step size; the table gives the ratio per metric and
