@@ -123,13 +123,19 @@ SHAMPOO_EVERY = 100
 NO_REFRESH = 2**30
 
 
-def make_metric(name: str, shampoo_every: int = SHAMPOO_EVERY) -> sgrld.metrics.Metric:
+def make_metric(
+    name: str, shampoo_every: int = SHAMPOO_EVERY, corrected: bool = False
+) -> sgrld.metrics.Metric:
+    """The metric of a row; corrected Shampoo uses eps 1e-4 (its Γ at 1e-8 overflows, see docs)."""
+    shampoo_eps = 1e-4 if corrected else 1e-8
     return {
         "identity": sgrld.metrics.identity,
         "rmsprop": sgrld.metrics.rmsprop,
         "wenzel": lambda: sgrld.metrics.wenzel(update_every=500),
         "monge": lambda: sgrld.metrics.monge(alpha2=1.0, decay=0.9),
-        "shampoo": lambda: sgrld.metrics.shampoo(update_every=shampoo_every, block_size=128),
+        "shampoo": lambda: sgrld.metrics.shampoo(
+            eps=shampoo_eps, update_every=shampoo_every, block_size=128
+        ),
     }[name]()
 
 
@@ -278,7 +284,9 @@ def jax_candidates(args, params, batch, potential) -> list[Candidate]:
         no_refresh = metric_name == "shampoo" and args.shampoo_no_refresh
         sampler = sgrld.sgrld(
             potential,
-            make_metric(metric_name, NO_REFRESH if no_refresh else SHAMPOO_EVERY),
+            make_metric(
+                metric_name, NO_REFRESH if no_refresh else SHAMPOO_EVERY, bool(correction)
+            ),
             LEARNING_RATE[metric_name],
             NUM_DATA,
             correction=correction,
