@@ -14,7 +14,8 @@ histogram fluctuates around its expectation by roughly a fifth of the floor):
 * Shampoo (1×1 factor), 512 chains × 1 time unit: stabilised corrected (burn-in 1.5) TV to φ ≈ 0.03
   (0.017 in the full run), tested < 0.06 at floor ≈ 0.03. As published (burn-in 3), TV to its
   prediction ≈ 0.06 (floor 0.033 plus the slow mixing through θ ≈ 0, where its metric blows up;
-  0.024 in the full run), tested < 0.1, against 0.30 for a sampler at φ; TV to φ ≈ 0.31, tested > 0.2.
+  0.024 in the full run), tested < 0.1, against 0.30 for a sampler at φ; TV to φ ≈ 0.31, tested
+  > 0.2.
 * Adam-SGLD, 256 chains × 1 time unit after 1.5: floor ≈ 0.04; TV to its prediction tested < 0.07,
   to φ (0.18 in the limit) tested > 0.12.
 * gaussian-2d with Monge (the ``--quick`` budget: 51 chains × 20 samples): covariance error about
