@@ -9,7 +9,7 @@ import pytest
 from jax.flatten_util import ravel_pytree
 
 import sgrld
-from sgrld.linalg import power_from_eigh, power_tangent, ridged_eigh
+from sgrld.linalg import power_from_eigh, power_tangent, ridged_eigh, ridged_eighs
 from sgrld.metrics.shampoo import block_plan, from_blocks, to_blocks
 from tests.helpers import METRICS, adapted_state, dense, small_params
 
@@ -256,6 +256,46 @@ def test_daleckii_krein_against_finite_differences():
             np.testing.assert_allclose(
                 power_tangent(qq, ll, -0.25, jnp.asarray(e)), numeric, rtol=1e-5, atol=1e-7
             )
+
+
+def test_daleckii_krein_includes_the_ridge_derivative():
+    """At eps > 0 the map is ``H ↦ (H + eps·λ_max(H)·I)^p``; its derivative includes the ridge's.
+
+    Central differences of that map in float64 (λ_max simple, so it is differentiable). Without the
+    ridge term the tangent is off by about ``eps·|p|·λ^{p−1}·q_maxᵀ E q_max`` (asserted below).
+    """
+    rng = np.random.default_rng(2)
+    eps, p = 0.1, -0.25
+
+    def ridged_power(h):
+        lam = np.linalg.eigvalsh(h)
+        return sym_power(h + eps * lam[-1] * np.eye(len(h)), p)
+
+    with jax.enable_x64(True):
+        q, _ = np.linalg.qr(rng.normal(size=(4, 4)))
+        h = (q * np.array([3.0, 1.0, 0.5, 0.1])) @ q.T
+        e = rng.normal(size=(4, 4))
+        e = e + e.T
+        qq, ll, _ = ridged_eigh(jnp.asarray(h), eps=eps)
+        t = 1e-6
+        numeric = (ridged_power(h + t * e) - ridged_power(h - t * e)) / (2 * t)
+        tangent = power_tangent(qq, ll, p, jnp.asarray(e), eps)
+        np.testing.assert_allclose(tangent, numeric, rtol=1e-5, atol=1e-7)
+        no_ridge_term = power_tangent(qq, ll, p, jnp.asarray(e), 0.0)
+        assert np.abs(no_ridge_term - numeric).max() > 1e-3
+
+
+def test_ridged_eighs_equal_separate_decompositions():
+    rng = np.random.default_rng(3)
+    mats = []
+    for shape in [(3, 5, 5), (2, 4, 4), (1, 1)]:
+        a = rng.normal(size=shape)
+        mats.append(jnp.asarray(a @ np.swapaxes(a, -1, -2), jnp.float32))
+    for (q, lam, ok), mat in zip(ridged_eighs(mats, 1e-3), mats, strict=True):
+        q0, lam0, ok0 = ridged_eigh(mat, 1e-3)
+        np.testing.assert_array_equal(lam, lam0)
+        np.testing.assert_array_equal(q, q0)
+        np.testing.assert_array_equal(ok, ok0)
 
 
 def test_shampoo_root_fallback_keeps_previous_roots():
