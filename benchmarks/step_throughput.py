@@ -33,26 +33,13 @@ import os
 import platform
 import statistics
 import sys
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-# jaxlib 0.10's CPU LAPACK kernels (jnp.linalg.eigh: Shampoo's root refresh) run on scipy's
-# OpenBLAS, which starts a thread per core inside every call; on the 2-core machine the eighs of one
-# refresh then took 0.8-4 s instead of 0.03-0.05 s (cf. jax-ml/jax#39292). One OpenBLAS thread
-# unless the caller sets it; XLA's own kernels (matmuls, elementwise) do not use OpenBLAS and keep
-# all cores. Must be set before jax and numpy load OpenBLAS. (Concurrent batched eighs also
-# deadlocked XLA's CPU runtime; the library now runs them one at a time, sgrld.linalg.ridged_eighs.
-# The watchdog below stays, so that a hang ends the run with the rounds completed so far.)
-WORKAROUNDS = []
-if "OPENBLAS_NUM_THREADS" not in os.environ:
-    os.environ["OPENBLAS_NUM_THREADS"] = "1"
-    WORKAROUNDS.append("OPENBLAS_NUM_THREADS=1")
-
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
+import jax
+import jax.numpy as jnp
+import numpy as np
 
 try:
     import sgrld
@@ -120,12 +107,9 @@ def logprior(params):
 
 
 SHAMPOO_EVERY = 100
-NO_REFRESH = 2**30
 
 
-def make_metric(
-    name: str, shampoo_every: int = SHAMPOO_EVERY, corrected: bool = False
-) -> sgrld.metrics.Metric:
+def make_metric(name: str, corrected: bool = False) -> sgrld.metrics.Metric:
     """The metric of a row; corrected Shampoo uses eps 1e-4 (its Γ at 1e-8 overflows, see docs)."""
     shampoo_eps = 1e-4 if corrected else 1e-8
     return {
@@ -134,7 +118,7 @@ def make_metric(
         "wenzel": lambda: sgrld.metrics.wenzel(update_every=500),
         "monge": lambda: sgrld.metrics.monge(alpha2=1.0, decay=0.9),
         "shampoo": lambda: sgrld.metrics.shampoo(
-            eps=shampoo_eps, update_every=shampoo_every, block_size=128
+            eps=shampoo_eps, update_every=SHAMPOO_EVERY, block_size=128
         ),
     }[name]()
 
@@ -166,47 +150,7 @@ class Candidate:
         return statistics.median(self.chunk_s) / self.chunk_n
 
 
-# What the main thread is blocked on, for the watchdog: (description, start time).
-WATCH: dict[str, object] = {"what": "start-up", "since": time.perf_counter()}
-
-
-def watch(what: str) -> None:
-    WATCH["what"], WATCH["since"] = what, time.perf_counter()
-
-
-def start_watchdog(limit_s: float, cands: list[Candidate]) -> None:
-    """Exit with code 3 (after printing the completed rounds) if one call blocks for limit_s.
-
-    jaxlib 0.10.2's batched eigh fans out into XLA's intra-op pool and waits on it; when two ran
-    at once on a 2-thread pool, every worker waited and the step never returned (now avoided by
-    ``sgrld.linalg.ridged_eighs``; the watchdog guards against any other hang).
-    """
-
-    def loop():
-        while True:
-            time.sleep(5.0)
-            waited = time.perf_counter() - float(WATCH["since"])
-            if waited > limit_s:
-                print(
-                    f"\nHANG: '{WATCH['what']}' has not returned after {waited:.0f} s (if every "
-                    "XLA worker is idle or waiting: a deadlock in XLA's CPU runtime, like the "
-                    "concurrent-eigh one sgrld.linalg.ridged_eighs avoids). "
-                    "Completed rounds so far:",
-                    flush=True,
-                )
-                done = min((len(c.chunk_s) for c in cands), default=0)
-                if done:
-                    for c in cands:
-                        c.chunk_s = c.chunk_s[:done]
-                    print_table(cands, check=False)
-                sys.stdout.flush()
-                os._exit(3)
-
-    threading.Thread(target=loop, daemon=True).start()
-
-
-def first_call_seconds(fn: Callable[[], object], name: str = "") -> float:
-    watch(f"first call of {name}")
+def first_call_seconds(fn: Callable[[], object]) -> float:
     t0 = time.perf_counter()
     jax.block_until_ready(fn())
     return time.perf_counter() - t0
@@ -231,7 +175,7 @@ def jax_candidates(args, params, batch, potential) -> list[Candidate]:
         jax.block_until_ready(out)
 
     c = Candidate("floor: value_and_grad + normal", "floor", run_floor)
-    c.compile_s = first_call_seconds(lambda: floor_fn(params, batch, key_list[0]), c.name)
+    c.compile_s = first_call_seconds(lambda: floor_fn(params, batch, key_list[0]))
     cands.append(c)
 
     lr0 = LEARNING_RATE["identity"]
@@ -270,10 +214,10 @@ def jax_candidates(args, params, batch, potential) -> list[Candidate]:
         return lambda: all(bool(jnp.all(jnp.isfinite(x))) for x in jax.tree.leaves(holder[name]))
 
     c = Candidate("ref: grad step p - lr*g", "floor", run_gd, finite("gd"))
-    c.compile_s = first_call_seconds(lambda: grad_step(params, batch), c.name)
+    c.compile_s = first_call_seconds(lambda: grad_step(params, batch))
     cands.append(c)
     c = Candidate("ref: SGLD by hand", "floor", run_hand, finite("hand"))
-    c.compile_s = first_call_seconds(lambda: hand_sgld(key_list[0], params, batch), c.name)
+    c.compile_s = first_call_seconds(lambda: hand_sgld(key_list[0], params, batch))
     cands.append(c)
 
     # (b), (c): the library's step, Python loop and scan.
@@ -281,18 +225,14 @@ def jax_candidates(args, params, batch, potential) -> list[Candidate]:
     if not args.no_hutchinson:
         variants += [(m, "hutchinson") for m in args.metrics if m in ADAPTIVE]
     for metric_name, correction in variants:
-        no_refresh = metric_name == "shampoo" and args.shampoo_no_refresh
         sampler = sgrld.sgrld(
             potential,
-            make_metric(
-                metric_name, NO_REFRESH if no_refresh else SHAMPOO_EVERY, bool(correction)
-            ),
+            make_metric(metric_name, bool(correction)),
             LEARNING_RATE[metric_name],
             NUM_DATA,
             correction=correction,
         )
-        label = LABELS[metric_name] + (" (no refresh)" if no_refresh else "")
-        label += " + Hutchinson" if correction else ""
+        label = LABELS[metric_name] + (" + Hutchinson" if correction else "")
         step = jax.jit(sampler.step)
         state0 = sampler.init(params)
 
@@ -313,7 +253,7 @@ def jax_candidates(args, params, batch, potential) -> list[Candidate]:
         c = Candidate(
             label, "loop", run_loop, lambda st=st: st["ok"], metric_name, bool(correction)
         )
-        c.compile_s = first_call_seconds(first, c.name)
+        c.compile_s = first_call_seconds(first)
         cands.append(c)
 
         if not (
@@ -354,34 +294,9 @@ def jax_candidates(args, params, batch, potential) -> list[Candidate]:
             metric_name,
             bool(correction),
         )
-        c.compile_s = first_call_seconds(first_scan, c.name)
+        c.compile_s = first_call_seconds(first_scan)
         cands.append(c)
-    if "shampoo" in args.metrics and args.shampoo_no_refresh:
-        cands.append(shampoo_refresh_candidate(params, potential, batch))
     return cands
-
-
-def shampoo_refresh_candidate(params, potential, batch) -> Candidate:
-    """One Shampoo root refresh of all leaves, as one jitted call per leaf, blocking after each.
-
-    Runs the library's own refresh: the ``update`` of a ``shampoo(update_every=1)`` metric (whose
-    refresh is not under ``lax.cond``) on a one-leaf state, so at most the 2 eighs of one leaf's
-    factors are in flight. The row's "steps/s" are refreshes/s, its ms/step ms per refresh (it
-    includes one statistic update per leaf, small next to the eighs).
-    """
-    metric = sgrld.metrics.shampoo(update_every=1, block_size=128)
-    grads = jax.grad(potential)(params, batch)
-    update = jax.jit(metric.update)
-    parts = [(metric.init({k: params[k]}), {k: grads[k]}) for k in params]
-
-    def run(n):
-        for _ in range(n):
-            for state, g in parts:
-                jax.block_until_ready(update(state, g))
-
-    c = Candidate("Shampoo refresh alone (1 refresh)", "refresh", run, chunk_n=5)
-    c.compile_s = first_call_seconds(lambda: [update(s, g) for s, g in parts], c.name)
-    return c
 
 
 def torch_candidates(args, x_np, y_np) -> tuple[list[Candidate], str | None]:
@@ -484,7 +399,7 @@ def fmt_ratio(x: float | None) -> str:
     return "" if x is None or not math.isfinite(x) else f"{x:.2f}x"
 
 
-def print_table(cands: list[Candidate], check: bool = True) -> None:
+def print_table(cands: list[Candidate]) -> None:
     by = {(c.group, c.metric, c.corrected): c for c in cands if c.metric}
     floor = next(c for c in cands if c.group == "floor")
     rows = []
@@ -507,7 +422,7 @@ def print_table(cands: list[Candidate], check: bool = True) -> None:
                 fmt_ratio(to_ident),
                 fmt_ratio(to_plain),
                 f"{c.compile_s:.2f}",
-                ("yes" if c.check() else "NO") if check else "?",
+                "yes" if c.check() else "NO",
             ]
         )
     head = [
@@ -560,19 +475,9 @@ def check_targets(cands: list[Candidate]) -> None:
     by = {(c.group, c.metric, c.corrected): c for c in cands if c.metric}
     floor = next(c for c in cands if c.group == "floor")
     lines = []
-    refresh = next((c for c in cands if c.group == "refresh"), None)
 
     def target(desc, value, limit, ok):
         lines.append(f"  [{'PASS' if ok else 'MISS'}] {desc}: {value:.2f}x (target {limit})")
-
-    def step_s(c):
-        """Time per step; a no-refresh Shampoo row gets the refresh amortized over 100 steps."""
-        if c.metric == "shampoo" and "no refresh" in c.name and refresh:
-            return c.median_step_s + refresh.median_step_s / SHAMPOO_EVERY
-        return c.median_step_s
-
-    def est(c):
-        return " [estimate: no-refresh step + refresh/100]" if step_s(c) != c.median_step_s else ""
 
     for group in ("loop", "scan"):
         ident = by.get((group, "identity", False))
@@ -583,14 +488,14 @@ def check_targets(cands: list[Candidate]) -> None:
         for m in ("rmsprop", "wenzel", "monge", "shampoo"):
             c = by.get((group, m, False))
             if c and ident:
-                r = step_s(c) / ident.median_step_s
+                r = c.median_step_s / ident.median_step_s
                 limit = 1.6 if m == "shampoo" else 1.15
-                target(f"{LABELS[m]} / Identity ({tag}){est(c)}", r, f"<= {limit}x", r <= limit)
+                target(f"{LABELS[m]} / Identity ({tag})", r, f"<= {limit}x", r <= limit)
         for m in ADAPTIVE:
             c, p = by.get((group, m, True)), by.get((group, m, False))
             if c and p:
-                r = step_s(c) / step_s(p)
-                desc = f"{LABELS[m]} + Hutchinson / {LABELS[m]} ({tag}){est(c)}"
+                r = c.median_step_s / p.median_step_s
+                desc = f"{LABELS[m]} + Hutchinson / {LABELS[m]} ({tag})"
                 target(desc, r, "<= 2.5x", r <= 2.5)
         t = by.get(("torch", "identity", False))
         if t and ident:
@@ -651,18 +556,6 @@ def main(argv: list[str] | None = None) -> int:
         default="some",
         help="which steps also run as one jitted lax.scan per chunk (some: identity and shampoo)",
     )
-    parser.add_argument(
-        "--shampoo-no-refresh",
-        action="store_true",
-        help="time Shampoo with update_every=2**30 (no root refresh inside the step) plus the "
-        "refresh alone, one leaf per call: the refresh's share of the step, measured apart",
-    )
-    parser.add_argument(
-        "--hang-timeout",
-        type=float,
-        default=300.0,
-        help="seconds one call may block before the run is declared hung (exit code 3)",
-    )
     args = parser.parse_args(argv)
     if args.quick:
         args.rounds, args.chunk, args.scan = 2, 50, "none"
@@ -679,9 +572,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else '?'}"
     )
     print(
-        f"OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}, "
+        f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', '(unset)')}, "
         f"XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}"
-        + (f" (set by this script: {', '.join(WORKAROUNDS)}; see its top)" if WORKAROUNDS else "")
     )
     print(
         f"model 784-400-400-10 ReLU MLP ({NUM_PARAMS:,} params), batch {BATCH}, N {NUM_DATA:,}; "
@@ -703,9 +595,7 @@ def main(argv: list[str] | None = None) -> int:
     potential = sgrld.potential(loglik, logprior, NUM_DATA)
 
     t0 = time.perf_counter()
-    cands: list[Candidate] = []
-    start_watchdog(args.hang_timeout, cands)
-    cands += jax_candidates(args, params, batch, potential)
+    cands = jax_candidates(args, params, batch, potential)
     torch_version = None
     if args.no_torch:
         print("torch: skipped (--no-torch)")
@@ -722,19 +612,16 @@ def main(argv: list[str] | None = None) -> int:
         c.chunk_n = c.chunk_n or args.chunk
     for c in cands:  # a few untimed steps more (a scan has run a whole chunk to compile)
         if c.group != "scan":
-            watch(f"warm-up of {c.name}")
             c.run(min(5, c.chunk_n))
 
     t0 = time.perf_counter()
     for r in range(args.rounds):
         shift = r % len(cands)
         for c in cands[shift:] + cands[:shift]:
-            watch(f"round {r + 1} of {c.name}")
             start = time.perf_counter()
             c.run(c.chunk_n)
             c.chunk_s.append(time.perf_counter() - start)
     print(f"timing: {time.perf_counter() - t0:.1f} s\n")
-    watch("reporting")
 
     print_table(cands)
     print()
