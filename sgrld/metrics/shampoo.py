@@ -156,9 +156,9 @@ def shampoo(
       decay: EMA decay λ, in [0, 1).
       eps: initial statistic scale and relative ridge. With the Γ correction use eps ≳ 1e-4: Γ
         contains the derivative of ``λ^{-1/(2k)}`` at the smallest ridged eigenvalue, which grows
-        like ``(eps·λ_max)^{-1-1/(2k)}``; at eps = 1e-8 it threw the 784-400-400-10 MLP of
-        ``benchmarks/step_throughput.py`` to non-finite values at the first corrected step (step
-        306, after the warm-up), while eps = 1e-4 and 1e-2 stayed finite.
+        like ``(eps·λ_max)^{-1-1/(2k)}``; on the 784-400-400-10 MLP of
+        ``benchmarks/shampoo_gamma_eps.py`` eps = 1e-8 and 1e-6 went non-finite soon after Γ
+        started (steps 305 and 381, warm-up 300), 1e-4 and 1e-2 stayed finite for 600 steps.
       update_every: root refresh period in updates.
       block_size: largest block length along any dimension.
 
