@@ -9,10 +9,8 @@ How a run works (:func:`run`):
   ``n_train // batch_size`` steps and every step's potential is an unbiased estimate of ``U/N``
   with the same variance. No Python runs between steps.
 * ``chains = K`` independent chains are ``jax.vmap``-ed: each has its own initialisation key, its
-  own shuffling and its own noise. (One chain is run without ``vmap``: under ``vmap`` a metric's
-  periodic refresh, a ``lax.cond`` on its per-chain counter, becomes a ``select`` that computes
-  the refresh at every step, which for Shampoo's eigendecompositions costs far more than the
-  step itself. With several chains that cost is paid.)
+  own shuffling and its own noise. The chains step together, so a metric's periodic refresh stays
+  one branch for all of them (:func:`sgrld.metrics.base.branch_over_chains`).
 * Burn-in and thinning are counted in minibatches over the whole run (global step ``s``, from 0),
   as in the authors' code: step ``s`` is a sample when ``s >= burn_in and (s + 1) % thin == 0``
   (:func:`sample_steps`).
@@ -236,24 +234,6 @@ def _select(mask: jax.Array, new: PyTree, old: PyTree) -> PyTree:
     )
 
 
-def _over_chains(fn: Callable, chains: int) -> Callable:
-    """``fn`` mapped over a leading chain axis of every argument and output.
-
-    Several chains use ``jax.vmap``. One chain calls ``fn`` without it: under ``vmap`` a
-    ``jax.lax.cond`` whose predicate depends on the (batched) state, such as a metric's periodic
-    refresh on its own step counter, turns into a ``select`` that computes both branches at every
-    step (Shampoo's eigendecompositions at every step instead of every 100).
-    """
-    if chains > 1:
-        return jax.vmap(fn)
-
-    def single(*args):
-        out = fn(*jax.tree.map(lambda a: a[0], args))
-        return jax.tree.map(lambda a: a[None], out)
-
-    return single
-
-
 def _chunked(fn: Callable[[jax.Array], Any], x: jax.Array, size: int) -> Any:
     """``fn(x)`` evaluated on chunks of at most ``size`` rows (bounded activation memory)."""
     n = x.shape[0]
@@ -459,7 +439,7 @@ def _epoch_function(
     """The epoch ``(carry, epoch, chain_keys, curvature_keys, data) -> (carry, EpochOutput)``."""
     _, ens_update, ens_scores, ens_merge = ensemble
     predict = _per_point(experiment.kind, experiment.predict_fn)
-    chain_step = _over_chains(experiment.sampler.step, schedule.chains)
+    chain_step = jax.vmap(experiment.sampler.step)
     nll = _nll_fn(experiment.kind, predict)
     b, burn_in, thin = schedule.batch_size, schedule.burn_in, schedule.thin
     slots = math.ceil(steps / thin) + 1 if save_samples else 0

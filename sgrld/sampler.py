@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 
 from sgrld import correction as corr
-from sgrld.metrics.base import Metric, MetricState, tree_vdot
+from sgrld.metrics.base import Metric, MetricState, branch_over_chains, tree_vdot
 from sgrld.potential import Potential
 
 PyTree = Any
@@ -249,7 +249,7 @@ def sgrld(
         if adapt_until is None:
             value, g, metric_state, gamma = adapting(probe_key, params, batch, state.metric_state)
         else:
-            value, g, metric_state, gamma = jax.lax.cond(
+            value, g, metric_state, gamma = branch_over_chains(
                 state.step < adapt_until,
                 adapting,
                 frozen,

@@ -184,7 +184,8 @@ def test_refresh_stays_a_branch_under_vmap(name):
     """Over vmapped chains the periodic refresh is a ``cond``, not a ``select`` of both branches.
 
     (A ``select`` would run Shampoo's eigendecompositions for every chain at every step.) The
-    chains' states after 5 updates with period 3 equal those of unbatched updates.
+    chains' states after 5 updates with period 3 equal those of unbatched updates, also when the
+    chains' counters differ (chain 1 starts one update ahead, so they are due at different steps).
     """
     make = {"shampoo": sgrld.metrics.shampoo, "wenzel": sgrld.metrics.wenzel}[name]
     metric = make(update_every=3)
@@ -194,13 +195,14 @@ def test_refresh_stays_a_branch_under_vmap(name):
         lambda x: jax.random.normal(jax.random.key(0), (5, chains, *x.shape)), params
     )
     states = jax.vmap(metric.init)(jax.tree.map(lambda x: jnp.stack([x] * chains), params))
+    states = states._replace(count=jnp.arange(chains, dtype=jnp.int32))
     update = jax.vmap(metric.update)
     jaxpr = jax.make_jaxpr(update)(states, jax.tree.map(lambda g: g[0], grads))
     assert "cond[" in str(jaxpr)
     for t in range(5):
         states = update(states, jax.tree.map(lambda g, t=t: g[t], grads))
     for c in range(chains):
-        single = metric.init(params)
+        single = metric.init(params)._replace(count=jnp.int32(c))
         for t in range(5):
             single = metric.update(single, jax.tree.map(lambda g, t=t, c=c: g[t, c], grads))
         jax.tree.map(

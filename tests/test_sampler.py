@@ -160,6 +160,27 @@ def test_adapt_until_freezes_metric():
     assert float(infos[1].gamma_norm) > 0 and float(infos[3].gamma_norm) == 0
 
 
+def test_adapt_until_over_vmapped_chains_matches_single_chains():
+    """Chains at different steps (one adapting, one frozen) step exactly as they would alone, and
+    the vmapped step keeps a real branch (not a select that runs both paths for every chain)."""
+    sampler = make("rmsprop", "hutchinson", adapt_until=2, correction_warmup=0)
+    params = init_params()
+    states = [sampler.init(params), sampler.init(params)._replace(step=jnp.int32(2))]
+    stacked = jax.tree.map(lambda *x: jnp.stack(x), *states)
+    keys = jax.random.split(jax.random.key(3), 2)
+    step = jax.vmap(sampler.step, in_axes=(0, 0, None))
+    assert "cond[" in str(jax.make_jaxpr(step)(keys, stacked, batch()))
+    new, info = step(keys, stacked, batch())
+    for c in range(2):
+        alone, alone_info = sampler.step(keys[c], states[c], batch())
+        jax.tree.map(
+            lambda a, b, c=c: np.testing.assert_allclose(a[c], b, rtol=1e-5, atol=1e-7),
+            (new, info),
+            (alone, alone_info),
+        )
+    assert float(info.gamma_norm[0]) > 0 and float(info.gamma_norm[1]) == 0
+
+
 def test_schedule_learning_rate():
     sampler = make("identity", None, learning_rate=lambda t: 0.1 / (1.0 + t))
     state = sampler.init(init_params())

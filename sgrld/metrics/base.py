@@ -88,13 +88,6 @@ def check_nonnegative(value: float, name: str) -> float:
 def any_chain(pred: jax.Array) -> jax.Array:
     """``pred`` itself; under ``jax.vmap``, ``any`` over the mapped axis, not mapped.
 
-    A ``lax.cond`` whose predicate is mapped turns into a ``select`` that runs both branches for
-    every chain at every step. The refresh predicate of a metric (``count % update_every == 0``)
-    goes through this function, so that over vmapped chains the refresh stays a branch, taken for
-    all chains when any chain is due. Chains stepped together (:func:`sgrld.sample`, the runner)
-    have equal counters, so each refreshes exactly on its period; chains with different counters
-    refresh on the union of their periods (still the roots of their own current statistic).
-
     Example:
       >>> import jax, jax.numpy as jnp
       >>> jax.vmap(any_chain)(jnp.array([False, True])).tolist()  # one predicate for all chains
@@ -108,6 +101,30 @@ def _any_chain_vmap(axis_size, in_batched, pred):
     del axis_size
     (batched,) = in_batched
     return (jnp.any(pred) if batched else pred), False
+
+
+def branch_over_chains(pred: jax.Array, true_fn: Callable, false_fn: Callable, *operands: Any):
+    """``jax.lax.cond(pred, true_fn, false_fn, *operands)`` that stays a branch over vmapped chains.
+
+    Under ``jax.vmap`` a ``lax.cond`` with a mapped predicate becomes a ``select`` that runs both
+    branches for every chain at every call: a metric's periodic refresh (Shampoo's
+    eigendecompositions) at every step, the adapting and the frozen step of ``adapt_until`` at
+    every step. Here the outer branch is taken only when some chain's ``pred`` holds; inside it,
+    each chain gets the result of its own ``pred``. Exact for every chain; over chains stepped
+    together (equal counters) the rare branch costs one ``true_fn`` for all, the common one one
+    ``false_fn``.
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> f = lambda p, x: branch_over_chains(p, lambda x: x + 1.0, lambda x: x, x)
+      >>> jax.vmap(f)(jnp.array([False, True]), jnp.zeros(2)).tolist()
+      [0.0, 1.0]
+    """
+
+    def per_chain(*ops):
+        return jax.lax.cond(pred, true_fn, false_fn, *ops)
+
+    return jax.lax.cond(any_chain(pred), per_chain, false_fn, *operands)
 
 
 def ema_metric(
@@ -158,8 +175,8 @@ def ema_metric(
             if update_every == 1:
                 cache, failed = refresh(stat, cache)
             else:
-                cache, failed = jax.lax.cond(
-                    any_chain(count % update_every == 0),
+                cache, failed = branch_over_chains(
+                    count % update_every == 0,
                     lambda: refresh(stat, state.cache),
                     lambda: (state.cache, jnp.zeros((), jnp.int32)),
                 )
