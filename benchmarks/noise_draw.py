@@ -3,7 +3,8 @@
 Every SGLD step draws one standard normal per parameter. This times, interleaved in one run, the
 parts of ``jax.random.normal`` with the default threefry key (the random bits, the uniforms, the
 normals, and ``erf_inv`` alone, which maps uniforms to normals), and the normals with the ``rbg``
-and ``unsafe_rbg`` keys. Median over rounds of ``--calls`` jitted calls each.
+and ``unsafe_rbg`` keys, against ``sgrld.noise.normal`` (the same numbers with the hash unrolled).
+Median over rounds of ``--calls`` jitted calls each.
 
     python benchmarks/noise_draw.py [--rounds 7] [--calls 50]
 """
@@ -15,6 +16,8 @@ import statistics
 import time
 
 import jax
+
+import sgrld
 
 SIZE = 478_410  # parameters of the 784-400-400-10 MLP of step_throughput.py
 
@@ -32,6 +35,7 @@ def main() -> None:
         "threefry: random bits": (jax.jit(lambda k: jax.random.bits(k, (SIZE,))), threefry),
         "threefry: uniforms": (jax.jit(lambda k: jax.random.uniform(k, (SIZE,))), threefry),
         "threefry: normals": (normal, threefry),
+        "sgrld.noise.normal": (jax.jit(lambda k: sgrld.noise.normal(k, (SIZE,))), threefry),
         "erf_inv of uniforms alone": (jax.jit(jax.lax.erf_inv), uniforms),
         "rbg: normals": (normal, jax.random.key(0, impl="rbg")),
         "unsafe_rbg: normals": (normal, jax.random.key(0, impl="unsafe_rbg")),

@@ -3,7 +3,7 @@
 The public API is listed here and nowhere else.
 """
 
-from sgrld import bnn, correction, data, evaluation, metrics, targets
+from sgrld import bnn, correction, data, evaluation, metrics, noise, targets
 from sgrld.adam_sgld import AdamSGLDState, adam_sgld
 from sgrld.potential import Potential, potential
 from sgrld.run import DivergenceError, Samples, minibatch_fn, sample
@@ -24,6 +24,7 @@ __all__ = [
     "evaluation",
     "metrics",
     "minibatch_fn",
+    "noise",
     "potential",
     "sample",
     "sgrld",

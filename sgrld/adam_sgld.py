@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 
 from sgrld.metrics.base import check_decay, check_nonnegative, tree_vdot
+from sgrld.noise import normal_like
 from sgrld.sampler import Sampler, SGRLDInfo, as_schedule, check_params, first_nonfinite
 
 PyTree = Any
@@ -97,11 +98,7 @@ def adam_sgld(
         value, g = jax.value_and_grad(potential_fn)(state.params, batch)
         m = jax.tree.map(lambda m, g: beta * m + (1 - beta) * g, state.momentum, g)
         v = jax.tree.map(lambda v, g: decay * v + (1 - decay) * g**2, state.second_moment, g)
-        leaves, treedef = jax.tree.flatten(state.params)
-        keys = jax.random.split(key, len(leaves))
-        xi = treedef.unflatten(
-            [jax.random.normal(k, jnp.shape(x), x.dtype) for k, x in zip(keys, leaves, strict=True)]
-        )
+        xi = normal_like(key, state.params)
         noise_scale = jnp.sqrt(2.0 * lr * temperature / num_data)
 
         def move(x, g, m, v, n):

@@ -11,6 +11,7 @@ import jax.numpy as jnp
 
 from sgrld import correction as corr
 from sgrld.metrics.base import Metric, MetricState, branch_over_chains, tree_vdot
+from sgrld.noise import normal_like
 from sgrld.potential import Potential
 
 PyTree = Any
@@ -259,11 +260,7 @@ def sgrld(
                 state.metric_state,
             )
 
-        leaves, treedef = jax.tree.flatten(params)
-        keys = jax.random.split(noise_key, len(leaves))
-        xi = treedef.unflatten(
-            [jax.random.normal(k, jnp.shape(x), x.dtype) for k, x in zip(keys, leaves, strict=True)]
-        )
+        xi = normal_like(noise_key, params)
         drift = metric.inv(metric_state, g)
         noise = metric.inv_sqrt(metric_state, xi)
         fallback = jnp.zeros((), bool)
