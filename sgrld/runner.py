@@ -14,25 +14,26 @@ How a run works (:func:`run`):
 * Burn-in and thinning are counted in minibatches over the whole run (global step ``s``, from 0),
   as in the authors' code: step ``s`` is a sample when ``s >= burn_in and (s + 1) % thin == 0``
   (:func:`sample_steps`).
-* Samples are scored online. At a sample step the current parameters of every chain predict the
-  evaluation sets (test and validation) and are folded into the ensembles of
-  :mod:`sgrld.evaluation`; memory does not grow with the number of samples. The evaluation sits in
-  a ``jax.lax.cond`` on the (chain-independent) step index inside the scan, so other steps do not
-  pay for it. (A cond is used rather than scanning in chunks of ``thin`` steps because epochs need
-  not be a multiple of ``thin``: chunks would then straddle epochs and change shape from epoch to
-  epoch, i.e. recompile.)
+* Samples are scored online. An epoch is two jitted calls: the sampling scan, which copies each
+  chain's parameters into a buffer of the epoch's ``ceil(steps / thin) + 1`` sample slots at every
+  sample step (a ``jax.lax.cond`` on the chain-independent step index, so other steps pay
+  nothing), then the scoring call, which lets every buffered sample predict the evaluation sets
+  (test and validation) and folds it into the ensembles of :mod:`sgrld.evaluation`. Memory holds
+  one epoch's samples at most and does not grow with the number of samples; the two calls are
+  timed apart (``sample_s``, ``eval_s``), so the sampler's own cost per epoch is measured in every
+  epoch, as Yu et al. time their samplers (evaluation excluded).
 * After each epoch one record goes to ``metrics.jsonl``: the mean potential Û/N and gradient norm
   over the epoch's steps, the ensemble scores of each evaluation set so far (classification:
   ``log_likelihood`` = log p(y|X), ``accuracy``, ``ece`` with 30 bins; regression: ``rmse``,
-  ``nll``), the number of samples and the epoch's wall time (``block_until_ready``). Compilation
-  happens once, before the first epoch (``jit(...).lower(...).compile()``), and is reported
-  separately as ``compile_s``.
+  ``nll``), the number of samples and the wall times of the epoch, of its sampling and of its
+  scoring (``block_until_ready``). Compilation happens once, before the first epoch
+  (``jit(...).lower(...).compile()``), and is reported separately as ``compile_s``.
 * A chain whose update produces a NaN/inf keeps its last finite state and takes no more samples;
   the run stops after that epoch with a message naming the epoch, step, chain and parameter leaf.
   Ctrl-C stops the run between epochs (an epoch in flight is discarded). Either way everything
   computed so far is on disk and :class:`Result` says what happened.
-* ``save_samples=True`` writes the thinned samples of each epoch to ``samples/epoch_EEEE.npz``
-  (memory bounded by one epoch's samples); :func:`load_samples` reads them back.
+* ``save_samples=True`` writes the thinned samples of each epoch (the buffer above) to
+  ``samples/epoch_EEEE.npz``; :func:`load_samples` reads them back.
 
 :func:`run_config` builds everything from a :class:`sgrld.config.Config` and runs it; it is what
 ``sgrld run``, ``sgrld demo`` and ``sgrld reproduce mnist-mlp`` use.
@@ -183,27 +184,6 @@ class Carry(NamedTuple):
     diverged_leaf: jax.Array
 
 
-class EpochOutput(NamedTuple):
-    """What one epoch returns besides the carry.
-
-    Attributes:
-        potential: mean Û/N over the epoch's steps (of chains not diverged).
-        grad_norm: mean ‖∇Û/N‖ over the same steps.
-        scores: the ensemble scores after the epoch, ``{"test_accuracy": ..., ...}``.
-        samples: with ``save_samples``, the epoch's samples ``[slots, chains, ...]`` per leaf
-            (empty otherwise).
-        sample_steps: the global step of each slot, −1 for an unused slot.
-        sample_valid: ``[slots, chains]``, False for a diverged chain (not in the ensemble).
-    """
-
-    potential: jax.Array
-    grad_norm: jax.Array
-    scores: dict[str, jax.Array]
-    samples: PyTree
-    sample_steps: jax.Array
-    sample_valid: jax.Array
-
-
 @dataclass
 class Result:
     """The outcome of :func:`run`.
@@ -313,7 +293,7 @@ def write_json(path: str | Path, value: Any) -> None:
     Path(path).write_text(json.dumps(_json_safe(value), indent=2, allow_nan=False) + "\n")
 
 
-def _write_samples(folder: Path, epoch: int, output: EpochOutput) -> None:
+def _write_samples(folder: Path, epoch: int, output: Sampled) -> None:
     """Write one epoch's kept samples (``param{i}``: ``[n, chains, ...]``), steps and validity."""
     steps = np.asarray(output.sample_steps)
     used = steps >= 0
@@ -427,57 +407,41 @@ def _progress(epochs: int, enabled: bool) -> Progress:
     )
 
 
-def _epoch_function(
-    experiment: Experiment,
-    schedule: Schedule,
-    steps: int,
-    ensemble: tuple[Callable, ...],
-    save_samples: bool,
-    curvature: bool,
-    curvature_points: int,
-) -> Callable:
-    """The epoch ``(carry, epoch, chain_keys, curvature_keys, data) -> (carry, EpochOutput)``."""
-    _, ens_update, ens_scores, ens_merge = ensemble
-    predict = _per_point(experiment.kind, experiment.predict_fn)
+class Sampled(NamedTuple):
+    """What the sampling half of an epoch returns besides the carry.
+
+    Attributes:
+        potential: mean Û/N over the epoch's steps (of chains not diverged).
+        grad_norm: mean ‖∇Û/N‖ over the same steps.
+        samples: the epoch's samples ``[slots, chains, ...]`` per leaf.
+        sample_steps: the global step of each slot, −1 for an unused slot.
+        sample_valid: ``[slots, chains]``, False for a diverged chain (not in the ensemble).
+    """
+
+    potential: jax.Array
+    grad_norm: jax.Array
+    samples: PyTree
+    sample_steps: jax.Array
+    sample_valid: jax.Array
+
+
+def _sample_function(experiment: Experiment, schedule: Schedule, steps: int) -> Callable:
+    """The sampling half of an epoch: ``(carry, epoch, chain_keys, data) -> (carry, Sampled)``."""
     chain_step = jax.vmap(experiment.sampler.step)
-    nll = _nll_fn(experiment.kind, predict)
     b, burn_in, thin = schedule.batch_size, schedule.burn_in, schedule.thin
-    slots = math.ceil(steps / thin) + 1 if save_samples else 0
+    slots = math.ceil(steps / thin) + 1
 
-    def score_sample(params, ensembles, key, data):
-        """One chain's new sample: its ensembles updated, and its mean curvature (or 0)."""
-        new = {
-            name: ens_update(ensembles[name], _chunked(partial(predict, params), x, EVAL_BATCH), y)
-            for name, (x, y) in data["eval"].items()
-        }
-        if not curvature:
-            return new, jnp.zeros((), jnp.float32)
-        x, y = (a[:curvature_points] for a in data["eval"]["test"])
-        return new, jnp.mean(evaluation.curvature(key, partial(nll, params), x, y)).astype(
-            jnp.float32
-        )
-
-    def take_sample(s, curvature_keys, data, carry, buffer, slot):
+    def keep_sample(s, carry, buffer, slot):
         alive = carry.diverged_step < 0
-        keys = jax.vmap(jax.random.fold_in, (0, None))(curvature_keys, s)
-        ensembles, c = jax.vmap(score_sample, (0, 0, 0, None))(
-            carry.state.params, carry.ensembles, keys, data
+        params, steps_at, valid = buffer
+        buffer = (
+            jax.tree.map(lambda x, p: x.at[slot].set(p), params, carry.state.params),
+            steps_at.at[slot].set(s),
+            valid.at[slot].set(alive),
         )
-        carry = carry._replace(
-            ensembles=_select(alive, ensembles, carry.ensembles),
-            samples=carry.samples + alive.astype(jnp.int32),
-            curvature_sum=carry.curvature_sum + jnp.where(alive, c, 0.0),
-        )
-        if save_samples:
-            params, steps_at, valid = buffer
-            buffer = (
-                jax.tree.map(lambda x, p: x.at[slot].set(p), params, carry.state.params),
-                steps_at.at[slot].set(s),
-                valid.at[slot].set(alive),
-            )
-        return carry, buffer, slot + 1
+        return carry._replace(samples=carry.samples + alive.astype(jnp.int32)), buffer, slot + 1
 
-    def step_fn(curvature_keys, data, loop, inputs):
+    def step_fn(data, loop, inputs):
         carry, buffer, slot = loop
         idx, keys, s = inputs
         new_state, info = chain_step(keys, carry.state, (data["x"][idx], data["y"][idx]))
@@ -489,11 +453,10 @@ def _epoch_function(
             diverged_step=jnp.where(newly_bad, s, carry.diverged_step),
             diverged_leaf=jnp.where(newly_bad, info.nonfinite_leaf, carry.diverged_leaf),
         )
-        # The predicate depends on the step only, never on a chain, so under vmap of the step
-        # this stays a real branch: steps without a sample skip the evaluation entirely.
+        # The predicate depends on the step only, never on a chain: a real branch under vmap.
         loop = jax.lax.cond(
             (s >= burn_in) & ((s + 1) % thin == 0),
-            partial(take_sample, s, curvature_keys, data),
+            partial(keep_sample, s),
             lambda *args: args,
             carry,
             buffer,
@@ -502,7 +465,7 @@ def _epoch_function(
         finite = lambda x: jnp.where(ok, x, 0.0)  # not x * ok: a NaN times 0 is NaN
         return loop, (finite(info.potential), finite(info.grad_norm), ok.astype(jnp.float32))
 
-    def epoch_fn(carry, epoch, chain_keys, curvature_keys, data):
+    def sample_fn(carry, epoch, chain_keys, data):
         n_train = data["x"].shape[0]
         keys = jax.vmap(lambda key: jax.random.split(jax.random.fold_in(key, epoch)))(chain_keys)
         # Each chain's own shuffle; the last n_train % b examples of the permutation are dropped.
@@ -520,22 +483,69 @@ def _epoch_function(
             epoch * steps + jnp.arange(steps, dtype=jnp.int32),
         )
         (carry, buffer, _), (potential, grad_norm, w) = jax.lax.scan(
-            partial(step_fn, curvature_keys, data),
-            (carry, buffer, jnp.zeros((), jnp.int32)),
-            inputs,
+            partial(step_fn, data), (carry, buffer, jnp.zeros((), jnp.int32)), inputs
         )
         count = jnp.maximum(jnp.sum(w), 1.0)
+        return carry, Sampled(jnp.sum(potential) / count, jnp.sum(grad_norm) / count, *buffer)
+
+    return sample_fn
+
+
+def _score_function(
+    experiment: Experiment,
+    ensemble: tuple[Callable, ...],
+    curvature: bool,
+    curvature_points: int,
+) -> Callable:
+    """The scoring half: ``(carry, Sampled, curvature_keys, data) -> (carry, scores)``.
+
+    Folds the epoch's valid samples into the ensembles (one slot after the other, all chains at
+    once; unused slots are skipped) and returns the ensemble scores so far.
+    """
+    _, ens_update, ens_scores, ens_merge = ensemble
+    predict = _per_point(experiment.kind, experiment.predict_fn)
+    nll = _nll_fn(experiment.kind, predict)
+
+    def score_sample(params, ensembles, key, data):
+        """One chain's sample: its ensembles updated, and its mean curvature (or 0)."""
+        new = {
+            name: ens_update(ensembles[name], _chunked(partial(predict, params), x, EVAL_BATCH), y)
+            for name, (x, y) in data["eval"].items()
+        }
+        if not curvature:
+            return new, jnp.zeros((), jnp.float32)
+        x, y = (a[:curvature_points] for a in data["eval"]["test"])
+        return new, jnp.mean(evaluation.curvature(key, partial(nll, params), x, y)).astype(
+            jnp.float32
+        )
+
+    def fold(curvature_keys, data, carry, slot):
+        params, s, valid = slot
+        keys = jax.vmap(jax.random.fold_in, (0, None))(curvature_keys, s)
+        ensembles, c = jax.vmap(score_sample, (0, 0, 0, None))(params, carry.ensembles, keys, data)
+        return carry._replace(
+            ensembles=_select(valid, ensembles, carry.ensembles),
+            curvature_sum=carry.curvature_sum + jnp.where(valid, c, 0.0),
+        )
+
+    def score_fn(carry, sampled, curvature_keys, data):
+        def body(carry, slot):
+            # The predicate is per slot, not per chain: unused slots skip the evaluation.
+            used = slot[1] >= 0
+            return jax.lax.cond(
+                used, partial(fold, curvature_keys, data), lambda c, _: c, carry, slot
+            ), None
+
+        slots = (sampled.samples, sampled.sample_steps, sampled.sample_valid)
+        carry, _ = jax.lax.scan(body, carry, slots)
         scores = {
             f"{name}_{score}": value
             for name, (_, y) in data["eval"].items()
             for score, value in ens_scores(ens_merge(carry.ensembles[name]), y).items()
         }
-        output = EpochOutput(
-            jnp.sum(potential) / count, jnp.sum(grad_norm) / count, scores, *buffer
-        )
-        return carry, output
+        return carry, scores
 
-    return epoch_fn
+    return score_fn
 
 
 def _record(
@@ -543,8 +553,9 @@ def _record(
     steps: int,
     carry: Carry,
     previous: int,
-    output: EpochOutput,
-    seconds: tuple[float, float],
+    sampled: Sampled,
+    scores: dict[str, jax.Array],
+    seconds: dict[str, float],
     curvature: bool,
 ) -> dict[str, Any]:
     samples = int(np.sum(np.asarray(carry.samples)))
@@ -553,12 +564,11 @@ def _record(
         "steps": (epoch + 1) * steps,
         "samples": samples,
         "samples_in_epoch": samples - previous,
-        "potential": float(output.potential),
-        "grad_norm": float(output.grad_norm),
+        "potential": float(sampled.potential),
+        "grad_norm": float(sampled.grad_norm),
         # An empty ensemble has no scores (its "accuracy" would be that of argmax over NaNs).
-        **{name: float(value) if samples else math.nan for name, value in output.scores.items()},
-        "epoch_s": seconds[0],
-        "epoch_cpu_s": seconds[1],
+        **{name: float(value) if samples else math.nan for name, value in scores.items()},
+        **seconds,
     }
     if curvature:
         total = float(np.sum(np.asarray(carry.curvature_sum)))
@@ -594,8 +604,9 @@ def _summary(
     steps: int,
     experiment: Experiment,
 ) -> dict[str, Any]:
-    times = [r["epoch_s"] for r in records]
-    no_eval = [r["epoch_s"] for r in records if r["samples_in_epoch"] == 0]
+    def median(key: str) -> float | None:
+        return float(np.median([r[key] for r in records])) if records else None
+
     return {
         "status": status,
         "message": message,
@@ -603,11 +614,10 @@ def _summary(
         "steps_per_epoch": steps,
         "schedule": vars(schedule),
         "compile_s": compile_s,
-        "seconds_per_epoch": float(np.median(times)) if times else None,
-        "seconds_per_epoch_without_samples": float(np.median(no_eval)) if no_eval else None,
-        "cpu_seconds_per_epoch": float(np.median([r["epoch_cpu_s"] for r in records]))
-        if records
-        else None,
+        "seconds_per_epoch": median("epoch_s"),
+        "sampler_seconds_per_epoch": median("sample_s"),
+        "eval_seconds_per_epoch": median("eval_s"),
+        "cpu_seconds_per_epoch": median("epoch_cpu_s"),
         "final": records[-1] if records else None,
         "meta": dict(experiment.meta),
     }
@@ -633,11 +643,11 @@ def run(
     Each record has ``epoch`` (from 1), ``steps`` and ``samples`` so far (over all chains),
     ``samples_in_epoch``, ``potential`` and ``grad_norm`` (means over the epoch), the scores
     ``<set>_<score>`` of the ensemble so far, ``epoch_s`` (wall time of the epoch, evaluation of
-    its samples included), ``epoch_cpu_s`` (the CPU time the process used meanwhile, over all
-    cores: on a shared machine the ratio of two metrics' CPU times is steadier than that of their
-    wall times) and, with ``curvature``, ``curvature``. The summary adds ``compile_s``,
-    ``seconds_per_epoch`` (median) and ``seconds_per_epoch_without_samples`` (median over the
-    burn-in epochs, which evaluate nothing: the sampler's own cost).
+    its samples included) = ``sample_s`` (the sampling scan) + ``eval_s`` (scoring the epoch's
+    samples), ``epoch_cpu_s`` (the CPU time the process used meanwhile, over all cores: on a
+    shared machine the ratio of two metrics' CPU times is steadier than that of their wall times)
+    and, with ``curvature``, ``curvature``. The summary adds ``compile_s`` and the medians over
+    epochs ``seconds_per_epoch``, ``sampler_seconds_per_epoch`` and ``eval_seconds_per_epoch``.
 
     Args:
         experiment: the sampler, initialisation, predictor and data.
@@ -705,9 +715,8 @@ def run(
         diverged_step=jnp.full((k,), -1, jnp.int32),
         diverged_leaf=jnp.full((k,), -1, jnp.int32),
     )
-    epoch_fn = _epoch_function(
-        experiment, schedule, steps, ensemble, save_samples, curvature, curvature_points
-    )
+    sample_fn = _sample_function(experiment, schedule, steps)
+    score_fn = _score_function(experiment, ensemble, curvature, curvature_points)
     names = leaf_names(one_chain)
     status: Status = "completed"
     message = ""
@@ -718,27 +727,38 @@ def run(
         task = bar.add_task(f"{label} (compiling)", total=schedule.epochs * steps, epoch=0)
         try:
             start = time.perf_counter()
-            compiled = (
-                jax.jit(epoch_fn)
-                .lower(carry, jnp.zeros((), jnp.int32), chain_keys, curvature_keys, data)
-                .compile()
-            )
+            epoch0 = jnp.zeros((), jnp.int32)
+            sample = jax.jit(sample_fn).lower(carry, epoch0, chain_keys, data).compile()
+            shapes = jax.eval_shape(sample_fn, carry, epoch0, chain_keys, data)
+            score = jax.jit(score_fn).lower(*shapes, curvature_keys, data).compile()
             compile_s = time.perf_counter() - start
             bar.reset(task, description=label, epoch=0)
             for epoch in range(schedule.epochs):
                 start, cpu = time.perf_counter(), time.process_time()
-                new_carry, output = jax.block_until_ready(
-                    compiled(carry, jnp.int32(epoch), chain_keys, curvature_keys, data)
+                sampled_carry, sampled = jax.block_until_ready(
+                    sample(carry, jnp.int32(epoch), chain_keys, data)
                 )
-                seconds = (time.perf_counter() - start, time.process_time() - cpu)
+                middle = time.perf_counter()
+                new_carry, scores = jax.block_until_ready(
+                    score(sampled_carry, sampled, curvature_keys, data)
+                )
+                end = time.perf_counter()
+                seconds = {
+                    "epoch_s": end - start,
+                    "sample_s": middle - start,
+                    "eval_s": end - middle,
+                    "epoch_cpu_s": time.process_time() - cpu,
+                }
                 previous = records[-1]["samples"] if records else 0
                 carry = new_carry
-                records.append(_record(epoch, steps, carry, previous, output, seconds, curvature))
+                records.append(
+                    _record(epoch, steps, carry, previous, sampled, scores, seconds, curvature)
+                )
                 if out is not None:
                     with (out / "metrics.jsonl").open("a") as f:
                         f.write(json.dumps(_json_safe(records[-1]), allow_nan=False) + "\n")
                     if save_samples:
-                        _write_samples(out / "samples", epoch + 1, output)
+                        _write_samples(out / "samples", epoch + 1, sampled)
                 bar.update(task, completed=(epoch + 1) * steps, epoch=epoch + 1)
                 if np.any(np.asarray(carry.diverged_step) >= 0):
                     status = "diverged"
@@ -921,7 +941,8 @@ def summary_row(result: Result, **first: str) -> dict[str, str]:
         **first,
         **{name: format_value(value) for name, value in scores.items()},
         "samples": str(final.get("samples", 0)),
-        "s/epoch": format_value(result.summary["seconds_per_epoch"], ".2f"),
+        "s/epoch sampling": format_value(result.summary["sampler_seconds_per_epoch"], ".2f"),
+        "s/epoch scoring": format_value(result.summary["eval_seconds_per_epoch"], ".2f"),
         "compile s": format_value(result.compile_s, ".1f"),
         "status": result.status,
     }

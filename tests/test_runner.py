@@ -132,7 +132,10 @@ def test_outputs_on_disk(saved):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["status"] == "completed" and summary["epochs_completed"] == 3
     assert summary["compile_s"] > 0 and summary["seconds_per_epoch"] > 0
-    assert summary["seconds_per_epoch_without_samples"] is None  # every epoch took samples
+    assert 0 < summary["sampler_seconds_per_epoch"] < summary["seconds_per_epoch"]
+    assert 0 < summary["eval_seconds_per_epoch"] < summary["seconds_per_epoch"]
+    for line in lines:
+        assert line["epoch_s"] == pytest.approx(line["sample_s"] + line["eval_s"])
     for key in ("potential", "grad_norm", "test_log_likelihood", "val_accuracy", "epoch_s"):
         assert np.isfinite(lines[-1][key]), key
 
@@ -141,7 +144,7 @@ def test_same_seed_same_run_with_or_without_saving(saved):
     result, _ = saved
     again = runner.run(logistic_experiment(), SCHEDULE)
     for a, b in zip(result.records, again.records, strict=True):
-        timing = ("epoch_s", "epoch_cpu_s")
+        timing = ("epoch_s", "sample_s", "eval_s", "epoch_cpu_s")
         assert {k: v for k, v in a.items() if k not in timing} == {
             k: v for k, v in b.items() if k not in timing
         }
@@ -169,13 +172,15 @@ def test_divergence_stops_with_a_clear_message_and_keeps_results(tmp_path: Path)
     assert all(np.all(np.isfinite(x)) for x in jax.tree.leaves(result.state.params))
 
 
-def test_ctrl_c_between_epochs_keeps_partial_results(tmp_path: Path, monkeypatch):
+@pytest.mark.parametrize("call", [3, 4], ids=["while-sampling", "while-scoring"])
+def test_ctrl_c_in_the_second_epoch_keeps_the_first(tmp_path: Path, monkeypatch, call):
+    # Each epoch blocks twice: after its sampling scan and after scoring its samples.
     calls = {"n": 0}
     real = jax.block_until_ready
 
     def interrupted_in_the_second_epoch(x):
         calls["n"] += 1
-        if calls["n"] == 2:
+        if calls["n"] == call:
             raise KeyboardInterrupt
         return real(x)
 

@@ -19,8 +19,8 @@ Batches of 32 (39 steps per epoch), burn-in 1000 minibatches, a sample every 20,
 samples per metric. Each metric is one :func:`sgrld.runner.run_config` run whose folder
 (``--out``/``<metric>``) holds its configuration, ``metrics.jsonl`` and ``summary.json``;
 ``--out`` also gets ``demo.md`` (the printed table: test log-likelihood, accuracy, ECE, validation
-log-likelihood, seconds per epoch and compile seconds) and ``curves.png`` (test log-likelihood and
-accuracy against epochs, as Yu et al.'s Fig. 3).
+log-likelihood, seconds per epoch of sampling and of scoring, compile seconds) and ``curves.png``
+(test log-likelihood and accuracy against epochs, as Yu et al.'s Fig. 3).
 """
 
 from __future__ import annotations
