@@ -12,6 +12,7 @@ batches of 100, burn-in 1000 minibatches, a sample every 100 minibatches, 400 ep
     # data_dir = "..."          # default: $SGRLD_DATA_DIR, else ~/.cache/sgrld/data
     # validation_size = 10000   # default: the data set's (10000 for MNIST)
     # train_size = 10000        # use only the first train_size training examples
+    # verify_checksums = false  # skip the SHA-256 check of files with a known checksum
     batch_size = 100
 
     [model]
@@ -117,6 +118,8 @@ class DataConfig:
         data_dir: base data folder (``None``: ``$SGRLD_DATA_DIR``, else ``~/.cache/sgrld/data``).
         validation_size: training examples held out for validation (``None``: the data set's).
         train_size: keep only the first ``train_size`` training examples (``None``: all).
+        verify_checksums: check the SHA-256 of every file whose checksum is known (``false``:
+            read the files unchecked, e.g. a re-compressed copy of the data).
         batch_size: minibatch size B; an epoch is ``n_train // B`` minibatches.
     """
 
@@ -124,6 +127,7 @@ class DataConfig:
     data_dir: str | None = None
     validation_size: int | None = None
     train_size: int | None = None
+    verify_checksums: bool = True
     batch_size: int = 100
 
 

@@ -807,7 +807,12 @@ def build_experiment(config: Config) -> Experiment:
             f"model.kind: 'regression_mlp' needs a regression data set, and data.name = "
             f"{d.name!r} is a classification data set (sgrld.data has no regression data set yet)"
         )
-    ds = load_dataset(d.name, d.data_dir, validation_size=d.validation_size)
+    ds = load_dataset(
+        d.name,
+        d.data_dir,
+        validation_size=d.validation_size,
+        verify=None if d.verify_checksums else False,
+    )
     x_train, y_train = ds.x_train[: d.train_size], ds.y_train[: d.train_size]
     if m.kind == "mlp":
         model = bnn.MLP(features=m.widths, num_outputs=ds.num_classes)

@@ -274,6 +274,18 @@ def test_checksum_mismatch_names_path_expected_hash_and_source(mnist_dir):
     assert MNIST_URL in message and "verify=False" in message
 
 
+def test_config_can_skip_the_checksums(mnist_dir):
+    from sgrld.config import load_config
+    from sgrld.runner import build_experiment
+
+    directory, arrays = mnist_dir
+    keys = [f"data.data_dir={directory}", "data.validation_size=0", "model.widths=[4]"]
+    with pytest.raises(DataError, match="data.verify_checksums = false"):
+        build_experiment(load_config(None, keys))
+    experiment = build_experiment(load_config(None, [*keys, "data.verify_checksums=false"]))
+    assert len(experiment.eval_sets["test"][1]) == len(arrays["t10k-labels"])
+
+
 def test_gz_checksums_apply_to_fashion_mnist(tmp_path):
     directory = write_mnist(tmp_path, mnist_arrays(), gz=True)
     with pytest.raises(

@@ -136,7 +136,8 @@ class DataFiles:
                 raise DataError(
                     f"{path}: SHA-256 mismatch, expected {expected}, got {actual}; the file "
                     f"is corrupt, truncated or from another data set. Obtain "
-                    f"{self.info.source} (or pass verify=False to skip the check)"
+                    f"{self.info.source} (or skip the check: verify=False, or "
+                    "data.verify_checksums = false in a config)"
                 )
         if path.suffix != ".gz":
             return path, data
