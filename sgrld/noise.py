@@ -10,10 +10,11 @@ bit-identical to ``jax.random.normal(key, shape, dtype)``: the Threefry-2x32 has
 default), the two output words combined by xor, and JAX's map from bits to uniforms on
 [nextafter(−1, 0), 1) to normals, √2·erf⁻¹(u).
 
-Where the noise is read more than once, XLA recomputes the cheap unrolled hash for each read instead
-of storing it (Monge's ``G^{-1/2}ξ`` needs ``⟨m, ξ⟩`` before it can use ξ: three hashes per step).
-``normal_like(..., stored=True)`` draws with ``jax.random.normal`` instead, whose rolled loop XLA
-keeps in memory; metrics say which they need (:attr:`sgrld.metrics.Metric.stored_noise`).
+Where the noise is read more than once, XLA recomputes the cheap unrolled hash for each read
+instead of storing it: Monge's ``G^{-1/2}ξ`` needs ``⟨m, ξ⟩`` before it can use ξ, so its step
+hashes three times. That costs about what ``jax.random.normal``'s rolled loop (stored once)
+costs (``benchmarks/stored_noise.py``: neither is consistently faster), so every metric uses
+this draw.
 
 Keys of another implementation (``rbg``, ``unsafe_rbg``), dtypes other than float32, the
 non-partitionable threefry mode and sizes of 2³² or more go to ``jax.random.normal`` unchanged.
@@ -77,6 +78,10 @@ def normal(
     Returns:
         An array of ``shape`` and ``dtype`` of independent N(0, 1) numbers.
 
+    Raises:
+        ValueError: for a negative dimension (``jax.random.normal`` fails there with an MLIR
+            error).
+
     Example:
         >>> import jax, jax.numpy as jnp, sgrld
         >>> key = jax.random.key(0)
@@ -84,6 +89,8 @@ def normal(
         True
     """
     shape = tuple(shape)
+    if any(d < 0 for d in shape):
+        raise ValueError(f"shape must have non-negative dimensions, got {shape}")
     size = int(np.prod(shape, dtype=np.int64))
     if not _fast_path(key, size, dtype):
         return jax.random.normal(key, shape, dtype)
@@ -97,14 +104,12 @@ def normal(
     return (np.float32(np.sqrt(2.0)) * lax.erf_inv(uniform)).reshape(shape)
 
 
-def normal_like(key: PRNGKeyArray, tree: PyTree[Array], stored: bool = False) -> PyTree[Array]:
+def normal_like(key: PRNGKeyArray, tree: PyTree[Array]) -> PyTree[Array]:
     """One standard normal per entry of ``tree``, each leaf drawn with its own subkey of ``key``.
 
     Args:
         key: a PRNG key, split into one subkey per leaf.
         tree: a pytree of floating arrays; the draw has its structure, shapes and dtypes.
-        stored: draw with ``jax.random.normal`` (the same numbers), which XLA keeps in memory,
-            for a consumer that reads the draw more than once.
 
     Returns:
         A pytree like ``tree`` of independent N(0, 1) numbers.
@@ -116,9 +121,8 @@ def normal_like(key: PRNGKeyArray, tree: PyTree[Array], stored: bool = False) ->
         >>> jax.tree.map(jnp.shape, xi)
         {'b': (3,), 'w': (2, 3)}
     """
-    draw = jax.random.normal if stored else normal
     leaves, treedef = jax.tree.flatten(tree)
     keys = jax.random.split(key, len(leaves))
     return treedef.unflatten(
-        [draw(k, jnp.shape(x), x.dtype) for k, x in zip(keys, leaves, strict=True)]
+        [normal(k, jnp.shape(x), x.dtype) for k, x in zip(keys, leaves, strict=True)]
     )

@@ -19,7 +19,8 @@ How a run works (:func:`run`):
   sample step (a ``jax.lax.cond`` on the chain-independent step index, so other steps pay
   nothing), then the scoring call, which lets every buffered sample predict the evaluation sets
   (test and validation) and folds it into the ensembles of :mod:`sgrld.evaluation`. Memory holds
-  one epoch's samples at most and does not grow with the number of samples; the two calls are
+  one epoch's samples at most (a warning says when that exceeds :data:`BUFFER_WARN_BYTES`) and
+  does not grow with the number of samples; the two calls are
   timed apart (``sample_s``, ``eval_s``), so the sampler's own cost per epoch is measured in every
   epoch, as Yu et al. time their samplers (evaluation excluded).
 * After each epoch one record goes to ``metrics.jsonl``: the mean potential Û/N and gradient norm
@@ -54,6 +55,7 @@ import contextlib
 import json
 import math
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -86,6 +88,9 @@ ECE_BINS = 30
 EXIT_CODES = {"completed": 0, "diverged": 1, "interrupted": 130}
 """The ``sgrld`` command's exit code for each :class:`Result` status."""
 EVAL_BATCH = 2048
+BUFFER_WARN_BYTES = 2**30
+"""An epoch's sample buffer larger than this (all chains) gets a warning: lower ``thin`` costs
+memory, since the buffer holds ``ceil(steps / thin) + 1`` copies of every chain's parameters."""
 
 
 def sample_steps(num_steps: int, burn_in: int, thin: int) -> np.ndarray:
@@ -715,6 +720,14 @@ def run(
         diverged_step=jnp.full((k,), -1, jnp.int32),
         diverged_leaf=jnp.full((k,), -1, jnp.int32),
     )
+    slots = math.ceil(steps / schedule.thin) + 1
+    buffer_bytes = slots * sum(x.nbytes for x in jax.tree.leaves(params))
+    if buffer_bytes > BUFFER_WARN_BYTES:
+        warnings.warn(
+            f"the epoch's sample buffer takes {buffer_bytes / 2**30:.1f} GiB ({slots} slots x "
+            f"{k} chain(s) x the parameters); a larger run.thin makes it smaller",
+            stacklevel=2,
+        )
     sample_fn = _sample_function(experiment, schedule, steps)
     score_fn = _score_function(experiment, ensemble, curvature, curvature_points)
     names = leaf_names(one_chain)
@@ -729,8 +742,7 @@ def run(
             start = time.perf_counter()
             epoch0 = jnp.zeros((), jnp.int32)
             sample = jax.jit(sample_fn).lower(carry, epoch0, chain_keys, data).compile()
-            shapes = jax.eval_shape(sample_fn, carry, epoch0, chain_keys, data)
-            score = jax.jit(score_fn).lower(*shapes, curvature_keys, data).compile()
+            score = jax.jit(score_fn).lower(*sample.out_info, curvature_keys, data).compile()
             compile_s = time.perf_counter() - start
             bar.reset(task, description=label, epoch=0)
             for epoch in range(schedule.epochs):

@@ -260,7 +260,7 @@ def sgrld(
                 state.metric_state,
             )
 
-        xi = normal_like(noise_key, params, stored=metric.stored_noise)
+        xi = normal_like(noise_key, params)
         drift = metric.inv(metric_state, g)
         noise = metric.inv_sqrt(metric_state, xi)
         fallback = jnp.zeros((), bool)

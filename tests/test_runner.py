@@ -210,3 +210,12 @@ def test_bad_arguments():
         runner.run(exp, SCHEDULE, save_samples=True)
     with pytest.raises(ValueError, match="thin must be"):
         runner.Schedule(epochs=1, batch_size=1, thin=0)
+
+
+def test_a_large_sample_buffer_is_warned_about(monkeypatch):
+    monkeypatch.setattr(runner, "BUFFER_WARN_BYTES", 100)
+    schedule = runner.Schedule(epochs=1, batch_size=BATCH, burn_in=0, thin=1)
+    pattern = r"sample buffer takes .*\(11 slots x 1 chain.*larger run.thin"
+    with pytest.warns(UserWarning, match=pattern):
+        result = runner.run(logistic_experiment(), schedule)
+    assert result.status == "completed" and result.records[0]["samples"] == 10

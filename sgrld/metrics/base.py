@@ -41,10 +41,6 @@ class Metric(NamedTuple):
         95% of its weight on data, and at least one refresh); the Γ correction starts then, since
         before it ``D_S F`` at a statistic still near its initial value (0 for RMSprop) is far
         from the derivative of the limiting metric, and can be huge.
-      stored_noise: ``inv_sqrt`` reads ξ more than once (Monge: ⟨m, ξ⟩ first, then ξ itself);
-        the sampler then draws ξ with ``jax.random.normal``, whose threefry loop XLA keeps in
-        memory, rather than with :func:`sgrld.noise.normal`, whose unrolled hash XLA would
-        recompute for every read (see :mod:`sgrld.noise`).
     """
 
     init: Callable[[PyTree], Any]
@@ -53,7 +49,6 @@ class Metric(NamedTuple):
     inv_sqrt: Callable[[Any, PyTree], PyTree]
     statistic: Callable[[PyTree], PyTree] | None
     warmup: int = 0
-    stored_noise: bool = False
 
 
 class MetricState(NamedTuple):
@@ -142,7 +137,6 @@ def ema_metric(
     init_cache: Callable[[PyTree], PyTree] = lambda params: (),
     refresh: Callable[[PyTree, PyTree], tuple[PyTree, jax.Array]] | None = None,
     update_every: int = 1,
-    stored_noise: bool = False,
 ) -> Metric:
     """Build a :class:`Metric` whose state is an EMA of ``statistic``.
 
@@ -155,7 +149,6 @@ def ema_metric(
       init_cache: ``params -> cache_0``.
       refresh: ``(stat, old_cache) -> (cache, num_failed)``, run every ``update_every`` updates.
       update_every: refresh period, counted by the metric's own counter.
-      stored_noise: see :class:`Metric`.
 
     Returns:
       The metric.
@@ -199,7 +192,6 @@ def ema_metric(
         warmup=max(
             math.ceil(3.0 / (1.0 - decay) - 1e-9), update_every if refresh is not None else 0
         ),
-        stored_noise=stored_noise,
     )
 
 

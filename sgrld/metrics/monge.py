@@ -56,5 +56,4 @@ def monge(alpha2: float = 1.0, decay: float = 0.9) -> Metric:
         decay=decay,
         inv=rank_one(lambda a: -alpha2 / (1.0 + a)),
         inv_sqrt=rank_one(lambda a: -alpha2 / (jnp.sqrt(1.0 + a) * (1.0 + jnp.sqrt(1.0 + a)))),
-        stored_noise=True,
     )
