@@ -12,9 +12,7 @@ cache copies; the first two by the amortised refresh.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import jax
@@ -33,10 +31,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=100)
     args = parser.parse_args()
 
-    params = st.init_mlp(jax.random.key(0))
-    x = jax.random.normal(jax.random.key(1), (100, 784))
-    y = jax.random.randint(jax.random.key(2), (100,), 0, 10)
-    potential = sgrld.potential(st.loglik, st.logprior, 50_000)
+    params, batch, potential = st.problem()
     every = sgrld.metrics.shampoo(decay=DECAY, eps=1e-8, update_every=100, block_size=128)
 
     def update_without_refresh(state, grads):
@@ -45,7 +40,7 @@ def main() -> None:
         )
         return state._replace(count=state.count + 1, stat=stat)
 
-    variants = {
+    metrics = {
         "Identity": sgrld.metrics.identity(),
         "Shampoo, refresh every 100": every,
         "Shampoo, branch never taken": sgrld.metrics.shampoo(
@@ -53,28 +48,14 @@ def main() -> None:
         ),
         "Shampoo, no refresh branch": every._replace(update=update_without_refresh),
     }
-    runs = {}
-    for name, metric in variants.items():
-        sampler = sgrld.sgrld(potential, metric, learning_rate=1e-5, num_data=50_000)
-
-        def scan(state, keys, sampler=sampler):
-            step = lambda carry, k: (sampler.step(k, carry, (x, y))[0], None)
-            return jax.lax.scan(step, state, keys)[0]
-
-        fn = jax.jit(scan)
-        keys = jax.random.split(jax.random.key(3), args.steps)
-        state = jax.block_until_ready(fn(sampler.init(params), keys))
-        runs[name] = {"fn": fn, "state": state, "keys": keys, "ms": []}
-    for _ in range(args.rounds):
-        for run in runs.values():
-            start = time.perf_counter()
-            run["state"] = jax.block_until_ready(run["fn"](run["state"], run["keys"]))
-            run["ms"].append((time.perf_counter() - start) / args.steps * 1e3)
-    base = statistics.median(runs["Identity"]["ms"])
+    samplers = {
+        name: sgrld.sgrld(potential, metric, learning_rate=1e-5, num_data=st.NUM_DATA)
+        for name, metric in metrics.items()
+    }
+    ms = st.median_scan_ms(samplers, params, batch, args.rounds, args.steps)
     print(f"{jax.default_backend()}, jax {jax.__version__}, median of {args.rounds} rounds")
-    for name, run in runs.items():
-        ms = statistics.median(run["ms"])
-        print(f"  {name:28s} {ms:6.2f} ms/step  {ms / base:5.2f}x Identity")
+    for name, value in ms.items():
+        print(f"  {name:28s} {value:6.2f} ms/step  {value / ms['Identity']:5.2f}x Identity")
 
 
 if __name__ == "__main__":

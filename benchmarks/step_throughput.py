@@ -106,6 +106,43 @@ def logprior(params):
     return -0.5 * sum(jnp.sum(jnp.square(x)) for x in jax.tree.leaves(params))
 
 
+def problem() -> tuple[dict[str, jax.Array], tuple[jax.Array, jax.Array], sgrld.Potential]:
+    """The benchmark's MLP parameters, one MNIST-shaped random minibatch and the potential."""
+    k_param, k_x, k_y = jax.random.split(jax.random.key(0), 3)
+    params = init_mlp(k_param)
+    assert sum(x.size for x in jax.tree.leaves(params)) == NUM_PARAMS
+    x = jax.random.uniform(k_x, (BATCH, LAYERS[0]), jnp.float32)
+    y = jax.random.randint(k_y, (BATCH,), 0, LAYERS[-1], jnp.int32)
+    return params, (x, y), sgrld.potential(loglik, logprior, NUM_DATA)
+
+
+def median_scan_ms(
+    samplers: dict[str, sgrld.Sampler], params, batch, rounds: int, steps: int
+) -> dict[str, float]:
+    """Median ms per step of each sampler, ``steps`` steps per jitted ``lax.scan``, interleaved.
+
+    Each sampler is compiled and run once before timing; then every round runs each scan once,
+    the state carried over.
+    """
+    runs = {}
+    for name, sampler in samplers.items():
+
+        def scan(state, keys, sampler=sampler):
+            step = lambda carry, k: (sampler.step(k, carry, batch)[0], None)
+            return jax.lax.scan(step, state, keys)[0]
+
+        fn = jax.jit(scan)
+        keys = jax.random.split(jax.random.key(3), steps)
+        runs[name] = [fn, keys, jax.block_until_ready(fn(sampler.init(params), keys)), []]
+    for _ in range(rounds):
+        for run in runs.values():
+            fn, keys, state, ms = run
+            start = time.perf_counter()
+            run[2] = jax.block_until_ready(fn(state, keys))
+            ms.append((time.perf_counter() - start) / steps * 1e3)
+    return {name: statistics.median(run[3]) for name, run in runs.items()}
+
+
 SHAMPOO_EVERY = 100
 
 
@@ -585,14 +622,7 @@ def main(argv: list[str] | None = None) -> int:
             "fall unevenly across chunks"
         )
 
-    key = jax.random.key(0)
-    k_param, k_x, k_y = jax.random.split(key, 3)
-    params = init_mlp(k_param)
-    assert sum(x.size for x in jax.tree.leaves(params)) == NUM_PARAMS
-    x = jax.random.uniform(k_x, (BATCH, LAYERS[0]), jnp.float32)
-    y = jax.random.randint(k_y, (BATCH,), 0, LAYERS[-1], jnp.int32)
-    batch = (x, y)
-    potential = sgrld.potential(loglik, logprior, NUM_DATA)
+    params, batch, potential = problem()
 
     t0 = time.perf_counter()
     cands = jax_candidates(args, params, batch, potential)
@@ -600,7 +630,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_torch:
         print("torch: skipped (--no-torch)")
     else:
-        tc, torch_version = torch_candidates(args, np.asarray(x), np.asarray(y))
+        tc, torch_version = torch_candidates(args, *(np.asarray(a) for a in batch))
         if torch_version is None:
             print(f"torch: not installed, comparison skipped; to enable it: {TORCH_HINT}")
         else:
