@@ -373,7 +373,8 @@ def plot_curves(
                 )
         ax.set(xlabel="epoch", ylabel=label)
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=8)
+    if axes[0].lines:  # no line before the first thinned sample (e.g. a run shorter than burn-in)
+        axes[0].legend(fontsize=8)
     if title:
         fig.suptitle(title, fontsize=10)
     path = Path(path)

@@ -219,3 +219,15 @@ def test_a_large_sample_buffer_is_warned_about(monkeypatch):
     with pytest.warns(UserWarning, match=pattern):
         result = runner.run(logistic_experiment(), schedule)
     assert result.status == "completed" and result.records[0]["samples"] == 10
+
+
+def test_plot_curves_before_and_after_the_first_sample(tmp_path: Path):
+    import warnings
+
+    no_sample = [{"epoch": 1, "test_log_likelihood": float("nan"), "test_accuracy": float("nan")}]
+    sampled = [{"epoch": 1, "test_log_likelihood": -0.3, "test_accuracy": 0.9}]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # matplotlib warns when a legend has no lines
+        empty = runner.plot_curves({"Identity": no_sample}, tmp_path / "empty.png")
+        full = runner.plot_curves({"Identity": sampled, "Monge": sampled}, tmp_path / "full.png")
+    assert empty.stat().st_size > 0 and full.stat().st_size > empty.stat().st_size
