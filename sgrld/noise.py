@@ -10,11 +10,10 @@ bit-identical to ``jax.random.normal(key, shape, dtype)``: the Threefry-2x32 has
 default), the two output words combined by xor, and JAX's map from bits to uniforms on
 [nextafter(−1, 0), 1) to normals, √2·erf⁻¹(u).
 
-Where the noise is read more than once, XLA recomputes the cheap unrolled hash for each read
-instead of storing it: Monge's ``G^{-1/2}ξ`` needs ``⟨m, ξ⟩`` before it can use ξ, so its step
-hashes three times. That costs about what ``jax.random.normal``'s rolled loop (stored once)
-costs (``benchmarks/stored_noise.py``: neither is consistently faster), so every metric uses
-this draw.
+:func:`normal_like` also makes XLA keep the draw in memory. Where the noise is read more than once
+(Monge's ``G^{-1/2}ξ`` needs ``⟨m, ξ⟩`` before it can use ξ), XLA would otherwise recompute the
+cheap unrolled hash inside each reader: Monge's step cost 1.4× Identity's for that alone, and
+1.0–1.1× with the draw kept (``benchmarks/stored_noise.py``). Identity's step does not get slower.
 
 Keys of another implementation (``rbg``, ``unsafe_rbg``), dtypes other than float32, the
 non-partitionable threefry mode and sizes of 2³² or more go to ``jax.random.normal`` unchanged.
@@ -25,7 +24,7 @@ Reference: J. K. Salmon, M. A. Moraes, R. O. Dror, D. E. Shaw, "Parallel random 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -122,7 +121,33 @@ def normal_like(key: PRNGKeyArray, tree: PyTree[Array]) -> PyTree[Array]:
         {'b': (3,), 'w': (2, 3)}
     """
     leaves, treedef = jax.tree.flatten(tree)
-    keys = jax.random.split(key, len(leaves))
-    return treedef.unflatten(
-        [normal(k, jnp.shape(x), x.dtype) for k, x in zip(keys, leaves, strict=True)]
-    )
+    specs = tuple((tuple(jnp.shape(x)), jnp.dtype(x.dtype)) for x in leaves)
+
+    def draw(key: PRNGKeyArray) -> list[Array]:
+        keys = jax.random.split(key, len(specs))
+        return [normal(k, shape, dtype) for k, (shape, dtype) in zip(keys, specs, strict=True)]
+
+    return treedef.unflatten(list(_stored(draw)(key)) if specs else [])
+
+
+def _stored(draw: Callable[[PRNGKeyArray], list[Array]]) -> Callable[[PRNGKeyArray], list[Array]]:
+    """``draw``, with its result written to memory once instead of recomputed inside each reader.
+
+    The result of a conditional is a buffer that XLA cannot fuse into its readers, so the draw runs
+    as both branches of a ``lax.cond``: the predicate (any run-time value) only picks between two
+    identical draws. Under ``vmap`` a batched predicate would turn the conditional into a select
+    that runs both branches, so the batching rule draws the whole batch under one unbatched
+    predicate instead (recursively, for nested ``vmap``).
+    """
+
+    @jax.custom_batching.custom_vmap
+    def stored(key: PRNGKeyArray) -> list[Array]:
+        either = jax.random.key_data(key).ravel()[0] != 0
+        return lax.cond(either, draw, draw, key)
+
+    @stored.def_vmap
+    def _batched(axis_size: int, in_batched: list[bool], key: PRNGKeyArray):
+        out = _stored(jax.vmap(draw))(key)
+        return out, [True] * len(out)
+
+    return stored

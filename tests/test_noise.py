@@ -82,3 +82,46 @@ def test_non_partitionable_threefry_falls_back_to_jax():
 def test_a_negative_shape_is_a_clear_error():
     with pytest.raises(ValueError, match=r"non-negative dimensions, got \(3, -2\)"):
         noise.normal(jax.random.key(0), (3, -2))
+
+
+@pytest.mark.parametrize("batch_shape", [(), (3,), (2, 3)])
+def test_normal_like_under_jit_and_nested_vmap_matches_per_key_draws(batch_shape):
+    tree = {"w": jnp.zeros((4, 5)), "b": jnp.zeros(5)}
+    keys = jax.random.split(jax.random.key(2), batch_shape) if batch_shape else jax.random.key(2)
+    draw = lambda k: noise.normal_like(k, tree)
+    for _ in batch_shape:
+        draw = jax.vmap(draw)
+    xi = jax.jit(draw)(keys)
+    for index in np.ndindex(*batch_shape):
+        expected = noise.normal_like(keys[index], tree)
+        for a, b in zip(jax.tree.leaves(xi), jax.tree.leaves(expected), strict=True):
+            np.testing.assert_array_equal(np.asarray(a[index]), np.asarray(b))
+    assert noise.normal_like(jax.random.key(0), {}) == {}
+
+
+def test_a_batched_normal_like_is_one_unbatched_conditional():
+    # Under vmap a batched predicate would make the conditional a select that draws twice.
+    keys = jax.random.split(jax.random.key(0), 4)
+    draw = jax.jit(jax.vmap(lambda k: noise.normal_like(k, jnp.zeros(3))))
+    text = draw.lower(keys).as_text()
+    assert text.count("stablehlo.case") == 1 and "select" not in text
+
+
+def _hashing_computations(fn, *args) -> int:
+    text = jax.jit(fn).lower(*args).compile().as_text()
+    return sum("466688986" in comp for comp in text.split("\n\n"))  # 0x1BD11BDA: threefry
+
+
+def test_noise_read_twice_is_not_hashed_twice():
+    # Monge-like use: <m, xi> first, then xi again. Kept in memory, xi costs no more hashing
+    # than a single read; recomputed per reader (plain fusion) it would cost one more per leaf.
+    m = {"w": jnp.full((30, 20), 0.1), "b": jnp.full(20, 0.1)}
+    once = lambda k: noise.normal_like(k, m)
+
+    def twice(k):
+        xi = noise.normal_like(k, m)
+        c = sum(jnp.vdot(a, b) for a, b in zip(jax.tree.leaves(m), jax.tree.leaves(xi)))
+        return jax.tree.map(lambda x, y: x + c * y, xi, m)
+
+    key = jax.random.key(0)
+    assert _hashing_computations(twice, key) == _hashing_computations(once, key)
