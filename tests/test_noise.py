@@ -120,7 +120,8 @@ def test_noise_read_twice_is_not_hashed_twice():
 
     def twice(k):
         xi = noise.normal_like(k, m)
-        c = sum(jnp.vdot(a, b) for a, b in zip(jax.tree.leaves(m), jax.tree.leaves(xi)))
+        pairs = zip(jax.tree.leaves(m), jax.tree.leaves(xi), strict=True)
+        c = sum(jnp.vdot(a, b) for a, b in pairs)
         return jax.tree.map(lambda x, y: x + c * y, xi, m)
 
     key = jax.random.key(0)
