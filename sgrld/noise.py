@@ -14,6 +14,8 @@ default), the two output words combined by xor, and JAX's map from bits to unifo
 (Monge's ``G^{-1/2}ξ`` needs ``⟨m, ξ⟩`` before it can use ξ), XLA would otherwise recompute the
 cheap unrolled hash inside each reader: Monge's step cost 1.4× Identity's for that alone, and
 1.0–1.1× with the draw kept (``benchmarks/stored_noise.py``). Identity's step does not get slower.
+This applies on CPU only: it has not been measured on a GPU, where a conditional may cost a
+synchronisation per step, so other backends keep the fused draw.
 
 Keys of another implementation (``rbg``, ``unsafe_rbg``), dtypes other than float32, the
 non-partitionable threefry mode and sizes of 2³² or more go to ``jax.random.normal`` unchanged.
@@ -127,7 +129,10 @@ def normal_like(key: PRNGKeyArray, tree: PyTree[Array]) -> PyTree[Array]:
         keys = jax.random.split(key, len(specs))
         return [normal(k, shape, dtype) for k, (shape, dtype) in zip(keys, specs, strict=True)]
 
-    return treedef.unflatten(list(_stored(draw)(key)) if specs else [])
+    if not specs:
+        return treedef.unflatten([])
+    # Kept in memory on CPU only, where it was measured; other backends fuse the draw as before.
+    return treedef.unflatten(list(lax.platform_dependent(key, cpu=_stored(draw), default=draw)))
 
 
 def _stored(draw: Callable[[PRNGKeyArray], list[Array]]) -> Callable[[PRNGKeyArray], list[Array]]:
