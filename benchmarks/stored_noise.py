@@ -9,7 +9,9 @@ This times, interleaved, one SGRLD step (inside a ``lax.scan`` of ``--steps``) o
 draw is swapped by patching ``sgrld.sampler.normal_like`` while that variant's step is traced),
 and counts the compiled step's computations that contain the threefry hash.
 
-    python benchmarks/stored_noise.py [--rounds 9] [--steps 100]
+    python benchmarks/stored_noise.py [--rounds 9] [--steps 100] [--chains C]
+
+With ``--chains C`` every step is ``vmap``ped over C chains, as the runner does (C = 1 included).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import sys
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
 
 sys.path.insert(0, str(Path(__file__).parent))
 import step_throughput as st  # noqa: E402
@@ -61,23 +64,38 @@ def with_draw(sampler: sgrld.Sampler, draw) -> sgrld.Sampler:
     return sampler._replace(step=step)
 
 
+def over_chains(sampler: sgrld.Sampler, chains: int) -> sgrld.Sampler:
+    """``sampler`` on ``chains`` vmapped chains that share the minibatch, as in the runner."""
+
+    def init(params):
+        return jax.vmap(sampler.init)(jax.tree.map(lambda x: jnp.stack([x] * chains), params))
+
+    def step(key, state, batch):
+        return jax.vmap(sampler.step, (0, 0, None))(jax.random.split(key, chains), state, batch)
+
+    return sgrld.Sampler(init, step)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--chains", type=int, default=None, help="vmap over this many chains")
     args = parser.parse_args()
+    chain = (lambda s: s) if args.chains is None else (lambda s: over_chains(s, args.chains))
 
     params, batch, potential = st.problem()
     samplers = {
-        f"{metric:8s} {label}": with_draw(
-            sgrld.sgrld(potential, st.make_metric(metric), 1e-4, st.NUM_DATA), draw
+        f"{metric:8s} {label}": chain(
+            with_draw(sgrld.sgrld(potential, st.make_metric(metric), 1e-4, st.NUM_DATA), draw)
         )
         for metric in ("identity", "monge")
         for label, draw in DRAWS.items()
     }
     ms = st.median_scan_ms(samplers, params, batch, args.rounds, args.steps)
     base = ms[next(iter(samplers))]
-    print(f"{jax.default_backend()}, jax {jax.__version__}, median of {args.rounds} rounds")
+    where = f"{jax.default_backend()}, jax {jax.__version__}, median of {args.rounds} rounds"
+    print(where + ("" if args.chains is None else f", vmapped over {args.chains} chain(s)"))
     for name, sampler in samplers.items():
         hlo = jax.jit(sampler.step).lower(jax.random.key(0), sampler.init(params), batch)
         hashes = sum(THREEFRY_PARITY in comp for comp in hlo.compile().as_text().split("\n\n"))
