@@ -12,8 +12,9 @@ default), the two output words combined by xor, and JAX's map from bits to unifo
 
 :func:`normal_like` also makes XLA keep the draw in memory. Where the noise is read more than once
 (Monge's ``G^{-1/2}ξ`` needs ``⟨m, ξ⟩`` before it can use ξ), XLA would otherwise recompute the
-cheap unrolled hash inside each reader: Monge's step cost 1.4× Identity's for that alone, and
-1.0–1.1× with the draw kept (``benchmarks/stored_noise.py``). Identity's step does not get slower.
+cheap unrolled hash inside each reader: Monge's step cost about 1.55× Identity's that way, and
+1.1–1.25× with the draw kept (``benchmarks/stored_noise.py``, with and without ``--chains 1``).
+Identity's step does not get slower.
 This applies on CPU only: it has not been measured on a GPU, where a conditional may cost a
 synchronisation per step, so other backends keep the fused draw.
 
