@@ -98,12 +98,13 @@ def power_tangent(
       >>> power_tangent(q, lam, -0.5, jnp.eye(2)).tolist()  # d/dt (4+t)^(-1/2) = -1/16
       [[-0.0625, 0.0], [0.0, -0.0625]]
     """
+    # Powers of the n eigenvalues, not of the n² pairs: the kernel is then arithmetic only.
+    f, df = lam**p, p * lam ** (p - 1.0)
     li, lj = lam[..., :, None], lam[..., None, :]
     diff = li - lj
     close = jnp.abs(diff) <= 1e-6 * jnp.maximum(li, lj)
-    secant = (li**p - lj**p) / jnp.where(close, 1.0, diff)
-    derivative = p * (0.5 * (li + lj)) ** (p - 1.0)
-    kernel = jnp.where(close, derivative, secant)
+    secant = (f[..., :, None] - f[..., None, :]) / jnp.where(close, 1.0, diff)
+    kernel = jnp.where(close, 0.5 * (df[..., :, None] + df[..., None, :]), secant)
     qt = jnp.swapaxes(q, -1, -2)
     inner = qt @ (0.5 * (dmat + jnp.swapaxes(dmat, -1, -2))) @ q
     ridge = eps * inner[..., -1, -1]
