@@ -8,13 +8,27 @@ import jax.numpy as jnp
 from sgrld.metrics.base import Metric, cached, check_decay, check_nonnegative, ema_metric
 
 
+def accumulator(x: jax.Array) -> jnp.dtype:
+    """The dtype a leaf's mean square is kept in: at least float32."""
+    return jnp.promote_types(x.dtype, jnp.float32)
+
+
+def mean_square(x: jax.Array) -> jax.Array:
+    """``mean(x²)`` over all entries of a leaf, accumulated in at least float32."""
+    return jnp.mean(jnp.square(x.astype(accumulator(x))))
+
+
 def wenzel(decay: float = 0.99, eps: float = 1e-8, update_every: int = 500) -> Metric:
     """Layer-wise metric of Wenzel et al. (2020), as implemented by Fortuin et al. (2021).
 
-    ``V ← decay·V + (1 − decay)·g²`` elementwise from ``V₀ = 1``. Every ``update_every`` updates the
-    per-leaf scales are refreshed: ``σ_l = √(eps + mean(V_l))`` and ``G_l = (σ_l / min_k σ_k)·I``,
-    so ``G⁻¹`` is at most 1 and equals 1 on the leaf with the smallest mean squared gradient. Before
-    the first refresh ``G = I``.
+    ``v_l ← decay·v_l + (1 − decay)·mean(g_l²)`` for each leaf ``l``, from ``v_l = 1``. Every
+    ``update_every`` updates the per-leaf scales are refreshed: ``σ_l = √(eps + v_l)`` and
+    ``G_l = (σ_l / min_k σ_k)·I``, so ``G⁻¹`` is at most 1 and equals 1 on the leaf with the
+    smallest mean squared gradient. Before the first refresh ``G = I``.
+
+    The authors keep an elementwise average ``V ← decay·V + (1 − decay)·g²`` and use only its mean;
+    the mean of that average is ``v_l`` (the mean is linear), so one number per leaf is the whole
+    state here: no parameter-sized buffer to read and write at every step.
 
     Args:
       decay: EMA decay λ, in [0, 1).
@@ -39,7 +53,7 @@ def wenzel(decay: float = 0.99, eps: float = 1e-8, update_every: int = 500) -> M
     eps = check_nonnegative(eps, "eps")
 
     def scales(stat):
-        sigma = [jnp.sqrt(eps + jnp.mean(s)) for s in jax.tree.leaves(stat)]
+        sigma = [jnp.sqrt(eps + s) for s in jax.tree.leaves(stat)]
         smallest = jnp.min(jnp.stack(sigma))
         return [smallest / s for s in sigma]
 
@@ -61,8 +75,8 @@ def wenzel(decay: float = 0.99, eps: float = 1e-8, update_every: int = 500) -> M
         return fn
 
     return ema_metric(
-        statistic=lambda g: jax.tree.map(jnp.square, g),
-        init_stat=lambda params: jax.tree.map(jnp.ones_like, params),
+        statistic=lambda g: [mean_square(x) for x in jax.tree.leaves(g)],
+        init_stat=lambda params: [jnp.ones((), accumulator(x)) for x in jax.tree.leaves(params)],
         decay=decay,
         inv=apply(1.0),
         inv_sqrt=apply(0.5),
