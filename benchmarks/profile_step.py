@@ -6,7 +6,10 @@ per step, with the HLO metadata (the JAX operation each came from). XLA's CPU op
 traced with ``--xla_cpu_enable_xprof_traceme=true``, which this script adds to ``XLA_FLAGS``.
 Event times nest (a conditional includes its branch), so they do not add up to the step time.
 
-    python benchmarks/profile_step.py --metric shampoo [--hutchinson] [--steps 100] [--top 25]
+    python benchmarks/profile_step.py --metric shampoo [--hutchinson] [--chains C] [--steps 100]
+
+With ``--chains C`` the step is ``vmap``ped over C chains that share the minibatch, as the runner
+steps its chains (C = 1 included: the runner always maps over chains).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import sys  # noqa: E402
 import tempfile  # noqa: E402
 
 import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from step_throughput import METRICS, NUM_DATA, make_metric, problem  # noqa: E402
@@ -40,6 +44,7 @@ def main() -> None:
     parser.add_argument("--hutchinson", action="store_true", help="the Γ-corrected step")
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--chains", type=int, default=None, help="vmap over this many chains")
     args = parser.parse_args()
 
     params, batch, potential = problem()
@@ -51,12 +56,20 @@ def main() -> None:
         correction="hutchinson" if args.hutchinson else None,
     )
 
+    init, step = sampler.init, sampler.step
+    if args.chains is not None:
+        init = jax.vmap(init)
+        params = jax.tree.map(lambda x: jnp.stack([x] * args.chains), params)
+        step = lambda key, s, b: jax.vmap(sampler.step, (0, 0, None))(
+            jax.random.split(key, args.chains), s, b
+        )
+
     def scan(state, keys):
-        return jax.lax.scan(lambda s, k: (sampler.step(k, s, batch)[0], None), state, keys)[0]
+        return jax.lax.scan(lambda s, k: (step(k, s, batch)[0], None), state, keys)[0]
 
     fn = jax.jit(scan)
     keys = jax.random.split(jax.random.key(3), args.steps)
-    state = jax.block_until_ready(fn(sampler.init(params), keys))
+    state = jax.block_until_ready(fn(init(params), keys))
     state = jax.block_until_ready(fn(state, keys))  # past the metric's warm-up and first refresh
     with tempfile.TemporaryDirectory() as trace_dir:
         with jax.profiler.trace(trace_dir, create_perfetto_trace=True):
@@ -81,6 +94,7 @@ def main() -> None:
         count[name] += 1
     step_ms = total["ThunkExecutor::Execute (wait for completion)"] / 1e3 / args.steps
     label = args.metric + (" + Hutchinson" if args.hutchinson else "")
+    label += "" if args.chains is None else f", vmapped over {args.chains} chain(s)"
     print(f"{label}: {args.steps} steps in one lax.scan, {step_ms:.2f} ms/step under the profiler")
     print(f"{jax.default_backend()}, jax {jax.__version__}")
     shown = 0
