@@ -1,6 +1,6 @@
 """Typed experiment configuration: TOML files, ``--set key=value`` overrides, validation.
 
-A configuration has six sections, each a frozen dataclass; every key has a default, so a file
+A configuration has seven sections, each a frozen dataclass; every key has a default, so a file
 only lists what differs. The defaults are the MNIST setup of Yu et al. (TMLR 2023, Sec. 4.1 and
 Table 4): a 784-400-400-10 MLP with the horseshoe prior, Identity metric with learning rate 0.25,
 batches of 100, burn-in 1000 minibatches, a sample every 100 minibatches, 400 epochs.
@@ -8,16 +8,22 @@ batches of 100, burn-in 1000 minibatches, a sample every 100 minibatches, 400 ep
 .. code-block:: toml
 
     [data]                      # sgrld.data.load_dataset
-    name = "mnist"              # mnist, fashion_mnist, cifar10, digits
+    name = "mnist"              # mnist, fashion_mnist, cifar10, digits, or a UCI regression
+                                # set: uci_boston, uci_concrete, uci_energy, uci_kin8nm,
+                                # uci_naval, uci_power, uci_protein, uci_wine, uci_yacht
     # data_dir = "..."          # default: $SGRLD_DATA_DIR, else ~/.cache/sgrld/data
-    # validation_size = 10000   # default: the data set's (10000 for MNIST)
+    # validation_size = 10000   # default: the data set's (10000 for MNIST, 0 for UCI)
     # train_size = 10000        # use only the first train_size training examples
     # verify_checksums = false  # skip the SHA-256 check of files with a known checksum
+    # split = 0                 # the UCI train/test split (0 to 19; 0 to 4 for protein)
     batch_size = 100
 
     [model]
     kind = "mlp"                # mlp, cnn (widths = its dense layers), regression_mlp (one width)
     widths = [400, 400]
+
+    [likelihood]                # regression only (the Gaussian likelihood)
+    # noise_std = 0.5           # fixed noise std, in the targets' units; default: sampled
 
     [prior]                     # a factory of sgrld.bnn.priors and its keyword arguments
     kind = "horseshoe"          # gaussian, laplace, student_t, horseshoe, horseshoe_per_weight,
@@ -121,6 +127,8 @@ class DataConfig:
         verify_checksums: check the SHA-256 of every file whose checksum is known (``false``:
             read the files unchecked, e.g. a re-compressed copy of the data).
         batch_size: minibatch size B; an epoch is ``n_train // B`` minibatches.
+        split: the published train/test split of a UCI regression set (the other data sets
+            have none and accept only 0).
     """
 
     name: str = "mnist"
@@ -129,6 +137,7 @@ class DataConfig:
     train_size: int | None = None
     verify_checksums: bool = True
     batch_size: int = 100
+    split: int = 0
 
 
 @dataclass(frozen=True)
@@ -143,6 +152,21 @@ class ModelConfig:
 
     kind: str = "mlp"
     widths: tuple[int, ...] = (400, 400)
+
+
+@dataclass(frozen=True)
+class LikelihoodConfig:
+    """``[likelihood]``: the Gaussian likelihood of a regression data set.
+
+    A classification data set always has the categorical (softmax) likelihood and no options.
+
+    Attributes:
+        noise_std: the noise standard deviation σ, fixed, in the units of the targets in the
+            data files; ``None`` samples ``log σ`` with the network (flat prior on ``log σ``,
+            started at the targets' standard deviation).
+    """
+
+    noise_std: float | None = None
 
 
 @dataclass(frozen=True)
@@ -223,6 +247,7 @@ class Config:
 
     data: DataConfig = field(default_factory=DataConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
+    likelihood: LikelihoodConfig = field(default_factory=LikelihoodConfig)
     prior: PriorConfig = field(default_factory=PriorConfig)
     sampler: SamplerConfig = field(default_factory=SamplerConfig)
     run: RunConfig = field(default_factory=RunConfig)
@@ -375,6 +400,27 @@ def validate(config: Config) -> Config:
         _at_least(f"model.widths[{i}]", width, 1)
     if m.kind == "regression_mlp" and len(m.widths) != 1:
         raise ConfigError(f"model.widths: regression_mlp has one hidden layer, got {m.widths}")
+    info = DATASETS[d.name]
+    if info.regression and m.kind == "cnn":
+        raise ConfigError(
+            f"model.kind: 'cnn' classifies images, and data.name = {d.name!r} is a regression "
+            "data set; use 'regression_mlp' or 'mlp'"
+        )
+    if not info.regression and m.kind == "regression_mlp":
+        raise ConfigError(
+            f"model.kind: 'regression_mlp' needs a regression data set, and data.name = "
+            f"{d.name!r} is a classification data set (the UCI sets uci_* are regression)"
+        )
+    if info.format != "uci" and d.split != 0:
+        raise ConfigError(f"data.split: only the UCI data sets have splits, not {d.name!r}")
+    _at_least("data.split", d.split, 0)
+    if config.likelihood.noise_std is not None:
+        if not info.regression:
+            raise ConfigError(
+                f"likelihood.noise_std: {d.name!r} is a classification data set, whose "
+                "likelihood (categorical) has no noise"
+            )
+        _at_least("likelihood.noise_std", config.likelihood.noise_std, 0, strict=True)
     _choice("prior.kind", config.prior.kind, sorted(PRIORS))
     _check_kwargs("prior.params", PRIORS[config.prior.kind], config.prior.params)
     _choice("sampler.metric", s.metric, sorted(METRICS))

@@ -77,7 +77,7 @@ from rich.progress import (
 
 import sgrld
 from sgrld import bnn, evaluation
-from sgrld.config import METRICS, PRIORS, Config, ConfigError, write_config
+from sgrld.config import METRICS, PRIORS, Config, write_config
 from sgrld.data import DATASETS, load_dataset
 
 PyTree = Any
@@ -799,10 +799,16 @@ def run(
 def build_experiment(config: Config) -> Experiment:
     """Load the data and build the model, prior, potential and sampler of a configuration.
 
-    The potential is ``−mean log p(y|x, θ) − log p(θ)/N`` (:func:`sgrld.potential`) with the
-    categorical likelihood and ``N`` the training-set size; parameters are
-    ``{"net": ..., "prior": ...}`` initialised per chain by :func:`sgrld.bnn.init_params` (He
-    initialisation) and ``prior.init``.
+    The potential is ``−mean log p(y|x, θ) − log p(θ)/N`` (:func:`sgrld.potential`) with ``N``
+    the training-set size; parameters are ``{"net": ..., "prior": ...}`` initialised per chain by
+    :func:`sgrld.bnn.init_params` (He initialisation) and ``prior.init``.
+
+    Classification uses the categorical likelihood. Regression (the UCI sets) uses the Gaussian
+    likelihood on the standardised targets (:func:`sgrld.data.load_dataset`), with σ fixed at
+    ``likelihood.noise_std / target_std`` or sampled as ``params["likelihood"]["log_noise"]``
+    (flat prior on ``log σ``, started at σ = 1, the targets' std); the predictions are mapped
+    back to the targets' own units, so RMSE and NLL are reported in those units, as in the
+    literature.
 
     Args:
         config: a validated configuration.
@@ -812,35 +818,35 @@ def build_experiment(config: Config) -> Experiment:
 
     Raises:
         sgrld.data.DataError: if the data set's files are missing or corrupt.
-        sgrld.config.ConfigError: if the model does not fit the data set.
     """
     d, m = config.data, config.model
-    if m.kind == "regression_mlp":
-        raise ConfigError(
-            f"model.kind: 'regression_mlp' needs a regression data set, and data.name = "
-            f"{d.name!r} is a classification data set (sgrld.data has no regression data set yet)"
-        )
     ds = load_dataset(
         d.name,
         d.data_dir,
         validation_size=d.validation_size,
+        split=d.split,
         verify=None if d.verify_checksums else False,
     )
     x_train, y_train = ds.x_train[: d.train_size], ds.y_train[: d.train_size]
-    if m.kind == "mlp":
-        model = bnn.MLP(features=m.widths, num_outputs=ds.num_classes)
-    else:
+    regression = DATASETS[d.name].regression
+    if m.kind == "cnn":
         model = bnn.CNN(
             dense_features=m.widths,
             num_outputs=ds.num_classes,
             image_shape=DATASETS[d.name].image_shape,
         )
+    else:
+        model = bnn.MLP(features=m.widths, num_outputs=1 if regression else ds.num_classes)
     apply = bnn.apply_fn(model)
     prior = PRIORS[config.prior.kind](**config.prior.params)
     s = config.sampler
-    potential = sgrld.potential(
-        bnn.likelihoods.categorical(apply), bnn.logprior_fn(prior), len(x_train)
-    )
+    noise_std = config.likelihood.noise_std
+    if regression:
+        fixed = None if noise_std is None else noise_std / ds.target_std
+        loglik = bnn.likelihoods.gaussian(apply, fixed)
+    else:
+        loglik = bnn.likelihoods.categorical(apply)
+    potential = sgrld.potential(loglik, bnn.logprior_fn(prior), len(x_train))
     sampler = sgrld.sgrld(
         potential,
         METRICS[s.metric](**s.metric_params),
@@ -856,14 +862,34 @@ def build_experiment(config: Config) -> Experiment:
 
     def init_fn(key):
         net = bnn.init_params(model, key, input_shape)
-        return {"net": net, "prior": prior.init(net)}
+        params = {"net": net, "prior": prior.init(net)}
+        if regression and noise_std is None:
+            params["likelihood"] = bnn.likelihoods.init_likelihood_params()
+        return params
+
+    eval_sets = {"test": (ds.x_test, ds.y_test), "val": (ds.x_val, ds.y_val)}
+    if not regression:
+        return Experiment(
+            sampler=sampler,
+            init_fn=init_fn,
+            predict_fn=lambda params, x: apply(params["net"], x),
+            train=(x_train, y_train),
+            eval_sets=eval_sets,
+            meta={"config": config.to_dict()},
+        )
+    shift, scale = ds.target_mean, ds.target_std
+
+    def predict_fn(params, x):  # in the targets' own units
+        sigma = fixed if noise_std is not None else jnp.exp(params["likelihood"]["log_noise"])
+        return apply(params["net"], x)[:, 0] * scale + shift, sigma * scale
 
     return Experiment(
         sampler=sampler,
         init_fn=init_fn,
-        predict_fn=lambda params, x: apply(params["net"], x),
+        predict_fn=predict_fn,
         train=(x_train, y_train),
-        eval_sets={"test": (ds.x_test, ds.y_test), "val": (ds.x_val, ds.y_val)},
+        eval_sets={name: (x, y * scale + shift) for name, (x, y) in eval_sets.items()},
+        kind="regression",
         meta={"config": config.to_dict()},
     )
 

@@ -1,4 +1,4 @@
-"""Data-set loaders: MNIST, Fashion-MNIST, CIFAR-10 and scikit-learn's digits.
+"""Data-set loaders: MNIST, Fashion-MNIST, CIFAR-10, digits and the UCI regression sets.
 
 Everything is read from local files (nothing is downloaded) and returned as numpy arrays in
 a :class:`Dataset`; see :func:`load_dataset` and :func:`resolve_data_dir`.

@@ -14,7 +14,8 @@ __all__ = ["Dataset", "check_labels"]
 class Dataset(NamedTuple):
     """Train / validation / test splits of one data set, as host (numpy) arrays.
 
-    Inputs are ``float32``; classification labels are ``int32`` in ``[0, num_classes)``.
+    Inputs are ``float32``; classification labels are ``int32`` in ``[0, num_classes)``,
+    regression targets ``float32``.
     The arrays stay in numpy on purpose: moving them to an accelerator is the runner's job.
 
     Attributes:
@@ -24,8 +25,11 @@ class Dataset(NamedTuple):
         y_val: Validation labels, ``(n_val,)``.
         x_test: Test inputs, ``(n_test, ...)``.
         y_test: Test labels, ``(n_test,)``.
-        num_classes: Number of classes.
+        num_classes: Number of classes; 0 for regression (``float32`` targets).
         name: Registry name of the data set, e.g. ``"mnist"``.
+        target_mean: Regression targets were standardised as ``(y − target_mean) / target_std``
+            (0 for classification and unstandardised targets).
+        target_std: See ``target_mean`` (1 for classification and unstandardised targets).
     """
 
     x_train: np.ndarray
@@ -36,6 +40,8 @@ class Dataset(NamedTuple):
     y_test: np.ndarray
     num_classes: int
     name: str
+    target_mean: float = 0.0
+    target_std: float = 1.0
 
 
 def check_labels(labels: np.ndarray, num_classes: int, source: str) -> np.ndarray:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+import numpy as np
+
 from .cifar import load_cifar10
 from .dataset import Dataset
 from .digits import load_digits_arrays
@@ -13,6 +15,7 @@ from .idx import load_idx
 from .registry import dataset_info
 from .splits import train_validation_split
 from .transforms import flatten_inputs, standardize_channels
+from .uci import load_uci
 
 __all__ = ["load_dataset"]
 
@@ -25,6 +28,7 @@ def load_dataset(
     *,
     validation_size: int | None = None,
     seed: int = 1,
+    split: int = 0,
     flatten: bool = True,
     standardize: bool | None = None,
     verify: bool | None = None,
@@ -33,21 +37,29 @@ def load_dataset(
     """Load a data set from local files and split off a validation set.
 
     Known names: ``"mnist"``, ``"fashion_mnist"`` (IDX files, raw or ``.gz``),
-    ``"cifar10"`` (python pickles) and ``"digits"`` (bundled with scikit-learn; ignores
-    ``data_dir``, ``verify`` and ``checksums``). Nothing is downloaded: the error for a
-    missing file says where to get it. Where the files are looked for is described in
+    ``"cifar10"`` (python pickles), ``"digits"`` (bundled with scikit-learn; ignores
+    ``data_dir``, ``verify`` and ``checksums``) and the UCI regression sets ``"uci_boston"``,
+    ``"uci_concrete"``, ``"uci_energy"``, ``"uci_kin8nm"``, ``"uci_naval"``, ``"uci_power"``,
+    ``"uci_protein"``, ``"uci_wine"``, ``"uci_yacht"`` (the text files of Hernández-Lobato &
+    Adams's splits, :mod:`sgrld.data.uci`). Nothing is downloaded: the error for a missing file
+    says where to get it. Where the files are looked for is described in
     :func:`sgrld.data.resolve_data_dir`.
 
     Splits: the official test set is kept as is (for ``"digits"``, a fixed 20 % = 359
-    images); ``validation_size`` examples of the official training set are held out with
+    images; for a UCI set, the rows of ``index_test_{split}.txt``); ``validation_size``
+    examples of the official training set are held out with
     ``np.random.default_rng(seed).permutation`` (see :func:`sgrld.data.holdout_indices`).
     Defaults: 10000 for MNIST, Fashion-MNIST and CIFAR-10, as in Yu et al. (2023), leaving
-    50000 / 50000 / 40000 training examples; 180 (10 %) for digits, leaving 1258.
+    50000 / 50000 / 40000 training examples; 180 (10 %) for digits, leaving 1258; none for the
+    UCI sets (their published protocol trains on the whole training split).
 
-    Inputs are ``float32`` pixels divided by their maximum (255, or 16 for digits). With
-    ``standardize`` they are then standardised per channel with the mean and std of the
-    training split. With ``flatten`` each input becomes a vector in height-width-channel
-    order (784 for MNIST, 3072 for CIFAR-10, 64 for digits), else it keeps its NHWC shape.
+    Inputs are ``float32`` pixels divided by their maximum (255, or 16 for digits), or the
+    UCI features as they are. With ``standardize`` they are then standardised per channel
+    (per feature) with the mean and std of the training split; a regression target is then
+    standardised the same way, and ``target_mean`` / ``target_std`` of the result undo it
+    (``y = y_std·target_std + target_mean``). With ``flatten`` each image becomes a vector in
+    height-width-channel order (784 for MNIST, 3072 for CIFAR-10, 64 for digits), else it keeps
+    its NHWC shape.
 
     Args:
         name: Data-set name, one of ``sgrld.data.DATASETS``.
@@ -56,8 +68,11 @@ def load_dataset(
         validation_size: Training examples held out for validation; ``None`` for the
             data set's default, ``0`` for none.
         seed: Seed of the validation split.
+        split: The published train/test split of a UCI set, ``0 <= split < n_splits``;
+            ignored by the other data sets.
         flatten: Return ``(n, features)`` inputs instead of ``(n, height, width, channels)``.
-        standardize: Standardise per channel; ``None`` means yes for CIFAR-10 only.
+        standardize: Standardise per channel (and regression targets); ``None`` means yes
+            for CIFAR-10 and the UCI sets.
         verify: Check SHA-256 checksums: ``None`` checks every file whose exact name has a
             known checksum, ``True`` additionally fails for a file with none, ``False``
             checks nothing.
@@ -65,10 +80,10 @@ def load_dataset(
             data set (``sgrld.data.DATASETS[name].checksums``); ``None`` keeps it.
 
     Returns:
-        The :class:`Dataset`, with ``int32`` labels.
+        The :class:`Dataset`, with ``int32`` labels (``float32`` targets for regression).
 
     Raises:
-        ValueError: If ``name`` is unknown or ``validation_size`` is out of range.
+        ValueError: If ``name`` is unknown, ``validation_size`` or ``split`` out of range.
         MissingDataError: If a file is missing (also a ``FileNotFoundError``).
         DataError: If a file fails its checksum, is truncated or malformed.
 
@@ -82,13 +97,35 @@ def load_dataset(
     info = dataset_info(name)
     if info.format == "sklearn":
         x_full, y_full, x_test, y_test = load_digits_arrays()
+    elif info.format == "uci":
+        files = DataFiles.resolve(name, data_dir, checksums, verify)
+        x_full, y_full, x_test, y_test = load_uci(files, split)
     else:
         files = DataFiles.resolve(name, data_dir, checksums, verify)
         x_full, y_full, x_test, y_test = _FILE_LOADERS[info.format](files)
     size = info.validation_size if validation_size is None else validation_size
     x_train, y_train, x_val, y_val = train_validation_split(x_full, y_full, size, seed)
+    target_mean, target_std = 0.0, 1.0
     if info.standardize if standardize is None else standardize:
         x_train, x_val, x_test = standardize_channels(x_train, x_val, x_test)
+        if info.regression:
+            target_mean = float(np.mean(y_train, dtype=np.float64))
+            target_std = float(np.std(y_train, dtype=np.float64)) or 1.0
+            y_train, y_val, y_test = (
+                ((y - target_mean) / target_std).astype(np.float32)
+                for y in (y_train, y_val, y_test)
+            )
     if flatten:
         x_train, x_val, x_test = map(flatten_inputs, (x_train, x_val, x_test))
-    return Dataset(x_train, y_train, x_val, y_val, x_test, y_test, info.num_classes, info.name)
+    return Dataset(
+        x_train,
+        y_train,
+        x_val,
+        y_val,
+        x_test,
+        y_test,
+        info.num_classes,
+        info.name,
+        target_mean,
+        target_std,
+    )

