@@ -43,6 +43,8 @@ examples:
   sgrld run my.toml                   run the experiment of a TOML configuration file
   sgrld run my.toml --set run.epochs=10 --set sampler.metric=monge \\
         --set sampler.metric_params.alpha2=1.25 --out results/monge
+  sgrld run --set data.name=uci_boston --set model.kind=regression_mlp --set model.widths=[50] \\
+        --set prior.kind=gaussian --set data.batch_size=32 --set sampler.learning_rate=0.01
   sgrld reproduce mnist-mlp --quick --data-dir ~/data/mnist
   sgrld reproduce funnel --quick
   sgrld run --help                    every configuration key, with its default
@@ -81,7 +83,12 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_run_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    run.add_argument("config", metavar="CONFIG.toml", help="the configuration file")
+    run.add_argument(
+        "config",
+        metavar="CONFIG.toml",
+        nargs="?",
+        help="the configuration file (left out: the defaults below, changed by --set)",
+    )
     run.add_argument(
         "--set",
         dest="overrides",
@@ -118,12 +125,13 @@ def run_command(args: argparse.Namespace) -> int:
         overrides.append(f"out.folder={json.dumps(args.out)}")
     config = load_config(args.config, overrides)
     console = runner.console()
-    console.print(f"Running {args.config} -> {config.out.folder}")
+    name = args.config or "the default configuration"
+    console.print(f"Running {name} -> {config.out.folder}")
     result = runner.run_config(config, progress=True)
     if result.records:
         runner.plot_curves({config.sampler.metric: result.records}, result.out / "curves.png")
         table, _ = runner.results_table(
-            f"{args.config} after {len(result.records)} epochs",
+            f"{name} after {len(result.records)} epochs",
             [runner.summary_row(result, metric=config.sampler.metric)],
         )
         console.print(table)
