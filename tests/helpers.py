@@ -50,3 +50,27 @@ def adapted_state(metric, params, num_updates=5, seed=0, scale=1.0):
         grads.append(g)
         state = metric.update(state, g)
     return state, grads
+
+
+def write_uci(folder, table, features, target, splits):
+    """Write a UCI regression set in the published layout (whitespace text, 0-based indices).
+
+    Args:
+      folder: where to write (created).
+      table: rows of numbers (``data.txt``).
+      features: feature columns; target: the target column.
+      splits: ``[(train_rows, test_rows), ...]``, one pair per split.
+    """
+    from pathlib import Path
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = lambda values: "".join(f"{v}\n" for v in values)
+    (folder / "data.txt").write_text("".join(" ".join(map(str, row)) + "\n" for row in table))
+    (folder / "index_features.txt").write_text(lines(features))
+    (folder / "index_target.txt").write_text(lines([target]))
+    (folder / "n_splits.txt").write_text(f"{len(splits)}\n")
+    for k, (train, test) in enumerate(splits):
+        (folder / f"index_train_{k}.txt").write_text(lines(train))
+        (folder / f"index_test_{k}.txt").write_text(lines(test))
+    return folder

@@ -11,10 +11,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy.special import log_softmax, logsumexp
+from scipy.stats import norm
 
 import sgrld
 from sgrld import evaluation, runner
 from sgrld.bnn import likelihoods
+from tests.helpers import write_uci
 
 N_TRAIN, BATCH, DIM, CLASSES = 40, 4, 3, 3  # 10 steps per epoch
 
@@ -231,3 +233,75 @@ def test_plot_curves_before_and_after_the_first_sample(tmp_path: Path):
         empty = runner.plot_curves({"Identity": no_sample}, tmp_path / "empty.png")
         full = runner.plot_curves({"Identity": sampled, "Monge": sampled}, tmp_path / "full.png")
     assert empty.stat().st_size > 0 and full.stat().st_size > empty.stat().st_size
+
+
+def uci_config(tmp_path: Path, *overrides: str):
+    """A regression configuration on a small UCI-format set: y = 1000 + 50·x₀ − 20·x₁ + noise."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(60, 2)) * [3.0, 0.5] + [10.0, -2.0]
+    y = 1000.0 + 50.0 * x[:, 0] - 20.0 * x[:, 1] + rng.normal(scale=5.0, size=60)
+    table = np.column_stack([x[:, 0], y, x[:, 1]]).round(6)  # target in the middle column
+    write_uci(tmp_path / "uci" / "yacht", table, [0, 2], 1, [(range(50), range(50, 60))])
+    return sgrld.config.load_config(None, [
+        "data.name=uci_yacht", f"data.data_dir={str(tmp_path)!r}", "data.verify_checksums=false",
+        "data.batch_size=10", "model.kind=regression_mlp", "model.widths=[8]",
+        "prior.kind=gaussian", "sampler.learning_rate=0.01", "run.epochs=3", "run.burn_in=0",
+        "run.thin=5", *overrides,
+    ])  # fmt: skip
+
+
+@pytest.mark.parametrize("noise", [None, 40.0])
+def test_regression_config_scores_in_the_targets_units(tmp_path: Path, noise):
+    """The potential sees standardised targets; predictions and scores are in the file's units."""
+    extra = [] if noise is None else [f"likelihood.noise_std={noise}"]
+    config = uci_config(tmp_path, *extra)
+    experiment = runner.build_experiment(config)
+    ds = sgrld.data.load_dataset("uci_yacht", tmp_path, verify=False)
+    raw = np.loadtxt(tmp_path / "uci" / "yacht" / "data.txt")
+    assert experiment.kind == "regression"
+    np.testing.assert_allclose(experiment.eval_sets["test"][1], raw[50:, 1], rtol=1e-6)
+    np.testing.assert_allclose(np.std(experiment.train[1]), 1.0, rtol=1e-5)  # standardised
+
+    params = experiment.init_fn(jax.random.key(0))
+    assert ("likelihood" in params) == (noise is None)
+    mean, std = experiment.predict_fn(params, jnp.asarray(ds.x_test))
+    net_out = bnn_apply(config, params, ds.x_test)
+    np.testing.assert_allclose(mean, net_out * ds.target_std + ds.target_mean, rtol=1e-5)
+    np.testing.assert_allclose(std, noise if noise is not None else ds.target_std, rtol=1e-5)
+
+    # The potential's likelihood term: Gaussian on the standardised targets, σ in those units.
+    batch = (jnp.asarray(ds.x_train[:10]), jnp.asarray(ds.y_train[:10]))
+    sigma = (noise if noise is not None else ds.target_std) / ds.target_std
+    logprior = sgrld.bnn.logprior_fn(sgrld.bnn.priors.gaussian())(params)
+    expected = -np.mean(
+        norm.logpdf(ds.y_train[:10], bnn_apply(config, params, ds.x_train[:10]), sigma)
+    ) - float(logprior) / 50
+    potential = float(runner_potential(experiment, params, batch))
+    np.testing.assert_allclose(potential, expected, rtol=1e-5)
+
+    result = runner.run(experiment, runner.schedule_of(config))
+    assert result.status == "completed"
+    final = result.records[-1]
+    assert set(final) >= {"test_rmse", "test_nll"} and "test_accuracy" not in final
+    assert 0 < final["test_rmse"] < 10 * np.std(raw[50:, 1])  # original units (std ≈ 160)
+
+
+def bnn_apply(config, params, x):
+    model = sgrld.bnn.MLP(features=config.model.widths, num_outputs=1)
+    return np.asarray(sgrld.bnn.apply_fn(model)(params["net"], jnp.asarray(x)))[:, 0]
+
+
+def runner_potential(experiment, params, batch):
+    """The per-datum potential Û/N the experiment's sampler steps on."""
+    state = experiment.sampler.init(params)
+    _, info = experiment.sampler.step(jax.random.key(0), state, batch)
+    return info.potential
+
+
+def test_regression_config_errors(tmp_path: Path):
+    with pytest.raises(sgrld.config.ConfigError, match="data.split"):
+        uci_config(tmp_path, "data.split=-1")
+    with pytest.raises(ValueError, match="splits 0 to 0"):
+        runner.build_experiment(uci_config(tmp_path, "data.split=1"))
+    with pytest.raises(sgrld.config.ConfigError, match="model.kind"):
+        uci_config(tmp_path, "model.kind=cnn")
