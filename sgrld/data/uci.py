@@ -37,12 +37,12 @@ def parse_table(data: bytes, source: str) -> np.ndarray:
         >>> parse_table(b"1 2\\n3 4.5\\n", "x").tolist()
         [[1.0, 2.0], [3.0, 4.5]]
     """
+    if not data.strip():
+        raise DataError(f"{source}: no data")
     try:
         table = np.loadtxt(io.BytesIO(data), dtype=np.float64, ndmin=2)
     except ValueError as err:
         raise DataError(f"{source}: not a table of numbers ({err})") from err
-    if table.size == 0:
-        raise DataError(f"{source}: no data")
     if not np.all(np.isfinite(table)):
         row = int(np.flatnonzero(~np.all(np.isfinite(table), axis=1))[0])
         raise DataError(f"{source}: row {row} holds a NaN or infinite value")
