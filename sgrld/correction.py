@@ -29,6 +29,7 @@ import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
 from sgrld.metrics.base import Metric, MetricState, inv_tangent
+from sgrld.noise import rademacher
 
 PyTree = Any
 MODES = (None, "hutchinson", "exact")
@@ -42,12 +43,16 @@ def check_mode(correction: str | None) -> str | None:
 
 
 def rademacher_like(key: jax.Array, tree: PyTree, num: int) -> PyTree:
-    """``num`` Rademacher (±1) probes shaped like ``tree``, stacked on a leading axis."""
+    """``num`` Rademacher (±1) probes shaped like ``tree``, stacked on a leading axis.
+
+    The signs of ``jax.random.rademacher`` with one subkey per leaf, drawn by
+    :func:`sgrld.noise.rademacher` (the same numbers, the hash unrolled).
+    """
     leaves, treedef = jax.tree.flatten(tree)
     keys = jax.random.split(key, len(leaves))
     return treedef.unflatten(
         [
-            jax.random.rademacher(k, (num, *jnp.shape(x)), dtype=x.dtype)
+            rademacher(k, (num, *jnp.shape(x)), dtype=x.dtype)
             for k, x in zip(keys, leaves, strict=True)
         ]
     )

@@ -58,13 +58,28 @@ def _threefry2x32(k0: Array, k1: Array, x0: Array, x1: Array) -> tuple[Array, Ar
     return x0, x1
 
 
-def _fast_path(key: PRNGKeyArray, size: int, dtype: jnp.dtype) -> bool:
+def _fast_path(key: PRNGKeyArray, size: int) -> bool:
+    """Whether ``jax.random`` would draw ``size`` 32-bit words as :func:`_bits` does."""
     return (
-        jnp.dtype(dtype) == jnp.float32
-        and size < 2**32
+        size < 2**32
         and bool(jax.config.jax_threefry_partitionable)
         and jax.random.key_impl(key) == "threefry2x32"
     )
+
+
+def _bits(key: PRNGKeyArray, size: int) -> Array:
+    """The ``size`` 32-bit words of ``jax.random.bits(key, (size,))``, with the hash unrolled."""
+    k0, k1 = jax.random.key_data(key)
+    counter = lax.iota(np.uint32, size)
+    w0, w1 = _threefry2x32(k0, k1, jnp.zeros_like(counter), counter)
+    return w0 ^ w1
+
+
+def _checked_shape(shape: Sequence[int]) -> tuple[tuple[int, ...], int]:
+    shape = tuple(shape)
+    if any(d < 0 for d in shape):
+        raise ValueError(f"shape must have non-negative dimensions, got {shape}")
+    return shape, int(np.prod(shape, dtype=np.int64))
 
 
 def normal(
@@ -90,20 +105,49 @@ def normal(
         >>> bool(jnp.all(sgrld.noise.normal(key, (3, 4)) == jax.random.normal(key, (3, 4))))
         True
     """
-    shape = tuple(shape)
-    if any(d < 0 for d in shape):
-        raise ValueError(f"shape must have non-negative dimensions, got {shape}")
-    size = int(np.prod(shape, dtype=np.int64))
-    if not _fast_path(key, size, dtype):
+    shape, size = _checked_shape(shape)
+    if jnp.dtype(dtype) != jnp.float32 or not _fast_path(key, size):
         return jax.random.normal(key, shape, dtype)
-    k0, k1 = jax.random.key_data(key)
-    counter = lax.iota(np.uint32, size)
-    w0, w1 = _threefry2x32(k0, k1, jnp.zeros_like(counter), counter)
-    mantissa = ((w0 ^ w1) >> np.uint32(9)) | np.uint32(0x3F800000)  # a float in [1, 2)
+    mantissa = (_bits(key, size) >> np.uint32(9)) | np.uint32(0x3F800000)  # a float in [1, 2)
     unit = lax.bitcast_convert_type(mantissa, np.float32) - np.float32(1.0)
     low = np.nextafter(np.float32(-1.0), np.float32(0.0))
     uniform = lax.max(low, unit * (np.float32(1.0) - low) + low)
     return (np.float32(np.sqrt(2.0)) * lax.erf_inv(uniform)).reshape(shape)
+
+
+def rademacher(
+    key: PRNGKeyArray, shape: Sequence[int] = (), dtype: jnp.dtype = jnp.float32
+) -> Float[Array, ...]:
+    """Random signs ±1 of ``shape``, bit for bit ``jax.random.rademacher(key, shape, dtype)``.
+
+    ``jax.random.rademacher`` is ``2·[u < 1/2] − 1`` with ``u`` the float32 uniform of
+    ``jax.random.uniform``, whose bits are the top 23 of each random word: ``u < 1/2`` exactly when
+    the word's top bit is 0. Here that bit comes from the unrolled hash of :func:`normal`, so the
+    Rademacher probes of the Γ correction cost one fused pass instead of JAX's rolled loop (with
+    64-bit mode on, ``jax.random`` draws 64-bit words, and this falls back to it).
+
+    Args:
+        key: a PRNG key (typed or raw ``uint32[2]``).
+        shape: shape of the draw.
+        dtype: dtype of the draw.
+
+    Returns:
+        An array of ``shape`` and ``dtype`` of independent random signs.
+
+    Raises:
+        ValueError: for a negative dimension.
+
+    Example:
+        >>> import jax, jax.numpy as jnp, sgrld
+        >>> key = jax.random.key(0)
+        >>> bool(jnp.all(sgrld.noise.rademacher(key, (3, 4)) == jax.random.rademacher(key, (3, 4))))
+        True
+    """
+    shape, size = _checked_shape(shape)
+    if bool(jax.config.jax_enable_x64) or not _fast_path(key, size):
+        return jax.random.rademacher(key, shape, dtype)
+    negative = (_bits(key, size) >> np.uint32(31)).astype(bool)
+    return jnp.where(negative, -1, 1).astype(dtype).reshape(shape)
 
 
 def normal_like(key: PRNGKeyArray, tree: PyTree[Array]) -> PyTree[Array]:
