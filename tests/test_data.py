@@ -22,13 +22,11 @@ from sgrld.data import (
 )
 from sgrld.data.cifar import parse_cifar_batch
 from sgrld.data.idx import parse_idx
-from tests.helpers import write_uci
 
 IDX_NAMES = ("train-images", "train-labels", "t10k-images", "t10k-labels")
 MNIST_URL = "https://ossci-datasets.s3.amazonaws.com/mnist/"
 FASHION_URL = "https://github.com/zalandoresearch/fashion-mnist"
 REAL_MNIST = Path("/work/shared/data/mnist")
-SHARED_UCI = Path("/work/shared/data/uci")
 
 
 # --------------------------------------------------------------------------- helpers
@@ -533,121 +531,3 @@ def test_real_mnist_verified():
     assert ds.y_test.min() == 0 and ds.y_test.max() == 9
     assert ds.x_test.min() == 0.0 and ds.x_test.max() == 1.0
 
-
-# --------------------------------------------------------------------------------------------
-# UCI regression sets (Hernández-Lobato & Adams's layout)
-
-UCI_TABLE = [  # 6 rows: features in columns 0 and 2 (column 2 constant), target in column 1
-    [1.0, 10.0, 5.0],
-    [2.0, 20.0, 5.0],
-    [3.0, 40.0, 5.0],
-    [4.0, 80.0, 5.0],
-    [5.0, 160.0, 5.0],
-    [6.0, 320.0, 5.0],
-]
-UCI_SPLITS = [([0, 2, 4, 5], [1, 3]), ([5, 4, 3, 1], [0, 2])]
-
-
-def write_small_uci(base: Path, **change: str) -> Path:
-    """The small set above as ``uci_yacht`` under ``base/uci/yacht``; ``change`` replaces files."""
-    folder = write_uci(base / "uci" / "yacht", UCI_TABLE, [0, 2], 1, UCI_SPLITS)
-    for name, text in change.items():
-        (folder / name.replace("__", ".")).write_text(text)
-    return folder
-
-
-def load_small(base: Path, **kwargs):
-    return load_dataset("uci_yacht", base, verify=False, **kwargs)
-
-
-def test_uci_split_rows_columns_and_standardisation(tmp_path):
-    write_small_uci(tmp_path)
-    ds = load_small(tmp_path)
-    table = np.array(UCI_TABLE)
-    train, test = UCI_SPLITS[0]
-    assert ds.x_train.shape == (4, 2) and ds.x_test.shape == (2, 2) and len(ds.x_val) == 0
-    assert ds.x_train.dtype == ds.y_train.dtype == np.float32 and ds.num_classes == 0
-    x0 = table[train, 0]
-    np.testing.assert_allclose(ds.x_train[:, 0], (x0 - x0.mean()) / x0.std(), rtol=1e-6)
-    np.testing.assert_array_equal(ds.x_train[:, 1], 0.0)  # a constant feature is only centred
-    y = table[train, 1]
-    assert ds.target_mean == pytest.approx(y.mean()) and ds.target_std == pytest.approx(y.std())
-    np.testing.assert_allclose(ds.y_test * ds.target_std + ds.target_mean, table[test, 1])
-    raw = load_small(tmp_path, standardize=False)
-    np.testing.assert_array_equal(raw.y_train, table[train, 1])
-    np.testing.assert_array_equal(raw.x_test, table[test][:, [0, 2]])
-    assert (raw.target_mean, raw.target_std) == (0.0, 1.0)
-
-
-def test_uci_other_split_and_validation(tmp_path):
-    write_small_uci(tmp_path)
-    ds = load_small(tmp_path, split=1, standardize=False)
-    np.testing.assert_array_equal(ds.y_train, [320.0, 160.0, 80.0, 20.0])  # index-file order
-    held = load_small(tmp_path, validation_size=1, standardize=False)
-    assert len(held.y_train) == 3 and len(held.y_val) == 1
-    assert set(held.y_train) | set(held.y_val) == {10.0, 40.0, 160.0, 320.0}
-    for bad in (2, -1):
-        with pytest.raises(ValueError, match="splits 0 to 1"):
-            load_small(tmp_path, split=bad)
-
-
-@pytest.mark.parametrize(
-    ("change", "match"),
-    [
-        ({"data__txt": "1 2 3\n4 5\n"}, "data.txt: not a table"),
-        ({"data__txt": "1 2 3\n4 x 6\n"}, "data.txt: not a table"),
-        ({"data__txt": "1 2 3\n4 nan 6\n"}, "data.txt: row 1 holds a NaN"),
-        ({"data__txt": ""}, "data.txt: no data"),
-        ({"index_features__txt": "0\n3\n"}, "index_features.txt: column indices"),
-        ({"index_features__txt": "0\n1\n"}, "not a feature"),
-        ({"index_test_0__txt": "1\n9\n"}, "index_test_0.txt: row indices"),
-        ({"index_train_0__txt": "0\n2\n2\n"}, "index_train_0.txt: a row index appears twice"),
-        ({"index_test_0__txt": "0\n1\n"}, "split 0 has rows in both"),
-        ({"index_test_0__txt": "-1\n"}, "index_test_0.txt: negative index"),
-        ({"n_splits__txt": "two\n"}, "n_splits.txt: expected integers"),
-    ],
-)
-def test_uci_malformed_files_name_the_file(tmp_path, change, match):
-    write_small_uci(tmp_path, **change)
-    with pytest.raises(DataError, match=match):
-        load_small(tmp_path)
-
-
-def test_uci_missing_and_corrupt_files_name_file_and_checksum(tmp_path):
-    folder = write_small_uci(tmp_path)
-    expected = DATASETS["uci_yacht"].checksums["n_splits.txt"]  # the first file read
-    with pytest.raises(DataError, match=f"n_splits.txt: SHA-256 mismatch, expected {expected}"):
-        load_dataset("uci_yacht", tmp_path)  # the built-in checksums reject the small files
-    (folder / "index_test_0.txt").unlink()
-    hash0 = DATASETS["uci_yacht"].checksums["index_test_0.txt"]
-    with pytest.raises(MissingDataError, match=f"index_test_0.txt not found.*{hash0}.*yaringal"):
-        load_small(tmp_path)
-
-
-@pytest.mark.parametrize("layout", ["uci/yacht", "yacht", "yacht/data", "uci/yacht/data"])
-def test_uci_folder_layouts(tmp_path, layout):
-    write_uci(tmp_path / layout, UCI_TABLE, [0, 2], 1, UCI_SPLITS)
-    assert resolve_data_dir("uci_yacht", tmp_path) == tmp_path / layout
-    assert load_small(tmp_path).x_train.shape == (4, 2)
-
-
-UCI_SIZES = {  # (train, test, features) of split 0, as published
-    "uci_boston": (455, 51, 13),
-    "uci_concrete": (927, 103, 8),
-    "uci_energy": (691, 77, 8),
-    "uci_kin8nm": (7373, 819, 8),
-    "uci_naval": (10741, 1193, 16),
-    "uci_power": (8611, 957, 4),
-    "uci_protein": (41157, 4573, 9),
-    "uci_wine": (1439, 160, 11),
-    "uci_yacht": (277, 31, 6),
-}
-
-
-@pytest.mark.skipif(not SHARED_UCI.is_dir(), reason="the staged UCI data are not on this machine")
-@pytest.mark.parametrize("name", sorted(UCI_SIZES))
-def test_real_uci_sets_load_with_their_checksums(name):
-    ds = load_dataset(name, SHARED_UCI.parent)
-    n_train, n_test, features = UCI_SIZES[name]
-    assert ds.x_train.shape == (n_train, features) and ds.x_test.shape == (n_test, features)
-    assert np.isfinite(ds.y_train).all() and abs(float(ds.y_train.mean())) < 1e-4

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import io
 import operator
+import re
 
 import numpy as np
 
@@ -31,7 +32,7 @@ def parse_table(data: bytes, source: str) -> np.ndarray:
 
     Raises:
         DataError: if the text is empty, a row has another number of columns than the first,
-            an entry is not a number, or an entry is NaN or infinite.
+            an entry is not a number (``#`` starts no comment), or an entry is NaN or infinite.
 
     Example:
         >>> parse_table(b"1 2\\n3 4.5\\n", "x").tolist()
@@ -40,7 +41,7 @@ def parse_table(data: bytes, source: str) -> np.ndarray:
     if not data.strip():
         raise DataError(f"{source}: no data")
     try:
-        table = np.loadtxt(io.BytesIO(data), dtype=np.float64, ndmin=2)
+        table = np.loadtxt(io.BytesIO(data), dtype=np.float64, ndmin=2, comments=None)
     except ValueError as err:
         raise DataError(f"{source}: not a table of numbers ({err})") from err
     if not np.all(np.isfinite(table)):
@@ -50,23 +51,25 @@ def parse_table(data: bytes, source: str) -> np.ndarray:
 
 
 def parse_integers(data: bytes, source: str) -> np.ndarray:
-    """Parse whitespace-separated non-negative integers into a 1-D int64 array.
+    """Parse whitespace-separated non-negative integers (decimal digits only) into int64.
 
     Raises:
-        DataError: if an entry is not a non-negative integer.
+        DataError: if an entry is negative, not written in decimal digits, or too large for
+            int64.
 
     Example:
         >>> parse_integers(b"3\\n0\\n12\\n", "idx").tolist()
         [3, 0, 12]
     """
     tokens = data.split()
-    try:
-        values = np.array([int(t) for t in tokens], dtype=np.int64)
-    except ValueError as err:
-        raise DataError(f"{source}: expected integers, one per line ({err})") from err
-    if np.any(values < 0):
-        raise DataError(f"{source}: negative index {int(values[values < 0][0])}")
-    return values
+    for token in tokens:
+        if re.fullmatch(rb"-[0-9]+", token):
+            raise DataError(f"{source}: negative index {token.decode()}")
+        if not re.fullmatch(rb"[0-9]+", token) or len(token.lstrip(b"0")) > 18:
+            raise DataError(
+                f"{source}: expected integers below 10^18, one per line, got {token[:30]!r}"
+            )
+    return np.array([int(t) for t in tokens], dtype=np.int64)
 
 
 def load_uci(
@@ -84,12 +87,15 @@ def load_uci(
         files.
 
     Raises:
-        ValueError: if ``split`` is not an integer in ``[0, n_splits)``.
+        TypeError: if ``split`` is not an integer (``True`` included).
+        ValueError: if ``split`` is not in ``[0, n_splits)``.
         MissingDataError: if a file is missing.
         DataError: if a file fails its checksum or is malformed: a ragged or non-numeric table,
             a column or row index out of range, the target among the features, repeated rows, or
             a test row that is also a training row.
     """
+    if isinstance(split, bool):
+        raise TypeError(f"split must be an integer, got {split!r}")
     split = operator.index(split)
     path, text = files.read("n_splits.txt")
     counts = parse_integers(text, str(path))
@@ -111,6 +117,11 @@ def load_uci(
                 f"{table.shape[1]} columns), got {columns[name].tolist()}"
             )
     features, target = columns["index_features.txt"], columns["index_target.txt"]
+    if np.unique(features).size != features.size:
+        raise DataError(
+            f"{files.directory / 'index_features.txt'}: a column appears twice, got "
+            f"{features.tolist()}"
+        )
     if target.size != 1 or target[0] in features:
         raise DataError(
             f"{files.directory}: index_target.txt must name one column that is not a feature, "
