@@ -411,20 +411,6 @@ def test_each_registry_name_uses_its_published_folder(tmp_path, name):
     assert load(tmp_path, name).x_train.shape == (8, 3)
 
 
-def test_uci_folder_names():
-    assert UCI_FOLDERS == {
-        "uci_boston": "bostonHousing",
-        "uci_concrete": "concrete",
-        "uci_energy": "energy",
-        "uci_kin8nm": "kin8nm",
-        "uci_naval": "naval-propulsion-plant",
-        "uci_power": "power-plant",
-        "uci_protein": "protein-tertiary-structure",
-        "uci_wine": "wine-quality-red",
-        "uci_yacht": "yacht",
-    }
-
-
 def test_search_order_and_empty_folders(tmp_path):
     # each location names another target column, so the loaded targets say which was read
     order = [("uci/yacht", 0), ("yacht", 3), ("uci/yacht/data", 4), ("yacht/data", 2)]
