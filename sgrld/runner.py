@@ -77,8 +77,8 @@ from rich.progress import (
 
 import sgrld
 from sgrld import bnn, evaluation
-from sgrld.config import METRICS, PRIORS, Config, write_config
-from sgrld.data import DATASETS, load_dataset
+from sgrld.config import METRICS, PRIORS, Config, ConfigError, write_config
+from sgrld.data import DATASETS, DataError, load_dataset
 
 PyTree = Any
 Kind = Literal["classification", "regression"]
@@ -818,15 +818,22 @@ def build_experiment(config: Config) -> Experiment:
 
     Raises:
         sgrld.data.DataError: if the data set's files are missing or corrupt.
+        sgrld.config.ConfigError: if ``data.split`` or ``data.validation_size`` is out of the
+            range the files allow.
     """
     d, m = config.data, config.model
-    ds = load_dataset(
-        d.name,
-        d.data_dir,
-        validation_size=d.validation_size,
-        split=d.split,
-        verify=None if d.verify_checksums else False,
-    )
+    try:
+        ds = load_dataset(
+            d.name,
+            d.data_dir,
+            validation_size=d.validation_size,
+            split=d.split,
+            verify=None if d.verify_checksums else False,
+        )
+    except DataError:
+        raise
+    except ValueError as err:  # a split or validation size the files do not allow
+        raise ConfigError(f"[data]: {err}") from None
     x_train, y_train = ds.x_train[: d.train_size], ds.y_train[: d.train_size]
     regression = DATASETS[d.name].regression
     if m.kind == "cnn":

@@ -301,7 +301,9 @@ def runner_potential(experiment, params, batch):
 def test_regression_config_errors(tmp_path: Path):
     with pytest.raises(sgrld.config.ConfigError, match="data.split"):
         uci_config(tmp_path, "data.split=-1")
-    with pytest.raises(ValueError, match="splits 0 to 0"):
+    with pytest.raises(sgrld.config.ConfigError, match=r"\[data\]: uci_yacht has splits 0 to 0"):
         runner.build_experiment(uci_config(tmp_path, "data.split=1"))
+    with pytest.raises(sgrld.config.ConfigError, match=r"\[data\]: cannot hold out 60"):
+        runner.build_experiment(uci_config(tmp_path, "data.validation_size=60"))
     with pytest.raises(sgrld.config.ConfigError, match="model.kind"):
         uci_config(tmp_path, "model.kind=cnn")

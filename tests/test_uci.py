@@ -186,6 +186,11 @@ def test_split_must_be_an_integer(small, split):
         load(small, split=split)
 
 
+def test_only_uci_sets_have_splits():
+    with pytest.raises(ValueError, match="only the UCI data sets have splits, not 'digits'"):
+        load_dataset("digits", split=1)
+
+
 def test_split_range_follows_n_splits(tmp_path):
     write_set(tmp_path / "yacht", n_splits__txt="1\n")
     with pytest.raises(ValueError, match="splits 0 to 0, got split=1"):

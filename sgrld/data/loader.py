@@ -69,7 +69,7 @@ def load_dataset(
             data set's default, ``0`` for none.
         seed: Seed of the validation split.
         split: The published train/test split of a UCI set, ``0 <= split < n_splits``;
-            ignored by the other data sets.
+            the other data sets have only split 0.
         flatten: Return ``(n, features)`` inputs instead of ``(n, height, width, channels)``.
         standardize: Standardise per channel (and regression targets); ``None`` means yes
             for CIFAR-10 and the UCI sets.
@@ -95,14 +95,16 @@ def load_dataset(
         (dtype('float32'), dtype('int32'))
     """
     info = dataset_info(name)
+    if info.format != "uci" and split != 0:
+        raise ValueError(f"only the UCI data sets have splits, not {name!r} (split={split!r})")
     if info.format == "sklearn":
         x_full, y_full, x_test, y_test = load_digits_arrays()
-    elif info.format == "uci":
-        files = DataFiles.resolve(name, data_dir, checksums, verify)
-        x_full, y_full, x_test, y_test = load_uci(files, split)
     else:
         files = DataFiles.resolve(name, data_dir, checksums, verify)
-        x_full, y_full, x_test, y_test = _FILE_LOADERS[info.format](files)
+        if info.format == "uci":
+            x_full, y_full, x_test, y_test = load_uci(files, split)
+        else:
+            x_full, y_full, x_test, y_test = _FILE_LOADERS[info.format](files)
     size = info.validation_size if validation_size is None else validation_size
     x_train, y_train, x_val, y_val = train_validation_split(x_full, y_full, size, seed)
     target_mean, target_std = 0.0, 1.0

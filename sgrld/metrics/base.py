@@ -223,13 +223,15 @@ def inv_tangent(metric: Metric, state: MetricState, v: PyTree, dstat: PyTree) ->
     return jax.jvp(lambda s: metric.inv(state._replace(stat=s), v), (state.stat,), (dstat,))[1]
 
 
+def accumulator(x: jax.Array) -> jnp.dtype:
+    """The dtype sums over a leaf are accumulated in: the leaf's, at least float32."""
+    return jnp.promote_types(x.dtype, jnp.float32)
+
+
 def tree_vdot(a: PyTree, b: PyTree) -> jax.Array:
     """Global inner product ⟨a, b⟩ over all leaves, accumulated in at least float32."""
     parts = [
-        jnp.vdot(
-            x.astype(jnp.promote_types(x.dtype, jnp.float32)),
-            y.astype(jnp.promote_types(y.dtype, jnp.float32)),
-        )
+        jnp.vdot(x.astype(accumulator(x)), y.astype(accumulator(y)))
         for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True)
     ]
     return sum(parts[1:], parts[0]) if parts else jnp.zeros(())

@@ -5,12 +5,14 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from sgrld.metrics.base import Metric, cached, check_decay, check_nonnegative, ema_metric
-
-
-def accumulator(x: jax.Array) -> jnp.dtype:
-    """The dtype a leaf's mean square is kept in: at least float32."""
-    return jnp.promote_types(x.dtype, jnp.float32)
+from sgrld.metrics.base import (
+    Metric,
+    accumulator,
+    cached,
+    check_decay,
+    check_nonnegative,
+    ema_metric,
+)
 
 
 def mean_square(x: jax.Array) -> jax.Array:
