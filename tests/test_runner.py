@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -273,9 +274,10 @@ def test_regression_config_scores_in_the_targets_units(tmp_path: Path, noise):
     batch = (jnp.asarray(ds.x_train[:10]), jnp.asarray(ds.y_train[:10]))
     sigma = (noise if noise is not None else ds.target_std) / ds.target_std
     logprior = sgrld.bnn.logprior_fn(sgrld.bnn.priors.gaussian())(params)
-    expected = -np.mean(
-        norm.logpdf(ds.y_train[:10], bnn_apply(config, params, ds.x_train[:10]), sigma)
-    ) - float(logprior) / 50
+    expected = (
+        -np.mean(norm.logpdf(ds.y_train[:10], bnn_apply(config, params, ds.x_train[:10]), sigma))
+        - float(logprior) / 50
+    )
     potential = float(runner_potential(experiment, params, batch))
     np.testing.assert_allclose(potential, expected, rtol=1e-5)
 
@@ -307,3 +309,33 @@ def test_regression_config_errors(tmp_path: Path):
         runner.build_experiment(uci_config(tmp_path, "data.validation_size=60"))
     with pytest.raises(sgrld.config.ConfigError, match="model.kind"):
         uci_config(tmp_path, "model.kind=cnn")
+
+
+def _nan_init_experiment(poisoned: bool) -> runner.Experiment:
+    """The logistic experiment; with ``poisoned``, a chain whose init key says so starts at NaN."""
+    base = logistic_experiment()
+
+    def init_fn(key):
+        params = base.init_fn(key)
+        bad = poisoned & (jax.random.uniform(jax.random.fold_in(key, 1)) < 0.5)
+        return jax.tree.map(lambda x: jnp.where(bad, jnp.nan, x), params)
+
+    return runner.Experiment(
+        base.sampler, init_fn, base.predict_fn, base.train, base.eval_sets, base.kind
+    )
+
+
+def test_a_diverged_chain_leaves_the_others_as_they_would_be():
+    # Epochs run without keeping diverged chains' states; an epoch in which one diverged runs
+    # again with them kept. The healthy chain must come out as in a run where nothing diverged.
+    schedule = runner.Schedule(epochs=2, batch_size=BATCH, burn_in=0, thin=2, chains=2, seed=3)
+    poisoned = runner.run(_nan_init_experiment(True), schedule)
+    clean = runner.run(_nan_init_experiment(False), dataclasses.replace(schedule, epochs=1))
+    assert poisoned.status == "diverged", poisoned.message  # seed 3 poisons one chain of two
+    assert "chains diverged" not in poisoned.message
+    bad = int(re.search(r"chain (\d+) diverged at epoch 1, step 0 ", poisoned.message).group(1))
+    good = 1 - bad
+    for p, c in zip(jax.tree.leaves(poisoned.state), jax.tree.leaves(clean.state), strict=True):
+        np.testing.assert_array_equal(np.asarray(p)[good], np.asarray(c)[good])
+    assert all(np.all(np.isnan(np.asarray(x)[bad])) for x in jax.tree.leaves(poisoned.state.params))
+    assert poisoned.records[0]["samples"] * 2 == clean.records[0]["samples"]
