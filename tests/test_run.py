@@ -44,13 +44,17 @@ def test_continue_from_state_equals_one_long_run():
     )
 
 
-def test_divergence_is_reported_with_samples_kept():
-    # Repulsive, with a gradient that becomes NaN beyond x = 60.
+@pytest.mark.parametrize("num_chunks", [1, 20])
+def test_divergence_is_reported_with_samples_kept(num_chunks):
+    # Repulsive, with a gradient that becomes NaN beyond x = 60 (step 11). With 20 chunks it
+    # falls in the third (run again keeping the last finite state) and 17 chunks follow.
     potential = lambda w, b: -0.5 * w["x"] ** 2 + jnp.sqrt(60.0 - w["x"])
     s = sgrld.sgrld(potential, sgrld.metrics.identity(), 0.5, num_data=1)
     params = {"x": jnp.asarray(1.0)}
     with pytest.raises(sgrld.DivergenceError, match=r"parameter \['x'\]") as err:
-        sgrld.sample(jax.random.key(0), s, params, lambda k: None, num_samples=100, thin=1)
+        sgrld.sample(
+            jax.random.key(0), s, params, lambda k: None, num_samples=100, num_chunks=num_chunks
+        )
     out = err.value.samples
     step = int(out.diverged_at)
     assert 0 < step < 100
