@@ -1,4 +1,4 @@
-"""What the runner's epoch adds to the sampler's own steps, on the MNIST MLP (Identity, 1 chain).
+"""What the runner's epoch adds to the sampler's own steps, on the MNIST MLP (1 chain).
 
 Three jitted functions sample one epoch (500 steps of batch 100) from the same state, timed in
 interleaved rounds:
@@ -13,6 +13,7 @@ Reported: the median over rounds of each function's time and of its ratio to ``b
 round. Needs MNIST in ``--data-dir``.
 
     python benchmarks/epoch_overhead.py --data-dir ../shared/data/mnist [--rounds 12]
+        [--metric identity]
 """
 
 from __future__ import annotations
@@ -41,13 +42,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", required=True, help="folder holding the MNIST IDX files")
     parser.add_argument("--rounds", type=int, default=12, help="interleaved rounds")
+    parser.add_argument(
+        "--metric", default="identity", choices=mnist_mlp.METRICS, help="the sampler's metric"
+    )
     args = parser.parse_args()
     print(f"command: {' '.join([os.path.relpath(sys.executable), *sys.argv])}")
     print(f"jax {jax.__version__}, {jax.default_backend()}, os.cpu_count() {os.cpu_count()}")
 
     with tempfile.TemporaryDirectory() as tmp:
         config = mnist_mlp.config(
-            "horseshoe", 400, "identity", Path(tmp), epochs=1, data_dir=args.data_dir
+            "horseshoe", 400, args.metric, Path(tmp), epochs=1, data_dir=args.data_dir
         )
     experiment = runner.build_experiment(config)
     schedule = dataclasses.replace(runner.schedule_of(config), burn_in=0)
@@ -97,7 +101,7 @@ def main() -> int:
             start = time.perf_counter()
             jax.block_until_ready(candidates[name](r))
             seconds[name].append(time.perf_counter() - start)
-    print(f"MNIST MLP 784-400-400-10, Identity, 1 chain, {steps} steps; {args.rounds} rounds")
+    print(f"MNIST MLP 784-400-400-10, {args.metric}, 1 chain, {steps} steps; {args.rounds} rounds")
     for name, times in seconds.items():
         ratio = statistics.median(a / b for a, b in zip(times, seconds["bare"], strict=True))
         print(f"  {name:15s} {statistics.median(times):6.3f} s/epoch  {ratio:5.3f}x bare")
