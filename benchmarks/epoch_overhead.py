@@ -46,6 +46,8 @@ def main() -> int:
         "--metric", default="identity", choices=mnist_mlp.METRICS, help="the sampler's metric"
     )
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error("--rounds must be >= 1")
     print(f"command: {' '.join([os.path.relpath(sys.executable), *sys.argv])}")
     print(f"jax {jax.__version__}, {jax.default_backend()}, os.cpu_count() {os.cpu_count()}")
 
