@@ -218,3 +218,24 @@ def test_nd_rows_cover_every_metric():
     assert keys["funnel"].num_leaves == 1 and not keys["funnel"].gaussian
     with pytest.raises(ValueError, match="unknown metrics"):
         snd.reproduce(0, quick=True, metrics=("Adagrad",))
+
+
+def test_nd_budget_per_metric():
+    tenfold = {p.key: p for p in snd.problems()}["gaussian-10d"]
+    assert tenfold.chains_for("Wenzel") == tenfold.chains == 4096
+    assert tenfold.chains_for("Shampoo") == 128
+    config = {
+        "seed": 0,
+        "quick": False,
+        "problems": {
+            "gaussian-10d": {
+                "learning_rate": 0.01,
+                "chains": 4096,
+                "fewer_chains": {"Shampoo": 128},
+                "span": 20_000,
+                "thin": 200,
+            }
+        },
+    }
+    caption = snd.caption({"config": config})
+    assert "gaussian-10d: lr 0.01, 4,096 chains (Shampoo 128) × 100 samples" in caption
