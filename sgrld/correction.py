@@ -97,6 +97,8 @@ def gamma_from_probes(
         return jax.tree.map(jnp.zeros_like, metric_grads)
 
     def one(z1, hz1):
+        if metric.inv_grad_tangent is not None:
+            return metric.inv_grad_tangent(metric_state, z1, metric_grads, hz1)
         _, dstat = jax.jvp(metric.statistic, (metric_grads,), (hz1,))
         return inv_tangent(metric, metric_state, z1, dstat)
 

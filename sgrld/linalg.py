@@ -46,9 +46,7 @@ def ridged_eigh(mat: jax.Array, eps: float) -> tuple[jax.Array, jax.Array, jax.A
     return q, lam, ok
 
 
-def ridged_eighs(
-    mats: list[jax.Array], eps: float
-) -> list[tuple[jax.Array, jax.Array, jax.Array]]:
+def ridged_eighs(mats: list[jax.Array], eps: float) -> list[tuple[jax.Array, jax.Array, jax.Array]]:
     """:func:`ridged_eigh` of several batches of matrices, one after the other.
 
     Each decomposition's input gets ``0·t`` added, ``t`` a finite number taken from the previous
@@ -98,6 +96,24 @@ def power_tangent(
       >>> power_tangent(q, lam, -0.5, jnp.eye(2)).tolist()  # d/dt (4+t)^(-1/2) = -1/16
       [[-0.0625, 0.0], [0.0, -0.0625]]
     """
+    qt = jnp.swapaxes(q, -1, -2)
+    inner = qt @ (0.5 * (dmat + jnp.swapaxes(dmat, -1, -2))) @ q
+    return q @ power_tangent_in_eigenbasis(lam, p, inner, eps) @ qt
+
+
+def power_tangent_in_eigenbasis(
+    lam: jax.Array, p: float, inner: jax.Array, eps: float = 0.0
+) -> jax.Array:
+    """:func:`power_tangent` in the eigenbasis: ``Qᵀ D[E] Q`` from ``inner = Qᵀ E Q`` (symmetric).
+
+    ``K ∘ (inner + eps·inner[-1, -1]·I)``, with ``K`` the Daleckii–Krein kernel of ``λ ↦ λ^p`` at
+    the ridged eigenvalues ``lam`` (ascending) and the second term the ridge's derivative.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> power_tangent_in_eigenbasis(jnp.array([1.0, 4.0]), -0.5, jnp.ones((2, 2))).tolist()
+      [[-0.5, -0.1666666716337204], [-0.1666666716337204, -0.0625]]
+    """
     # Powers of the n eigenvalues, not of the n² pairs: the kernel is then arithmetic only.
     f, df = lam**p, p * lam ** (p - 1.0)
     li, lj = lam[..., :, None], lam[..., None, :]
@@ -105,8 +121,6 @@ def power_tangent(
     close = jnp.abs(diff) <= 1e-6 * jnp.maximum(li, lj)
     secant = (f[..., :, None] - f[..., None, :]) / jnp.where(close, 1.0, diff)
     kernel = jnp.where(close, 0.5 * (df[..., :, None] + df[..., None, :]), secant)
-    qt = jnp.swapaxes(q, -1, -2)
-    inner = qt @ (0.5 * (dmat + jnp.swapaxes(dmat, -1, -2))) @ q
     ridge = eps * inner[..., -1, -1]
     inner = inner + ridge[..., None, None] * jnp.eye(inner.shape[-1], dtype=inner.dtype)
-    return q @ (kernel * inner) @ qt
+    return kernel * inner

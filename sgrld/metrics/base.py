@@ -41,6 +41,10 @@ class Metric(NamedTuple):
         95% of its weight on data, and at least one refresh); the Γ correction starts then, since
         before it ``D_S F`` at a statistic still near its initial value (0 for RMSprop) is far
         from the derivative of the limiting metric, and can be huge.
+      inv_grad_tangent: optional ``inv_grad_tangent(state, v, grads, dgrads)``, the same value
+        as ``inv_tangent(metric, state, v, jvp(statistic, grads, dgrads))`` (the derivative of
+        the preconditioner along a change of the gradient) computed faster; ``None``: the Γ
+        correction composes the two derivatives.
     """
 
     init: Callable[[PyTree], Any]
@@ -49,6 +53,7 @@ class Metric(NamedTuple):
     inv_sqrt: Callable[[Any, PyTree], PyTree]
     statistic: Callable[[PyTree], PyTree] | None
     warmup: int = 0
+    inv_grad_tangent: Callable[[Any, PyTree, PyTree, PyTree], PyTree] | None = None
 
 
 class MetricState(NamedTuple):
@@ -137,6 +142,7 @@ def ema_metric(
     init_cache: Callable[[PyTree], PyTree] = lambda params: (),
     refresh: Callable[[PyTree, PyTree], tuple[PyTree, jax.Array]] | None = None,
     update_every: int = 1,
+    inv_grad_tangent: Callable[[PyTree, PyTree, PyTree, PyTree], PyTree] | None = None,
 ) -> Metric:
     """Build a :class:`Metric` whose state is an EMA of ``statistic``.
 
@@ -149,6 +155,9 @@ def ema_metric(
       init_cache: ``params -> cache_0``.
       refresh: ``(stat, old_cache) -> (cache, num_failed)``, run every ``update_every`` updates.
       update_every: refresh period, counted by the metric's own counter.
+      inv_grad_tangent: optional ``(cache, v, grads, dgrads) -> D_S[F(S) v][D s(g)[dg]]``
+        (:attr:`Metric.inv_grad_tangent`), for a metric that computes it faster than the
+        composition of the two derivatives.
 
     Returns:
       The metric.
@@ -189,6 +198,9 @@ def ema_metric(
         inv=lambda state, v: inv(state.stat, state.cache, v),
         inv_sqrt=lambda state, xi: inv_sqrt(state.stat, state.cache, xi),
         statistic=statistic,
+        inv_grad_tangent=None
+        if inv_grad_tangent is None
+        else lambda state, v, g, dg: inv_grad_tangent(state.cache, v, g, dg),
         warmup=max(
             math.ceil(3.0 / (1.0 - decay) - 1e-9), update_every if refresh is not None else 0
         ),
