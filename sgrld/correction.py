@@ -18,6 +18,9 @@ Modes (the ``correction`` argument of :func:`sgrld.sgrld`):
 * ``"hutchinson"``: the estimator above with Rademacher probes (unbiased; one probe costs about one
   extra forward-over-reverse pass).
 * ``"exact"``: the full trace over the D basis vectors; D passes, for small problems and tests.
+
+The derivative ``D_S[F(S)·z]`` along ``s′(g)·(H z)`` is the composition of two JVPs, unless the
+metric supplies it directly (``Metric.inv_grad_tangent``: Shampoo, in its factors' eigenbases).
 """
 
 from __future__ import annotations

@@ -11,7 +11,9 @@ Because the state exposes ``S`` (``state.stat``) and ``inv`` is a differentiable
 correction term Γ (``sgrld.correction``) is derived for every metric by one generic routine: the
 directional derivative of ``S ↦ F(S)·z`` (:func:`inv_tangent`). Metrics that cache quantities
 derived from ``S`` (Wenzel's scales, Shampoo's roots) mark the cache with :func:`cached`, whose
-derivative is that of the map that produced it.
+derivative is that of the map that produced it. A metric may also supply that derivative, composed
+with the statistic's, in a cheaper form (``Metric.inv_grad_tangent``; Shampoo does, in the
+eigenbases of its factors); it must equal the composition, and the tests check that it does.
 """
 
 from __future__ import annotations

@@ -157,7 +157,10 @@ def shampoo(
 
     For the Γ correction the roots are differentiated through the cached eigendecomposition
     (Daleckii–Krein, :mod:`sgrld.linalg`); between refreshes Γ is therefore the derivative of the
-    root map at the statistic of the last refresh.
+    root map at the statistic of the last refresh. The derivative is taken in the eigenbases of the
+    factors (``Metric.inv_grad_tangent``): the gradient, its change and the probe are rotated in,
+    the result rotated out once, 6k blocked products per block instead of the 8k of
+    differentiating ``inv`` factor by factor (``benchmarks/shampoo_gamma_path.py``).
 
     Args:
       decay: EMA decay λ, in [0, 1).
