@@ -191,23 +191,37 @@ def test_covariance_error():
     assert snd.covariance_error(x, np.diag([1.0, 1.0])) == pytest.approx(3 / math.sqrt(2), rel=0.02)
 
 
+# The n-D requirement of issue 3 (Γ makes the covariance error ≥ 5× smaller), at the quick
+# budget: RMSprop, Wenzel and Monge on gaussian-2d, Shampoo on gaussian-10d (on gaussian-2d its
+# 1×1 factors leave a lag bias that the quick budget does not resolve; Wenzel's small bias on
+# gaussian-10d needs the full budget of 4,096 chains). Fixed seeds; the ratios measured with them
+# are 13, 39, 53 and 12, so the threshold of 5 leaves a wide margin, and a broken Γ for one metric
+# (its corrected error back at the uncorrected one, > 1) fails.
+N_D_RUNS = {"gaussian-2d": ("RMSprop", "Wenzel", "Monge"), "gaussian-10d": ("Shampoo",)}
+
+
 @pytest.fixture(scope="module")
 def n_d(tmp_path_factory):
-    """The n-D CLI on the correlated 2-D Gaussian with Monge, quick budget."""
-    out = tmp_path_factory.mktemp("stationary-nd")
-    argv = ["--quick", "--only", "gaussian-2d", "--metrics", "Monge", "--out", str(out)]
-    assert _cli(snd, argv) == 0
-    assert "gaussian-2d" in (out / "stationary_nd.md").read_text()
-    return json.loads((out / "stationary_nd.json").read_text())
+    """The n-D CLI at the quick budget: the rows of ``N_D_RUNS``."""
+    rows = []
+    for problem, metrics in N_D_RUNS.items():
+        out = tmp_path_factory.mktemp(f"stationary-nd-{problem}")
+        argv = ["--quick", "--only", problem, "--metrics", *metrics, "--out", str(out)]
+        assert _cli(snd, argv) == 0
+        assert problem in (out / "stationary_nd.md").read_text()
+        rows += json.loads((out / "stationary_nd.json").read_text())["rows"]
+    return rows
 
 
-def test_corrected_monge_fixes_the_2d_covariance(n_d):
-    (row,) = n_d["rows"]
-    assert row["problem"] == "gaussian-2d" and row["metric"] == "Monge"
-    assert row["error_none"] > 1.0
-    assert row["error_none"] >= 3 * row["error_gamma"]
-    assert row["us_per_step_none"] > 0 and row["us_per_step_gamma"] > 0
-    assert row["diverged"] == "0/0"
+def test_corrected_samplers_fix_the_nd_covariance(n_d):
+    ran = {(row["problem"], row["metric"]) for row in n_d}
+    assert ran == {(p, m) for p, metrics in N_D_RUNS.items() for m in metrics}
+    for row in n_d:
+        where = (row["problem"], row["metric"])
+        assert row["error_none"] > 1.0, where  # the bias is there to be removed
+        assert row["ratio"] >= snd.RATIO and row["holds"], (where, row["ratio"])
+        assert row["us_per_step_none"] > 0 and row["us_per_step_gamma"] > 0
+        assert row["diverged"] == "0/0", where
 
 
 def test_nd_rows_cover_every_metric():
