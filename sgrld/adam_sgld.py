@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-from sgrld.metrics.base import check_decay, check_nonnegative, tree_vdot
-from sgrld.noise import normal_like
-from sgrld.sampler import Sampler, SGRLDInfo, as_schedule, check_params, first_nonfinite
+from sgrld.checks import as_schedule, check_num_data, check_params, check_temperature
+from sgrld.integrators import euler_maruyama, langevin_scales
+from sgrld.metrics.base import check_decay, check_nonnegative
+from sgrld.sampler import Sampler, step_info
 
 PyTree = Any
 
@@ -77,16 +77,13 @@ def adam_sgld(
       Kim, Song & Liang (2022); Rensmeyer & Niggemann, Sec. 2.2 and 3.2.
     """
     schedule = as_schedule(learning_rate)
-    if isinstance(num_data, bool) or int(num_data) != num_data or num_data < 1:
-        raise ValueError(f"num_data must be a positive integer, got {num_data!r}")
-    num_data = int(num_data)
-    temperature = float(temperature)
-    if not (math.isfinite(temperature) and temperature >= 0):
-        raise ValueError(f"temperature must be a finite number >= 0, got {temperature}")
+    num_data = check_num_data(num_data)
+    temperature = check_temperature(temperature)
     a = check_nonnegative(a, "a")
     beta = check_decay(beta, "beta")
     decay = check_decay(decay, "decay")
     eps = check_nonnegative(eps, "eps")
+    integrator = euler_maruyama()
 
     def init(params):
         params = check_params(params)
@@ -98,25 +95,12 @@ def adam_sgld(
         value, g = jax.value_and_grad(potential_fn)(state.params, batch)
         m = jax.tree.map(lambda m, g: beta * m + (1 - beta) * g, state.momentum, g)
         v = jax.tree.map(lambda v, g: decay * v + (1 - decay) * g**2, state.second_moment, g)
-        xi = normal_like(key, state.params)
-        noise_scale = jnp.sqrt(2.0 * lr * temperature / num_data)
-
-        def move(x, g, m, v, n):
-            drift = g + (a / num_data) * m / (eps / num_data + jnp.sqrt(v))
-            return (x - lr * drift + noise_scale * n).astype(x.dtype)
-
-        params = jax.tree.map(move, state.params, g, m, v, xi)
-        bad = first_nonfinite(params, g)
-        info = SGRLDInfo(
-            potential=value,
-            grad_norm=jnp.sqrt(tree_vdot(g, g)),
-            learning_rate=lr,
-            gamma_norm=jnp.zeros(()),
-            drift_fallback=jnp.zeros((), bool),
-            metric_fallbacks=jnp.zeros((), jnp.int32),
-            is_finite=bad < 0,
-            nonfinite_leaf=bad,
+        drift = jax.tree.map(
+            lambda g, m, v: g + (a / num_data) * m / (eps / num_data + jnp.sqrt(v)), g, m, v
         )
-        return AdamSGLDState(state.step + 1, params, m, v), info
+        scales = langevin_scales(lr, temperature=temperature, num_data=num_data, correction_scale=0)
+        xi = integrator.noise(key, state.params)
+        params = integrator.move(state.params, drift, xi, None, scales)
+        return AdamSGLDState(state.step + 1, params, m, v), step_info(value, g, lr, params)
 
     return Sampler(init, step)

@@ -1,18 +1,53 @@
-"""Stochastic-gradient Riemannian Langevin dynamics (SGRLD) with a pluggable metric."""
+"""Stochastic-gradient Riemannian Langevin dynamics (SGRLD), assembled from parts.
+
+A sampler is a NamedTuple ``(init, step)`` with ``step(key, state, batch) -> (state, info)``
+(BlackJAX's contract). :func:`riemannian_langevin` assembles one from parts, each a small pure
+piece that exists once:
+
+* a **metric** (:mod:`sgrld.metrics`): ``G⁻¹`` and ``G^{−1/2}`` from a moving average of a
+  gradient statistic;
+* a **correction** (:mod:`sgrld.correction`): the gradient, the metric's update and Γ̂ of a step,
+  with its Hessian-vector products, reduction and warm-up;
+* a **preconditioner** (:mod:`sgrld.preconditioning`): drift and noise through the metric, with
+  safeguards as wrappers (:func:`~sgrld.preconditioning.limit_drift`);
+* an **integrator** (:mod:`sgrld.integrators`): the noise draw and the update (Euler–Maruyama).
+
+:func:`sgrld` is the convenient constructor: options by name, validated, turned into parts.
+
+Extension points (none needs an edit of the existing samplers):
+
+* a new metric, e.g. from per-example gradients: a :class:`~sgrld.metrics.Metric` (its statistic
+  makes Γ̂ available through the same corrections);
+* a new sampler, e.g. with momentum (SGHMC): a function returning :class:`Sampler` with its own
+  state NamedTuple, built from :mod:`sgrld.checks`, a correction's ``estimate``, a
+  preconditioner, an integrator and :func:`step_info`; :func:`sgrld.sample` and the experiment
+  runner run any such sampler whose ``info`` has ``is_finite`` and ``nonfinite_leaf``
+  (:func:`sgrld.adam_sgld` is built this way);
+* a new safeguard: a wrapper of a :data:`~sgrld.preconditioning.Precondition`.
+"""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import partial
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-from sgrld import correction as corr
+from sgrld import correction as corrections
+from sgrld.checks import (
+    as_schedule,
+    check_num_data,
+    check_params,
+    check_temperature,
+    first_nonfinite,
+)
+from sgrld.integrators import Integrator, euler_maruyama, langevin_scales
 from sgrld.metrics.base import Metric, MetricState, branch_over_chains, tree_vdot
-from sgrld.noise import normal_like
 from sgrld.potential import Potential
+from sgrld.preconditioning import by_metric, limit_drift
 
 PyTree = Any
 Schedule = Callable[[jax.Array], jax.Array]
@@ -63,56 +98,161 @@ class Sampler(NamedTuple):
     step: Callable[[jax.Array, Any, PyTree], tuple[Any, Any]]
 
 
-def check_params(params: PyTree) -> PyTree:
-    """Convert leaves to arrays; raise ``TypeError`` naming a leaf that is not floating point."""
-    leaves = jax.tree_util.tree_flatten_with_path(params)[0]
-    if not leaves:
-        raise ValueError("params has no array leaves")
-    for path, x in leaves:
-        dtype = jnp.result_type(x)
-        if not jnp.issubdtype(dtype, jnp.floating):
-            raise TypeError(
-                f"parameter {jax.tree_util.keystr(path) or '(root)'} has dtype {dtype}; "
-                "SGRLD samples real-valued parameters: cast it to a floating dtype"
+def step_info(
+    value: jax.Array,
+    grads: PyTree,
+    lr: jax.Array,
+    new_params: PyTree,
+    *,
+    gamma: PyTree | None = None,
+    fallback: jax.Array | None = None,
+    metric_fallbacks: jax.Array | None = None,
+) -> SGRLDInfo:
+    """The :class:`SGRLDInfo` of a step that moved to ``new_params`` with gradient ``grads``."""
+    bad_leaf = first_nonfinite(new_params, grads)
+    return SGRLDInfo(
+        potential=value,
+        grad_norm=jnp.sqrt(tree_vdot(grads, grads)),
+        learning_rate=lr,
+        gamma_norm=jnp.zeros(()) if gamma is None else jnp.sqrt(tree_vdot(gamma, gamma)),
+        drift_fallback=jnp.zeros((), bool) if fallback is None else fallback,
+        metric_fallbacks=jnp.zeros((), jnp.int32) if metric_fallbacks is None else metric_fallbacks,
+        is_finite=bad_leaf < 0,
+        nonfinite_leaf=bad_leaf,
+    )
+
+
+def gradient_fn(potential_fn: Callable, prior_in_metric: bool) -> Callable:
+    """``(params, batch) -> (Û/N, ∇Û/N, the gradient the metric's statistic sees)``.
+
+    With ``prior_in_metric=False`` the metric sees the likelihood's gradient only, which needs a
+    :class:`~sgrld.Potential` (it knows its prior term).
+    """
+    if not prior_in_metric and not isinstance(potential_fn, Potential):
+        raise TypeError("prior_in_metric=False needs a potential built by sgrld.potential(...)")
+
+    def gradients(params, batch):
+        value, g = jax.value_and_grad(potential_fn)(params, batch)
+        if jnp.shape(value) != ():
+            raise ValueError(f"potential_fn must return a scalar, got shape {jnp.shape(value)}")
+        if prior_in_metric:
+            return value, g, g
+        g_prior = jax.grad(potential_fn.prior_term)(params)
+        return value, g, jax.tree.map(jnp.subtract, g, g_prior)
+
+    return gradients
+
+
+def _frozen(key, grad_fn, params, metric, metric_state) -> corrections.Estimate:
+    """A step of the frozen metric: its state kept, Γ = 0."""
+    del key, metric
+    value, g, _ = grad_fn(params)
+    return corrections.Estimate(value, g, metric_state, jax.tree.map(jnp.zeros_like, params))
+
+
+def riemannian_langevin(
+    potential_fn: Callable[[PyTree, PyTree], jax.Array],
+    metric: Metric,
+    *,
+    learning_rate: float | Schedule,
+    num_data: int,
+    temperature: float = 1.0,
+    correction: corrections.Correction | None = None,
+    integrator: Integrator | None = None,
+    max_drift_norm: float | None = None,
+    adapt_until: int | None = None,
+    prior_in_metric: bool = True,
+) -> Sampler:
+    """An SGRLD sampler from its parts; :func:`sgrld` documents the update and the arguments.
+
+    Args:
+      potential_fn: ``(params, batch) -> Û(θ)/N``.
+      metric: the :class:`~sgrld.metrics.Metric`.
+      learning_rate: ``lr = h·N``, a float or a schedule ``step -> lr``.
+      num_data: N.
+      temperature: T ≥ 0.
+      correction: a :class:`~sgrld.correction.Correction` (``None``: no correction).
+      integrator: an :class:`~sgrld.integrators.Integrator` (``None``: Euler–Maruyama).
+      max_drift_norm: wrap the preconditioner in :func:`~sgrld.preconditioning.limit_drift`.
+      adapt_until: freeze the metric after this many steps.
+      prior_in_metric: whether the prior's gradient enters the metric's statistic.
+
+    Returns:
+      A :class:`Sampler` whose ``step`` returns :class:`SGRLDState` and :class:`SGRLDInfo`.
+    """
+    if not isinstance(metric, Metric):
+        raise TypeError(f"metric must be an sgrld.metrics.Metric, got {type(metric).__name__}")
+    schedule = as_schedule(learning_rate)
+    num_data = check_num_data(num_data)
+    if isinstance(potential_fn, Potential) and potential_fn.num_data != num_data:
+        raise ValueError(
+            f"num_data={num_data} differs from the potential's num_data={potential_fn.num_data}; "
+            "the noise scale √(2·lr·T/N) and the potential's prior weight 1/N must use the same N"
+        )
+    temperature = check_temperature(temperature)
+    if adapt_until is not None and (int(adapt_until) != adapt_until or adapt_until < 0):
+        raise ValueError(f"adapt_until must be None or an integer >= 0, got {adapt_until!r}")
+    correction = correction or corrections.none()
+    if temperature == 0.0 or metric.statistic is None or correction.scale == 0.0:
+        correction = corrections.none()  # Γ̂ would be multiplied by 0: not computed
+    integrator = integrator or euler_maruyama()
+    precondition = by_metric(metric)
+    if max_drift_norm is not None:
+        precondition = limit_drift(precondition, max_drift_norm)
+    gradients = gradient_fn(potential_fn, prior_in_metric)
+    corrected = correction.mode != "none"
+
+    def estimate(key, params, batch, metric_state, adapting):
+        fn = correction.estimate if adapting else _frozen
+        return fn(key, partial(gradients, batch=batch), params, metric, metric_state)
+
+    def init(params: PyTree) -> SGRLDState:
+        params = check_params(params)
+        return SGRLDState(jnp.zeros((), jnp.int32), params, metric.init(params))
+
+    def step(key: jax.Array, state: SGRLDState, batch: PyTree) -> tuple[SGRLDState, SGRLDInfo]:
+        noise_key, probe_key = jax.random.split(key)
+        params = state.params
+        lr = jnp.asarray(schedule(state.step), jnp.float32)
+        operands = (probe_key, params, batch, state.metric_state)
+        if adapt_until is None:
+            est = estimate(*operands, True)
+        else:
+            est = branch_over_chains(
+                state.step < adapt_until,
+                partial(estimate, adapting=True),
+                partial(estimate, adapting=False),
+                *operands,
             )
-    return jax.tree.map(jnp.asarray, params)
+        xi = integrator.noise(noise_key, params)
+        d = precondition(est.metric_state, est.grad, xi, est.gamma if corrected else None)
+        scales = langevin_scales(
+            lr, temperature=temperature, num_data=num_data, correction_scale=correction.scale
+        )
+        new_params = integrator.move(params, d.drift, d.noise, d.gamma, scales)
+        info = step_info(
+            est.value,
+            est.grad,
+            lr,
+            new_params,
+            gamma=d.gamma,
+            fallback=d.fallback,
+            metric_fallbacks=est.metric_state.fallbacks,
+        )
+        return SGRLDState(state.step + 1, new_params, est.metric_state), info
 
-
-def as_schedule(learning_rate: float | Schedule) -> Schedule:
-    """Return a schedule ``step -> learning rate``, validating constants and ``schedule(0)``."""
-    if callable(learning_rate):
-        first = learning_rate(0)
-        try:
-            first = float(first)
-        except (TypeError, jax.errors.ConcretizationTypeError):
-            return learning_rate
-        if not (math.isfinite(first) and first > 0):
-            raise ValueError(f"learning_rate schedule gives {first} at step 0; it must be > 0")
-        return learning_rate
-    lr = float(learning_rate)
-    if not (math.isfinite(lr) and lr > 0):
-        raise ValueError(f"learning_rate must be a finite number > 0, got {learning_rate}")
-    return lambda step: jnp.asarray(lr, jnp.float32)
-
-
-def first_nonfinite(*trees: PyTree) -> jax.Array:
-    """Index of the first leaf (over the leaves of each tree, in order) with a NaN/inf, or −1."""
-    bad = jnp.stack(
-        [~jnp.all(jnp.isfinite(x)) for tree in trees for x in jax.tree.leaves(tree)]
-    ).reshape(len(trees), -1)
-    per_leaf = jnp.any(bad, axis=0)
-    return jnp.where(jnp.any(per_leaf), jnp.argmax(per_leaf), -1).astype(jnp.int32)
+    return Sampler(init, step)
 
 
 def sgrld(
     potential_fn: Callable[[PyTree, PyTree], jax.Array],
     metric: Metric,
+    *,
     learning_rate: float | Schedule,
     num_data: int,
     temperature: float = 1.0,
     adapt_until: int | None = None,
-    *,
-    correction: str | None = None,
+    correction: str | None = "none",
     correction_scale: float = 1.0,
     num_probes: int = 1,
     correction_warmup: int | None = None,
@@ -137,10 +277,10 @@ def sgrld(
       num_data: N, the training-set size.
       temperature: T ≥ 0; 0 gives the deterministic preconditioned gradient step.
       adapt_until: freeze the metric after this many steps (``None``: adapt forever).
-      correction: ``None`` (Γ dropped, as published), ``"hutchinson"`` or ``"exact"``
-        (:mod:`sgrld.correction`).
+      correction: ``"none"`` (or ``None``: Γ dropped, as published), ``"hutchinson"`` or
+        ``"exact"`` (:mod:`sgrld.correction`).
       correction_scale: c; 1 is the correct sampler, ``1 − decay`` reproduces TensorFlow
-        Probability's pSGLD (autodiff through the moving average), 0 equals ``None``.
+        Probability's pSGLD (autodiff through the moving average), 0 equals ``"none"``.
       num_probes: Rademacher probes per step for ``"hutchinson"``.
       correction_warmup: metric updates before Γ is applied (``None``: the metric's ``warmup``,
         ``⌈3/(1 − decay)⌉``, so that D_S F is not evaluated at a statistic still near its initial
@@ -168,130 +308,21 @@ def sgrld(
       Girolami & Calderhead (2011); Patterson & Teh (2013); Ma et al. (2015); Yu et al. (TMLR 2023),
       Eq. 3; Rensmeyer & Niggemann.
     """
-    if not isinstance(metric, Metric):
-        raise TypeError(f"metric must be an sgrld.metrics.Metric, got {type(metric).__name__}")
-    schedule = as_schedule(learning_rate)
-    if isinstance(num_data, bool) or int(num_data) != num_data or num_data < 1:
-        raise ValueError(f"num_data must be a positive integer, got {num_data!r}")
-    num_data = int(num_data)
-    if isinstance(potential_fn, Potential) and potential_fn.num_data != num_data:
-        raise ValueError(
-            f"num_data={num_data} differs from the potential's num_data={potential_fn.num_data}; "
-            "the noise scale √(2·lr·T/N) and the potential's prior weight 1/N must use the same N"
-        )
-    temperature = float(temperature)
-    if not (math.isfinite(temperature) and temperature >= 0):
-        raise ValueError(f"temperature must be a finite number >= 0, got {temperature}")
-    if adapt_until is not None and (int(adapt_until) != adapt_until or adapt_until < 0):
-        raise ValueError(f"adapt_until must be None or an integer >= 0, got {adapt_until!r}")
-    correction = corr.check_mode(correction)
     correction_scale = float(correction_scale)
     if not math.isfinite(correction_scale):
         raise ValueError(f"correction_scale must be finite, got {correction_scale}")
-    if int(num_probes) < 1:
-        raise ValueError(f"num_probes must be >= 1, got {num_probes}")
-    warmup = metric.warmup if correction_warmup is None else int(correction_warmup)
-    if warmup < 0:
-        raise ValueError(f"correction_warmup must be None or >= 0, got {correction_warmup}")
-    if not prior_in_metric and not isinstance(potential_fn, Potential):
-        raise TypeError("prior_in_metric=False needs a potential built by sgrld.potential(...)")
-    if max_drift_norm is not None and not float(max_drift_norm) > 0:
-        raise ValueError(f"max_drift_norm must be None or > 0, got {max_drift_norm}")
-    use_gamma = (
-        correction is not None
-        and correction_scale != 0.0
-        and temperature > 0.0
-        and metric.statistic is not None
+    if int(num_probes) != num_probes or num_probes < 1:
+        raise ValueError(f"num_probes must be an integer >= 1, got {num_probes!r}")
+    return riemannian_langevin(
+        potential_fn,
+        metric,
+        learning_rate=learning_rate,
+        num_data=num_data,
+        temperature=temperature,
+        correction=corrections.from_mode(
+            correction, scale=correction_scale, num_probes=num_probes, warmup=correction_warmup
+        ),
+        max_drift_norm=max_drift_norm,
+        adapt_until=adapt_until,
+        prior_in_metric=prior_in_metric,
     )
-
-    def gradients(params, batch):
-        value, g = jax.value_and_grad(potential_fn)(params, batch)
-        if jnp.shape(value) != ():
-            raise ValueError(f"potential_fn must return a scalar, got shape {jnp.shape(value)}")
-        if prior_in_metric:
-            return value, g, g
-        g_prior = jax.grad(potential_fn.prior_term)(params)
-        return value, g, jax.tree.map(jnp.subtract, g, g_prior)
-
-    def plain(key, params, batch, metric_state):
-        value, g, gm = gradients(params, batch)
-        return value, g, metric.update(metric_state, gm), jax.tree.map(jnp.zeros_like, params)
-
-    def corrected(key, params, batch, metric_state):
-        z = corr.probes(correction, key, params, num_probes)
-        fn = lambda p: gradients(p, batch)
-        if correction == "hutchinson" and num_probes == 1:
-            (value, g, gm), (_, _, hz) = jax.jvp(fn, (params,), (jax.tree.map(lambda x: x[0], z),))
-            hz = jax.tree.map(lambda x: x[None], hz)
-        else:
-            (value, g, gm), linear = jax.linearize(fn, params)
-            hz = jax.vmap(lambda v: linear(v)[2])(z)
-        metric_state = metric.update(metric_state, gm)
-        reduce = "sum" if correction == "exact" else "mean"
-        gamma = corr.gamma_from_probes(metric, metric_state, gm, z, hz, reduce=reduce)
-        if warmup:
-            warm = metric_state.count > warmup
-            gamma = jax.tree.map(lambda x: jnp.where(warm, x, jnp.zeros_like(x)), gamma)
-        return value, g, metric_state, gamma
-
-    def frozen(key, params, batch, metric_state):
-        value, g, _ = gradients(params, batch)
-        return value, g, metric_state, jax.tree.map(jnp.zeros_like, params)
-
-    def init(params: PyTree) -> SGRLDState:
-        params = check_params(params)
-        return SGRLDState(jnp.zeros((), jnp.int32), params, metric.init(params))
-
-    def step(key: jax.Array, state: SGRLDState, batch: PyTree) -> tuple[SGRLDState, SGRLDInfo]:
-        noise_key, probe_key = jax.random.split(key)
-        params = state.params
-        lr = jnp.asarray(schedule(state.step), jnp.float32)
-        adapting = corrected if use_gamma else plain
-        if adapt_until is None:
-            value, g, metric_state, gamma = adapting(probe_key, params, batch, state.metric_state)
-        else:
-            value, g, metric_state, gamma = branch_over_chains(
-                state.step < adapt_until,
-                adapting,
-                frozen,
-                probe_key,
-                params,
-                batch,
-                state.metric_state,
-            )
-
-        xi = normal_like(noise_key, params)
-        drift = metric.inv(metric_state, g)
-        noise = metric.inv_sqrt(metric_state, xi)
-        fallback = jnp.zeros((), bool)
-        if max_drift_norm is not None:
-            drift_norm = jnp.sqrt(tree_vdot(drift, drift))
-            fallback = drift_norm > max_drift_norm
-            c = max_drift_norm / jnp.sqrt(tree_vdot(g, g))
-            pick = lambda a, b: jax.tree.map(lambda x, y: jnp.where(fallback, x, y), a, b)
-            drift = pick(jax.tree.map(lambda x: (c * x).astype(x.dtype), g), drift)
-            noise = pick(jax.tree.map(lambda x: (jnp.sqrt(c) * x).astype(x.dtype), xi), noise)
-            gamma = pick(jax.tree.map(jnp.zeros_like, gamma), gamma)
-
-        noise_scale = jnp.sqrt(2.0 * lr * temperature / num_data)
-        gamma_scale = correction_scale * lr * temperature / num_data
-
-        def move(x, d, n, gm):
-            dt = x.dtype
-            return x - lr.astype(dt) * d + noise_scale.astype(dt) * n + gamma_scale.astype(dt) * gm
-
-        new_params = jax.tree.map(move, params, drift, noise, gamma)
-        bad_leaf = first_nonfinite(new_params, g)
-        info = SGRLDInfo(
-            potential=value,
-            grad_norm=jnp.sqrt(tree_vdot(g, g)),
-            learning_rate=lr,
-            gamma_norm=jnp.sqrt(tree_vdot(gamma, gamma)),
-            drift_fallback=fallback,
-            metric_fallbacks=metric_state.fallbacks,
-            is_finite=bad_leaf < 0,
-            nonfinite_leaf=bad_leaf,
-        )
-        return SGRLDState(state.step + 1, new_params, metric_state), info
-
-    return Sampler(init, step)

@@ -1,0 +1,69 @@
+"""Validation shared by every sampler: arguments checked once, with messages that name them."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+PyTree = Any
+Schedule = Callable[[jax.Array], jax.Array]
+
+
+def check_params(params: PyTree) -> PyTree:
+    """Convert leaves to arrays; raise ``TypeError`` naming a leaf that is not floating point."""
+    leaves = jax.tree_util.tree_flatten_with_path(params)[0]
+    if not leaves:
+        raise ValueError("params has no array leaves")
+    for path, x in leaves:
+        dtype = jnp.result_type(x)
+        if not jnp.issubdtype(dtype, jnp.floating):
+            raise TypeError(
+                f"parameter {jax.tree_util.keystr(path) or '(root)'} has dtype {dtype}; "
+                "SGRLD samples real-valued parameters: cast it to a floating dtype"
+            )
+    return jax.tree.map(jnp.asarray, params)
+
+
+def as_schedule(learning_rate: float | Schedule) -> Schedule:
+    """Return a schedule ``step -> learning rate``, validating constants and ``schedule(0)``."""
+    if callable(learning_rate):
+        first = learning_rate(0)
+        try:
+            first = float(first)
+        except (TypeError, jax.errors.ConcretizationTypeError):
+            return learning_rate
+        if not (math.isfinite(first) and first > 0):
+            raise ValueError(f"learning_rate schedule gives {first} at step 0; it must be > 0")
+        return learning_rate
+    lr = float(learning_rate)
+    if not (math.isfinite(lr) and lr > 0):
+        raise ValueError(f"learning_rate must be a finite number > 0, got {learning_rate}")
+    return lambda step: jnp.asarray(lr, jnp.float32)
+
+
+def check_num_data(num_data: int) -> int:
+    """``num_data`` as an int, or ``ValueError`` unless it is a positive integer."""
+    if isinstance(num_data, bool) or int(num_data) != num_data or num_data < 1:
+        raise ValueError(f"num_data must be a positive integer, got {num_data!r}")
+    return int(num_data)
+
+
+def check_temperature(temperature: float) -> float:
+    """``temperature`` as a float, or ``ValueError`` unless it is finite and >= 0."""
+    temperature = float(temperature)
+    if not (math.isfinite(temperature) and temperature >= 0):
+        raise ValueError(f"temperature must be a finite number >= 0, got {temperature}")
+    return temperature
+
+
+def first_nonfinite(*trees: PyTree) -> jax.Array:
+    """Index of the first leaf (over the leaves of each tree, in order) with a NaN/inf, or −1."""
+    bad = jnp.stack(
+        [~jnp.all(jnp.isfinite(x)) for tree in trees for x in jax.tree.leaves(tree)]
+    ).reshape(len(trees), -1)
+    per_leaf = jnp.any(bad, axis=0)
+    return jnp.where(jnp.any(per_leaf), jnp.argmax(per_leaf), -1).astype(jnp.int32)
