@@ -6,7 +6,7 @@ The public API is listed here and nowhere else.
 from sgrld import bnn, correction, data, evaluation, metrics, noise, targets
 from sgrld.adam_sgld import AdamSGLDState, adam_sgld
 from sgrld.potential import Potential, potential
-from sgrld.run import DivergenceError, Samples, minibatch_fn, sample
+from sgrld.sampling import DivergenceError, Samples, minibatch_fn, sample
 from sgrld.sampler import Sampler, SGRLDInfo, SGRLDState, sgrld
 
 __all__ = [

@@ -75,7 +75,9 @@ def run_chains(x, y, temperature):
     potential = sgrld.potential(
         bnn.likelihoods.gaussian(apply, noise_std=NOISE), bnn.logprior_fn(prior), N
     )
-    sampler = sgrld.sgrld(potential, sgrld.metrics.identity(), LR, N, temperature)
+    sampler = sgrld.sgrld(
+        potential, sgrld.metrics.identity(), learning_rate=LR, num_data=N, temperature=temperature
+    )
     params = {"net": {"kernel": jnp.zeros((DIM, 1)), "bias": jnp.zeros(1)}, "prior": {}}
     out = sgrld.sample(
         jax.random.key(7), sampler, params, sgrld.minibatch_fn((jnp.asarray(x), jnp.asarray(y)), B),

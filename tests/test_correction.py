@@ -103,8 +103,15 @@ def test_one_dimensional_closed_forms():
         (sgrld.metrics.monge(alpha2, decay), monge),
     ]
     for metric, expected in cases:
-        with_gamma = sgrld.sgrld(potential, metric, 1.0, 1, correction="exact", correction_warmup=0)
-        without = sgrld.sgrld(potential, metric, 1.0, 1)
+        with_gamma = sgrld.sgrld(
+            potential,
+            metric,
+            learning_rate=1.0,
+            num_data=1,
+            correction="exact",
+            correction_warmup=0,
+        )
+        without = sgrld.sgrld(potential, metric, learning_rate=1.0, num_data=1)
         state = with_gamma.init(jnp.asarray(theta))
         state = state._replace(metric_state=metric.update(state.metric_state, jnp.asarray(g_prev)))
         a, _ = with_gamma.step(jax.random.key(0), state, None)
@@ -119,15 +126,15 @@ def test_correction_scale_zero_equals_none_and_is_linear():
         s = sgrld.sgrld(
             potential,
             sgrld.metrics.monge(),
-            0.5,
-            10,
+            learning_rate=0.5,
+            num_data=10,
             correction="hutchinson",
             correction_scale=scale,
             correction_warmup=0,
         )
         state = s.init(init_params())
         outs[scale] = ravel_pytree(s.step(jax.random.key(1), state, batch())[0].params)[0]
-    none = sgrld.sgrld(potential, sgrld.metrics.monge(), 0.5, 10)
+    none = sgrld.sgrld(potential, sgrld.metrics.monge(), learning_rate=0.5, num_data=10)
     base = ravel_pytree(none.step(jax.random.key(1), none.init(init_params()), batch())[0].params)[
         0
     ]
@@ -139,10 +146,17 @@ def test_correction_scale_zero_equals_none_and_is_linear():
 def test_bad_correction_arguments():
     potential = quartic_potential()
     with pytest.raises(ValueError, match="correction"):
-        sgrld.sgrld(potential, sgrld.metrics.monge(), 0.1, 10, correction="hutch")
+        sgrld.sgrld(
+            potential, sgrld.metrics.monge(), learning_rate=0.1, num_data=10, correction="hutch"
+        )
     with pytest.raises(ValueError, match="num_probes"):
         sgrld.sgrld(
-            potential, sgrld.metrics.monge(), 0.1, 10, correction="hutchinson", num_probes=0
+            potential,
+            sgrld.metrics.monge(),
+            learning_rate=0.1,
+            num_data=10,
+            correction="hutchinson",
+            num_probes=0,
         )
 
 
@@ -150,7 +164,9 @@ def test_correction_waits_for_the_metric_warmup():
     potential = quartic_potential()
     metric = sgrld.metrics.rmsprop(decay=0.9)
     assert metric.warmup == 30
-    sampler = sgrld.sgrld(potential, metric, 0.01, 10, correction="hutchinson")
+    sampler = sgrld.sgrld(
+        potential, metric, learning_rate=0.01, num_data=10, correction="hutchinson"
+    )
     state = sampler.init(init_params())
     norms = []
     for k in range(32):

@@ -57,13 +57,25 @@ def frozen_metric_errors(metric_name, target_name):
     metric = make_metric()
     correction = None if metric_name == "identity" else "hutchinson"
     sampler = sgrld.sgrld(
-        target.potential, metric, lr, num_data=1, adapt_until=ADAPT, correction=correction
+        target.potential,
+        metric,
+        learning_rate=lr,
+        num_data=1,
+        adapt_until=ADAPT,
+        correction=correction,
     )
     # Chains start at exact draws, so no initial transient has to be burnt in.
     state = jax.vmap(sampler.init)(target.sample(jax.random.key(1), CHAINS))
     out = sgrld.sample(
-        jax.random.key(0), sampler, None, target.batch_fn,
-        num_samples=SAMPLES, thin=THIN, burn_in=ADAPT + BURN, num_chains=CHAINS, state=state,
+        jax.random.key(0),
+        sampler,
+        None,
+        target.batch_fn,
+        num_samples=SAMPLES,
+        thin=THIN,
+        burn_in=ADAPT + BURN,
+        num_chains=CHAINS,
+        state=state,
     )
     flat, unravel = ravel_pytree(target.init_params)
     dim = flat.size

@@ -12,7 +12,7 @@ import sgrld
 
 def identity_sampler(lr=0.1):
     t = sgrld.targets.standard_normal()
-    return t, sgrld.sgrld(t.potential, sgrld.metrics.identity(), lr, num_data=1)
+    return t, sgrld.sgrld(t.potential, sgrld.metrics.identity(), learning_rate=lr, num_data=1)
 
 
 def test_chunking_does_not_change_samples():
@@ -49,7 +49,7 @@ def test_divergence_is_reported_with_samples_kept(num_chunks):
     # Repulsive, with a gradient that becomes NaN beyond x = 60 (step 11). With 20 chunks it
     # falls in the third (run again keeping the last finite state) and 17 chunks follow.
     potential = lambda w, b: -0.5 * w["x"] ** 2 + jnp.sqrt(60.0 - w["x"])
-    s = sgrld.sgrld(potential, sgrld.metrics.identity(), 0.5, num_data=1)
+    s = sgrld.sgrld(potential, sgrld.metrics.identity(), learning_rate=0.5, num_data=1)
     params = {"x": jnp.asarray(1.0)}
     with pytest.raises(sgrld.DivergenceError, match=r"parameter \['x'\]") as err:
         sgrld.sample(

@@ -48,7 +48,7 @@ def logistic_experiment(lr: float = 0.05, kind: str = "classification") -> runne
         lambda p: -0.5 * sum(jnp.sum(v**2) for v in jax.tree.leaves(p)),
         N_TRAIN,
     )
-    sampler = sgrld.sgrld(potential, sgrld.metrics.identity(), lr, N_TRAIN)
+    sampler = sgrld.sgrld(potential, sgrld.metrics.identity(), learning_rate=lr, num_data=N_TRAIN)
 
     def init_fn(key):
         return {

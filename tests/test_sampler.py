@@ -117,13 +117,15 @@ def test_temperature_zero_is_preconditioned_gradient_step(name):
 def test_noise_covariance_at_zero_gradient(name):
     """Cov(Δθ) = 2·h·T·G⁻¹ with h = lr/N, for a frozen metric and a flat potential."""
     lr, num_data, temperature, n = 0.3, 10, 2.0, 40_000
-    flat = lambda params, b: 0.0 * jnp.sum(b) + sum(
-        0.0 * jnp.sum(x) for x in jax.tree.leaves(params)
+    flat = lambda params, b: (
+        0.0 * jnp.sum(b) + sum(0.0 * jnp.sum(x) for x in jax.tree.leaves(params))
     )
     metric = METRICS[name]()
     params = small_params()
     metric_state, _ = adapted_state(metric, params, num_updates=4)
-    sampler = sgrld.sgrld(flat, metric, lr, num_data, temperature, adapt_until=0)
+    sampler = sgrld.sgrld(
+        flat, metric, learning_rate=lr, num_data=num_data, temperature=temperature, adapt_until=0
+    )
     state = sampler.init(params)._replace(metric_state=metric_state)
     keys = jax.random.split(jax.random.key(0), n)
     moved, _ = jax.jit(jax.vmap(sampler.step, in_axes=(0, None, None)))(keys, state, batch())
@@ -193,7 +195,12 @@ def test_schedule_learning_rate():
 def test_max_drift_norm_fallback_is_scaled_identity():
     potential = quartic_potential()
     sampler = sgrld.sgrld(
-        potential, sgrld.metrics.monge(), 0.1, 10, temperature=0.0, max_drift_norm=1e-3
+        potential,
+        sgrld.metrics.monge(),
+        learning_rate=0.1,
+        num_data=10,
+        temperature=0.0,
+        max_drift_norm=1e-3,
     )
     state = sampler.init(init_params())
     new, info = sampler.step(jax.random.key(0), state, batch())
