@@ -50,16 +50,12 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+import threadpoolctl
 
+from sgrld.progress import progress_bar
 from sgrld.sampler import Sampler
 
 PyTree = Any
-ADVICE = (
-    "Try a smaller learning rate (sampler.learning_rate), a larger eps for an adaptive metric, "
-    "or max_drift_norm."
-)
-"""What to change after a divergence; every divergence message ends with it."""
 
 
 class Source(NamedTuple):
@@ -187,6 +183,18 @@ def _step_keys(chain_key: jax.Array, start: jax.Array, n: int) -> jax.Array:
     )
 
 
+def _empty_buffer(slots: int, params: PyTree, info: Any) -> tuple:
+    """``(params, info, steps, valid)`` buffers of ``slots`` samples of K chains, unused."""
+    zeros = lambda x: jnp.zeros((slots, *x.shape), x.dtype)
+    k = jax.tree.leaves(params)[0].shape[0]
+    return (
+        jax.tree.map(zeros, params),
+        jax.tree.map(zeros, info),
+        jnp.full((slots,), -1, jnp.int32),
+        jnp.zeros((slots, k), bool),
+    )
+
+
 def _chunk_fn(
     sampler: Sampler, source: Source, burn_in: int, thin: int, n: int, slots: int, freeze: bool
 ) -> Callable:
@@ -231,19 +239,9 @@ def _chunk_fn(
         step_keys = jax.vmap(_step_keys, (0, None, None))(keys, start, n)  # [K, n, 2]
         xs = jax.vmap(source.prepare, (None, 0, None))(data, step_keys[:, :, 1], start)
         swap = lambda a: jnp.swapaxes(a, 0, 1)
-        info_shape = jax.eval_shape(
-            step_chains,
-            step_keys[:, 0, 0],
-            carry.state,
-            jax.vmap(source.batch, (None, 0))(data, jax.tree.map(lambda a: a[:, 0], xs)),
-        )[1]
-        k = step_keys.shape[0]
-        buffer = (
-            jax.tree.map(lambda p: jnp.zeros((slots, *p.shape), p.dtype), carry.state.params),
-            jax.tree.map(lambda i: jnp.zeros((slots, *i.shape), i.dtype), info_shape),
-            jnp.full((slots,), -1, jnp.int32),
-            jnp.zeros((slots, k), bool),
-        )
+        first = jax.vmap(source.batch, (None, 0))(data, jax.tree.map(lambda a: a[:, 0], xs))
+        info = jax.eval_shape(step_chains, step_keys[:, 0, 0], carry.state, first)[1]
+        buffer = _empty_buffer(slots, carry.state.params, info)
         inputs = (jax.tree.map(swap, xs), swap(step_keys[:, :, 0]), start + jnp.arange(n))
         (carry, buffer, _), (infos, ok) = jax.lax.scan(
             partial(body, data), (carry, buffer, jnp.zeros((), jnp.int32)), inputs
@@ -352,7 +350,8 @@ class Engine:
         After each chunk ``callback(i, carry, chunk, seconds)`` runs; a true result stops the run.
         Returns the final carry. A ``KeyboardInterrupt`` propagates (between or inside chunks).
         """
-        with progress_bar(sum(chunks), len(chunks), progress, label, unit) as (bar, task):
+        bar = progress_bar(sum(chunks), len(chunks), progress, label, unit)
+        with single_threaded_blas(), bar as (bar, task):
             for i, n in enumerate(chunks):
                 carry, chunk, seconds = self.run_chunk(
                     carry, keys, data, start=start, num_steps=n, exact_slots=exact_slots
@@ -365,52 +364,15 @@ class Engine:
 
 
 @contextlib.contextmanager
-def progress_bar(
-    total: int, chunks: int, enabled: bool, label: str, unit: str
-) -> Iterator[tuple[Progress, Any]]:
-    """A rich progress bar over ``total`` steps in ``chunks`` chunks (disabled: shows nothing)."""
-    bar = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn(f"{unit} {{task.fields[chunk]}}/{chunks}"),
-        TextColumn("{task.completed:,.0f}/{task.total:,.0f} steps"),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        disable=not enabled,
-        transient=False,
-    )
-    with bar:
-        yield bar, bar.add_task(label, total=total, chunk=0)
+def single_threaded_blas() -> Iterator[None]:
+    """Limit BLAS/LAPACK (OpenBLAS) to one thread while XLA runs on the CPU.
 
-
-class Divergence(NamedTuple):
-    """The first divergence of a run: which chain, at which global step, in which leaf."""
-
-    chain: int
-    step: int
-    leaf: str
-    count: int
-    num_chains: int
-
-
-def first_divergence(carry: Carry, leaf_names: Sequence[str]) -> Divergence | None:
-    """The earliest divergence in ``carry`` (``None`` if no chain diverged)."""
-    bad = np.asarray(carry.diverged_step)
-    chains = np.flatnonzero(bad >= 0)
-    if not chains.size:
-        return None
-    first = int(chains[np.argmin(bad[chains])])
-    leaf = int(np.asarray(carry.diverged_leaf)[first])
-    name = leaf_names[leaf] if 0 <= leaf < len(leaf_names) else "?"
-    return Divergence(first, int(bad[first]), name or "(root)", int(chains.size), bad.size)
-
-
-def leaf_names(params: PyTree) -> list[str]:
-    """Readable names of the leaves of ``params``, in ``jax.tree.leaves`` order.
-
-    Example:
-        >>> leaf_names({"net": {"w": 0.0}, "prior": {}})
-        ["['net']['w']"]
+    XLA's CPU runtime already uses every core; a LAPACK call inside a jitted function (Shampoo's
+    ``eigh``) that starts its own OpenBLAS threads oversubscribes the cores and runs up to 20x
+    slower. On other backends this does nothing.
     """
-    return [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(params)[0]]
+    if jax.default_backend() != "cpu":
+        yield
+        return
+    with threadpoolctl.threadpool_limits(1, user_api="blas"):
+        yield

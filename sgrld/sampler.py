@@ -150,6 +150,44 @@ def _frozen(key, grad_fn, params, metric, metric_state) -> corrections.Estimate:
     return corrections.Estimate(value, g, metric_state, jax.tree.map(jnp.zeros_like, params))
 
 
+def _check(potential_fn, metric, learning_rate, num_data, temperature, adapt_until):
+    """Validated ``(schedule, num_data, temperature)``; errors name the argument."""
+    if not isinstance(metric, Metric):
+        raise TypeError(f"metric must be an sgrld.metrics.Metric, got {type(metric).__name__}")
+    schedule = as_schedule(learning_rate)
+    num_data = check_num_data(num_data)
+    if isinstance(potential_fn, Potential) and potential_fn.num_data != num_data:
+        raise ValueError(
+            f"num_data={num_data} differs from the potential's num_data={potential_fn.num_data}; "
+            "the noise scale √(2·lr·T/N) and the potential's prior weight 1/N must use the same N"
+        )
+    if adapt_until is not None and (int(adapt_until) != adapt_until or adapt_until < 0):
+        raise ValueError(f"adapt_until must be None or an integer >= 0, got {adapt_until!r}")
+    return schedule, num_data, check_temperature(temperature)
+
+
+def _estimate_fn(correction, gradients, metric, adapt_until) -> Callable:
+    """``(key, params, batch, metric_state, step) -> Estimate``; after ``adapt_until`` steps the
+    metric is frozen (a real branch over vmapped chains, :func:`branch_over_chains`)."""
+
+    def estimate(key, params, batch, metric_state, adapting):
+        fn = correction.estimate if adapting else _frozen
+        return fn(key, partial(gradients, batch=batch), params, metric, metric_state)
+
+    def run(key, params, batch, metric_state, step):
+        operands = (key, params, batch, metric_state)
+        if adapt_until is None:
+            return estimate(*operands, True)
+        return branch_over_chains(
+            step < adapt_until,
+            partial(estimate, adapting=True),
+            partial(estimate, adapting=False),
+            *operands,
+        )
+
+    return run
+
+
 def riemannian_langevin(
     potential_fn: Callable[[PyTree, PyTree], jax.Array],
     metric: Metric,
@@ -180,18 +218,9 @@ def riemannian_langevin(
     Returns:
       A :class:`Sampler` whose ``step`` returns :class:`SGRLDState` and :class:`SGRLDInfo`.
     """
-    if not isinstance(metric, Metric):
-        raise TypeError(f"metric must be an sgrld.metrics.Metric, got {type(metric).__name__}")
-    schedule = as_schedule(learning_rate)
-    num_data = check_num_data(num_data)
-    if isinstance(potential_fn, Potential) and potential_fn.num_data != num_data:
-        raise ValueError(
-            f"num_data={num_data} differs from the potential's num_data={potential_fn.num_data}; "
-            "the noise scale √(2·lr·T/N) and the potential's prior weight 1/N must use the same N"
-        )
-    temperature = check_temperature(temperature)
-    if adapt_until is not None and (int(adapt_until) != adapt_until or adapt_until < 0):
-        raise ValueError(f"adapt_until must be None or an integer >= 0, got {adapt_until!r}")
+    schedule, num_data, temperature = _check(
+        potential_fn, metric, learning_rate, num_data, temperature, adapt_until
+    )
     correction = correction or corrections.none()
     if temperature == 0.0 or metric.statistic is None or correction.scale == 0.0:
         correction = corrections.none()  # Γ̂ would be multiplied by 0: not computed
@@ -202,9 +231,13 @@ def riemannian_langevin(
     gradients = gradient_fn(potential_fn, prior_in_metric)
     corrected = correction.mode != "none"
 
-    def estimate(key, params, batch, metric_state, adapting):
-        fn = correction.estimate if adapting else _frozen
-        return fn(key, partial(gradients, batch=batch), params, metric, metric_state)
+    estimate = _estimate_fn(correction, gradients, metric, adapt_until)
+    scales = partial(
+        langevin_scales,
+        temperature=temperature,
+        num_data=num_data,
+        correction_scale=correction.scale,
+    )
 
     def init(params: PyTree) -> SGRLDState:
         params = check_params(params)
@@ -214,22 +247,10 @@ def riemannian_langevin(
         noise_key, probe_key = jax.random.split(key)
         params = state.params
         lr = jnp.asarray(schedule(state.step), jnp.float32)
-        operands = (probe_key, params, batch, state.metric_state)
-        if adapt_until is None:
-            est = estimate(*operands, True)
-        else:
-            est = branch_over_chains(
-                state.step < adapt_until,
-                partial(estimate, adapting=True),
-                partial(estimate, adapting=False),
-                *operands,
-            )
+        est = estimate(probe_key, params, batch, state.metric_state, state.step)
         xi = integrator.noise(noise_key, params)
         d = precondition(est.metric_state, est.grad, xi, est.gamma if corrected else None)
-        scales = langevin_scales(
-            lr, temperature=temperature, num_data=num_data, correction_scale=correction.scale
-        )
-        new_params = integrator.move(params, d.drift, d.noise, d.gamma, scales)
+        new_params = integrator.move(params, d.drift, d.noise, d.gamma, scales(lr))
         info = step_info(
             est.value,
             est.grad,

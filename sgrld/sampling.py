@@ -10,16 +10,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sgrld.engine import (
-    ADVICE,
-    Chunk,
-    Engine,
-    chain_keys,
-    first_divergence,
-    leaf_names,
-    num_kept,
-    random_batches,
-)
+from sgrld.divergence import ADVICE, first_divergence, leaf_names
+from sgrld.engine import Chunk, Engine, chain_keys, num_kept, random_batches
 from sgrld.sampler import Sampler
 
 PyTree = Any

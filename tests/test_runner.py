@@ -15,7 +15,7 @@ from scipy.special import log_softmax, logsumexp
 from scipy.stats import norm
 
 import sgrld
-from sgrld import evaluation, runner
+from sgrld import evaluation, from_config, results, runner
 from sgrld.bnn import likelihoods
 from tests.helpers import write_uci
 
@@ -91,7 +91,7 @@ def test_burn_in_and_thinning_take_exactly_the_right_steps(saved):
     assert [r["samples_in_epoch"] for r in result.records] == [2, 6, 4]
     assert [r["samples"] for r in result.records] == [2, 8, 12]
     assert [r["steps"] for r in result.records] == [10, 20, 30]
-    steps, valid, params = runner.load_samples(out, {"net": {"w": 0, "b": 0}})
+    steps, valid, params = results.load_samples(out, {"net": {"w": 0, "b": 0}})
     assert steps.tolist() == [7, 11, 15, 19, 23, 27]
     assert valid.shape == (6, 2) and valid.all()
     assert params["net"]["w"].shape == (6, 2, DIM, CLASSES)
@@ -104,7 +104,7 @@ def test_burn_in_and_thinning_take_exactly_the_right_steps(saved):
 
 def test_online_ensemble_equals_offline_computation_from_the_saved_samples(saved):
     result, out = saved
-    _, _, params = runner.load_samples(out, {"net": {"w": 0, "b": 0}})
+    _, _, params = results.load_samples(out, {"net": {"w": 0, "b": 0}})
     w = params["net"]["w"].reshape(-1, DIM, CLASSES).astype(np.float64)  # both chains' samples
     b = params["net"]["b"].reshape(-1, CLASSES).astype(np.float64)
     final = result.records[-1]
@@ -121,7 +121,7 @@ def test_online_ensemble_equals_offline_computation_from_the_saved_samples(saved
 
 def test_chains_have_their_own_init_and_noise(saved):
     result, out = saved
-    _, _, params = runner.load_samples(out, {"net": {"w": 0, "b": 0}})
+    _, _, params = results.load_samples(out, {"net": {"w": 0, "b": 0}})
     w = params["net"]["w"]
     assert not np.allclose(w[:, 0], w[:, 1])
     assert np.all(np.isfinite(w))
@@ -218,7 +218,7 @@ def test_bad_arguments():
 def test_a_large_sample_buffer_is_warned_about(monkeypatch):
     monkeypatch.setattr(runner, "BUFFER_WARN_BYTES", 100)
     schedule = runner.Schedule(epochs=1, batch_size=BATCH, burn_in=0, thin=1)
-    pattern = r"sample buffer takes .*\(11 slots x 1 chain.*larger run.thin"
+    pattern = r"sample buffer takes .*\(10 slots x 1 chain.*larger run.thin"
     with pytest.warns(UserWarning, match=pattern):
         result = runner.run(logistic_experiment(), schedule)
     assert result.status == "completed" and result.records[0]["samples"] == 10
@@ -256,7 +256,7 @@ def test_regression_config_scores_in_the_targets_units(tmp_path: Path, noise):
     """The potential sees standardised targets; predictions and scores are in the file's units."""
     extra = [] if noise is None else [f"likelihood.noise_std={noise}"]
     config = uci_config(tmp_path, *extra)
-    experiment = runner.build_experiment(config)
+    experiment = from_config.build_experiment(config)
     ds = sgrld.data.load_dataset("uci_yacht", tmp_path, verify=False)
     raw = np.loadtxt(tmp_path / "uci" / "yacht" / "data.txt")
     assert experiment.kind == "regression"
@@ -281,7 +281,7 @@ def test_regression_config_scores_in_the_targets_units(tmp_path: Path, noise):
     potential = float(runner_potential(experiment, params, batch))
     np.testing.assert_allclose(potential, expected, rtol=1e-5)
 
-    result = runner.run(experiment, runner.schedule_of(config))
+    result = runner.run(experiment, from_config.schedule_of(config))
     assert result.status == "completed"
     final = result.records[-1]
     assert set(final) >= {"test_rmse", "test_nll"} and "test_accuracy" not in final
@@ -304,9 +304,9 @@ def test_regression_config_errors(tmp_path: Path):
     with pytest.raises(sgrld.config.ConfigError, match="data.split"):
         uci_config(tmp_path, "data.split=-1")
     with pytest.raises(sgrld.config.ConfigError, match=r"\[data\]: uci_yacht has splits 0 to 0"):
-        runner.build_experiment(uci_config(tmp_path, "data.split=1"))
+        from_config.build_experiment(uci_config(tmp_path, "data.split=1"))
     with pytest.raises(sgrld.config.ConfigError, match=r"\[data\]: cannot hold out 60"):
-        runner.build_experiment(uci_config(tmp_path, "data.validation_size=60"))
+        from_config.build_experiment(uci_config(tmp_path, "data.validation_size=60"))
     with pytest.raises(sgrld.config.ConfigError, match="model.kind"):
         uci_config(tmp_path, "model.kind=cnn")
 
