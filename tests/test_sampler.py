@@ -10,9 +10,11 @@ import pytest
 import sgrld
 from tests.helpers import METRICS, adapted_state, dense, small_params
 
-CONFIGS = [(name, None) for name in sorted(METRICS)] + [
-    (name, "hutchinson") for name in sorted(METRICS) if name != "identity"
-]
+CONFIGS = (
+    [(name, None) for name in sorted(METRICS)]
+    + [(name, "hutchinson") for name in sorted(METRICS) if name != "identity"]
+    + [("adam_sgld", None), ("monge", "parts")]
+)
 
 
 def quartic_potential(num_data=10):
@@ -33,7 +35,20 @@ def batch(seed=0, size=5):
 
 
 def make(name, correction, **kw):
+    """A sampler of the contract: sgrld(...), Adam-SGLD, or one assembled from parts."""
     kw.setdefault("learning_rate", 0.05)
+    if name == "adam_sgld":
+        return sgrld.adam_sgld(quartic_potential(), num_data=10, **kw)
+    if correction == "parts":  # exact Γ, a drift limit and an injected noise draw
+        return sgrld.sampler.riemannian_langevin(
+            quartic_potential(),
+            METRICS[name](),
+            num_data=10,
+            correction=sgrld.correction.exact(warmup=0),
+            integrator=sgrld.integrators.euler_maruyama(noise_fn=sgrld.noise.normal_like),
+            max_drift_norm=1e3,
+            **kw,
+        )
     return sgrld.sgrld(
         quartic_potential(), METRICS[name](), num_data=10, correction=correction, **kw
     )
