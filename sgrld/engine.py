@@ -26,6 +26,11 @@ Every run of chains (:func:`sgrld.sample`, the experiment runner, the reproducti
 * a **callback** after each chunk, ``callback(index, carry, chunk, seconds) -> stop``, which the
   runner uses to score the chunk's samples and write its records.
 
+Designed to grow: the chunk function is pure, ``(carry, start, chain_keys, data) -> (carry,
+chunk)``, with the chain axis leading in every argument and result, so sharding the chains over a
+device mesh is a sharding of that axis at the ``jit`` boundary, and a checkpoint is the
+:class:`Carry` plus the global step (the keys of every later step follow from it).
+
 Example:
   >>> import jax, sgrld
   >>> t = sgrld.targets.standard_normal()

@@ -192,11 +192,11 @@ def riemannian_langevin(
     potential_fn: Callable[[PyTree, PyTree], jax.Array],
     metric: Metric,
     *,
+    correction: corrections.Correction | None = None,
+    integrator: Integrator | None = None,
     learning_rate: float | Schedule,
     num_data: int,
     temperature: float = 1.0,
-    correction: corrections.Correction | None = None,
-    integrator: Integrator | None = None,
     max_drift_norm: float | None = None,
     adapt_until: int | None = None,
     prior_in_metric: bool = True,
@@ -206,11 +206,11 @@ def riemannian_langevin(
     Args:
       potential_fn: ``(params, batch) -> Û(θ)/N``.
       metric: the :class:`~sgrld.metrics.Metric`.
+      correction: a :class:`~sgrld.correction.Correction` (``None``: no correction).
+      integrator: an :class:`~sgrld.integrators.Integrator` (``None``: Euler–Maruyama).
       learning_rate: ``lr = h·N``, a float or a schedule ``step -> lr``.
       num_data: N.
       temperature: T ≥ 0.
-      correction: a :class:`~sgrld.correction.Correction` (``None``: no correction).
-      integrator: an :class:`~sgrld.integrators.Integrator` (``None``: Euler–Maruyama).
       max_drift_norm: wrap the preconditioner in :func:`~sgrld.preconditioning.limit_drift`.
       adapt_until: freeze the metric after this many steps.
       prior_in_metric: whether the prior's gradient enters the metric's statistic.
