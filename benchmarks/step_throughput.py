@@ -7,499 +7,207 @@ Candidates (each compiled and warmed up first; compile time is reported separate
 * ``grad step``: the noiseless ``params - lr * grad`` (state threaded), for reference.
 * ``SGLD by hand``: ``params - lr * grad + sqrt(2 lr / N) * noise`` per leaf (state threaded), for
   reference: the identity step without the library's diagnostics.
-* one ``sgrld.sgrld(..., correction=None)`` step per metric, and one with
-  ``correction="hutchinson"`` per adaptive metric;
-* the same steps run 'chunk' at a time inside one jitted ``jax.lax.scan`` (how ``sgrld.sample`` runs
-  an epoch);
-* eager PyTorch SGLD and pSGLD (RMSprop) steps of the same model, if ``import torch`` works.
+* one ``sgrld.sgrld`` step per metric, uncorrected, and one with ``correction="hutchinson"`` per
+  adaptive metric, each in a Python loop over the jitted step;
+* the same steps run ``--chunk`` at a time inside one jitted ``jax.lax.scan`` (how ``sgrld.sample``
+  and the runner sample), for the metrics ``--scan`` selects;
+* eager PyTorch SGLD and pSGLD steps of the same model, if ``import torch`` works
+  (``torch_reference.py``).
 
-Timing: R interleaved rounds; in each round every candidate runs one chunk of steps (a Python
-loop over the jitted step with pre-split keys and ``block_until_ready`` at the end of the chunk; the
-state is carried across chunks and rounds). The candidate order rotates from round to round.
-Reported: the median over rounds of steps/s and ratios of median time per step.
+Timing (``timing.py``): R interleaved rounds; in each round every candidate runs one chunk of
+steps, the order rotating from round to round; the state is carried across chunks and rounds.
+Reported: the median over rounds of steps/s and ratios of median times per step.
+
+``--against TREE`` compares the library of this checkout with the one in ``TREE`` (another checkout
+of the repository, e.g. ``git worktree add /tmp/base COMMIT``): two worker processes, each with one
+tree first on ``PYTHONPATH``, time the same candidates (the library's steps and the floor as a
+control), one round each in turn; printed per candidate are both medians and the ratio this / TREE
+paired by round, with its range over rounds.
 
 Usage::
 
     python benchmarks/step_throughput.py                  # full run (7 rounds of 200 steps)
     python benchmarks/step_throughput.py --quick          # smoke run
     python benchmarks/step_throughput.py --metrics identity shampoo --no-torch --rounds 5
+    python benchmarks/step_throughput.py --against /tmp/base --rounds 9 --chunk 100
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import os
-import platform
-import statistics
+import subprocess
 import sys
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
+import mlp
 import numpy as np
+import torch_reference
+from timing import (
+    Candidate,
+    Worker,
+    alternate,
+    environment,
+    fmt_ratio,
+    fmt_spread,
+    interleave,
+    paired,
+    rotated,
+    serve,
+    spread,
+    table,
+)
 
-try:
-    import sgrld
-except ImportError:  # run from a checkout without `pip install -e .`
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    import sgrld
+import sgrld
 
-LAYERS = (784, 400, 400, 10)
-NUM_PARAMS = 478_410
-BATCH = 100
-NUM_DATA = 50_000
-METRICS = ("identity", "rmsprop", "wenzel", "monge", "shampoo")
-ADAPTIVE = ("rmsprop", "wenzel", "monge", "shampoo")
-LABELS = {
-    "identity": "Identity",
-    "rmsprop": "RMSprop",
-    "wenzel": "Wenzel",
-    "monge": "Monge",
-    "shampoo": "Shampoo",
-}
-# Learning rates (lr = h·N). Timing does not depend on them; they must keep the chains finite.
-LEARNING_RATE = {"identity": 1e-4, "rmsprop": 1e-5, "wenzel": 1e-4, "monge": 1e-4, "shampoo": 1e-5}
-TORCH_HINT = "pip install torch==2.13.0  (a CPU wheel from local disk)"
+HERE = Path(__file__).resolve().parent
 
 
-# --------------------------------------------------------------------------------------------------
-# The model
-
-
-def init_mlp(key: jax.Array) -> dict[str, jax.Array]:
-    """He-scaled weights and N(0, 0.1²) biases of the 784-400-400-10 MLP, as a flat dict of arrays.
-
-    The biases are not zero: with zero biases, a ReLU unit dead on the whole batch has an exactly
-    zero gradient, RMSprop's statistic is 0 there and its Hutchinson Γ is NaN (see RESULTS.md).
-    """
-    params = {}
-    keys = jax.random.split(key, 2 * (len(LAYERS) - 1))
-    for i, (n_in, n_out) in enumerate(zip(LAYERS[:-1], LAYERS[1:], strict=True)):
-        w = jax.random.normal(keys[2 * i], (n_in, n_out), jnp.float32) * math.sqrt(2.0 / n_in)
-        params[f"w{i}"] = w
-        params[f"b{i}"] = 0.1 * jax.random.normal(keys[2 * i + 1], (n_out,), jnp.float32)
-    return params
-
-
-def apply_mlp(params: dict[str, jax.Array], x: jax.Array) -> jax.Array:
-    """Logits of the ReLU MLP."""
-    n = len(LAYERS) - 1
-    for i in range(n):
-        x = x @ params[f"w{i}"] + params[f"b{i}"]
-        if i < n - 1:
-            x = jax.nn.relu(x)
-    return x
-
-
-def loglik(params, batch):
-    """Per-example categorical log-likelihood ``log softmax(f(x))[y]``."""
-    x, y = batch
-    logp = jax.nn.log_softmax(apply_mlp(params, x))
-    return jnp.take_along_axis(logp, y[:, None], axis=1)[:, 0]
-
-
-def logprior(params):
-    """N(0, 1) on every parameter (up to a constant)."""
-    return -0.5 * sum(jnp.sum(jnp.square(x)) for x in jax.tree.leaves(params))
-
-
-def problem() -> tuple[dict[str, jax.Array], tuple[jax.Array, jax.Array], sgrld.Potential]:
-    """The benchmark's MLP parameters, one MNIST-shaped random minibatch and the potential."""
-    k_param, k_x, k_y = jax.random.split(jax.random.key(0), 3)
-    params = init_mlp(k_param)
-    assert sum(x.size for x in jax.tree.leaves(params)) == NUM_PARAMS
-    x = jax.random.uniform(k_x, (BATCH, LAYERS[0]), jnp.float32)
-    y = jax.random.randint(k_y, (BATCH,), 0, LAYERS[-1], jnp.int32)
-    return params, (x, y), sgrld.potential(loglik, logprior, NUM_DATA)
-
-
-def median_scan_ms(
-    samplers: dict[str, sgrld.Sampler], params, batch, rounds: int, steps: int
-) -> dict[str, float]:
-    """Median ms per step of each sampler, ``steps`` steps per jitted ``lax.scan``, interleaved.
-
-    Each sampler is compiled and run once before timing; then every round runs each scan once,
-    the state carried over.
-    """
-    runs = {}
-    for name, sampler in samplers.items():
-
-        def scan(state, keys, sampler=sampler):
-            step = lambda carry, k: (sampler.step(k, carry, batch)[0], None)
-            return jax.lax.scan(step, state, keys)[0]
-
-        fn = jax.jit(scan)
-        keys = jax.random.split(jax.random.key(3), steps)
-        runs[name] = [fn, keys, jax.block_until_ready(fn(sampler.init(params), keys)), []]
-    for _ in range(rounds):
-        for run in runs.values():
-            fn, keys, state, ms = run
-            start = time.perf_counter()
-            run[2] = jax.block_until_ready(fn(state, keys))
-            ms.append((time.perf_counter() - start) / steps * 1e3)
-    return {name: statistics.median(run[3]) for name, run in runs.items()}
-
-
-SHAMPOO_EVERY = 100
-
-
-def make_metric(name: str, corrected: bool = False) -> sgrld.metrics.Metric:
-    """The metric of a row; corrected Shampoo uses eps 1e-4 (its Γ at 1e-8 overflows, see docs)."""
-    shampoo_eps = 1e-4 if corrected else 1e-8
-    return {
-        "identity": sgrld.metrics.identity,
-        "rmsprop": sgrld.metrics.rmsprop,
-        "wenzel": lambda: sgrld.metrics.wenzel(update_every=500),
-        "monge": lambda: sgrld.metrics.monge(alpha2=1.0, decay=0.9),
-        "shampoo": lambda: sgrld.metrics.shampoo(
-            eps=shampoo_eps, update_every=SHAMPOO_EVERY, block_size=128
-        ),
-    }[name]()
-
-
-# --------------------------------------------------------------------------------------------------
-# Candidates
-
-
-@dataclass
-class Candidate:
-    """One thing to time: ``run(n)`` runs n steps (or one scan of n steps) and blocks at the end."""
-
-    name: str
-    group: str  # "floor", "loop", "scan", "torch"
-    run: Callable[[int], None]
-    check: Callable[[], bool] = lambda: True  # True if the chain is still finite
-    metric: str | None = None
-    corrected: bool = False
-    compile_s: float = float("nan")
-    chunk_s: list[float] = field(default_factory=list)
-    chunk_n: int = 0
-
-    @property
-    def median_rate(self) -> float:
-        return self.chunk_n / statistics.median(self.chunk_s)
-
-    @property
-    def median_step_s(self) -> float:
-        return statistics.median(self.chunk_s) / self.chunk_n
-
-
-def first_call_seconds(fn: Callable[[], object]) -> float:
+def first_call_s(fn) -> float:
+    """Seconds of ``fn()``, blocking: the first call of a jitted function includes compilation."""
     t0 = time.perf_counter()
     jax.block_until_ready(fn())
     return time.perf_counter() - t0
 
 
-def jax_candidates(args, params, batch, potential) -> list[Candidate]:
-    chunk = args.chunk
-    key_list = list(jax.random.split(jax.random.key(1), chunk))  # pre-split, reused every chunk
-    key_stack = jax.random.split(jax.random.key(2), chunk)
-    cands: list[Candidate] = []
+def looped(name: str, fn, state, batch, chunk: int, threaded: bool = True, **info) -> Candidate:
+    """``fn(key, state, batch)`` ``chunk`` times per call in a Python loop, keys pre-split.
 
-    # (a) the floor: gradient + one normal draw of the full parameter size, both returned.
-    @jax.jit
-    def floor_fn(p, b, k):
-        value, grad = jax.value_and_grad(potential)(p, b)
-        return value, grad, jax.random.normal(k, (NUM_PARAMS,), jnp.float32)
+    With ``threaded`` the result is the next state; otherwise the state stays and the last result
+    is waited for.
+    """
+    keys = list(jax.random.split(jax.random.key(1), chunk))
+    held = {"state": state}
 
-    def run_floor(n):
-        out = None
-        for i in range(n):
-            out = floor_fn(params, batch, key_list[i % chunk])
+    def run():
+        s, out = held["state"], None
+        for k in keys:
+            out = fn(k, s, batch)
+            s = out if threaded else s
         jax.block_until_ready(out)
+        held["state"] = s
 
-    c = Candidate("floor: value_and_grad + normal", "floor", run_floor)
-    c.compile_s = first_call_seconds(lambda: floor_fn(params, batch, key_list[0]))
-    cands.append(c)
+    def finite():
+        return all(bool(jnp.all(jnp.isfinite(x))) for x in jax.tree.leaves(held["state"]))
 
-    lr0 = LEARNING_RATE["identity"]
+    c = Candidate(name, run, chunk, finite=finite, **info)
+    c.compile_s = first_call_s(lambda: fn(keys[0], state, batch))
+    return c
+
+
+def floor_candidate(params, batch, potential, chunk: int) -> Candidate:
+    """The floor: value and gradient plus one normal of the full parameter size, all returned."""
 
     @jax.jit
-    def grad_step(p, b):
-        g = jax.grad(potential)(p, b)
-        return jax.tree.map(lambda x, d: x - lr0 * d, p, g)
+    def floor(key, p, b):
+        value, grad = jax.value_and_grad(potential)(p, b)
+        return value, grad, jax.random.normal(key, (mlp.NUM_PARAMS,), jnp.float32)
+
+    name = "floor: value_and_grad + normal"
+    return looped(name, floor, params, batch, chunk, threaded=False, group="floor")
+
+
+def reference_candidates(params, batch, potential, chunk: int) -> list[Candidate]:
+    """The floor, the noiseless gradient step and SGLD written by hand, for scale."""
+    lr = mlp.LEARNING_RATE["identity"]
 
     @jax.jit
-    def hand_sgld(k, p, b):
+    def grad_step(key, p, b):
+        return jax.tree.map(lambda x, d: x - lr * d, p, jax.grad(potential)(p, b))
+
+    @jax.jit
+    def hand_sgld(key, p, b):
         g = jax.grad(potential)(p, b)
         leaves, treedef = jax.tree.flatten(p)
-        keys = jax.random.split(k, len(leaves))
-        xi = treedef.unflatten(
-            [jax.random.normal(kk, x.shape, x.dtype) for kk, x in zip(keys, leaves, strict=True)]
-        )
-        s = math.sqrt(2.0 * lr0 / NUM_DATA)
-        return jax.tree.map(lambda x, d, e: x - lr0 * d + s * e, p, g, xi)
+        keys = jax.random.split(key, len(leaves))
+        xi = [jax.random.normal(k, x.shape, x.dtype) for k, x in zip(keys, leaves, strict=True)]
+        s = math.sqrt(2.0 * lr / mlp.NUM_DATA)
+        return jax.tree.map(lambda x, d, e: x - lr * d + s * e, p, g, treedef.unflatten(xi))
 
-    holder = {"gd": params, "hand": params}
+    return [
+        floor_candidate(params, batch, potential, chunk),
+        looped("ref: grad step p - lr*g", grad_step, params, batch, chunk, group="floor"),
+        looped("ref: SGLD by hand", hand_sgld, params, batch, chunk, group="floor"),
+    ]
 
-    def run_gd(n):
-        p = holder["gd"]
-        for _ in range(n):
-            p = grad_step(p, batch)
-        holder["gd"] = jax.block_until_ready(p)
 
-    def run_hand(n):
-        p = holder["hand"]
-        for i in range(n):
-            p = hand_sgld(key_list[i % chunk], p, batch)
-        holder["hand"] = jax.block_until_ready(p)
+def scanned(args, metric: str, corrected: bool) -> bool:
+    """Whether ``--scan`` asks for the scan row of this step."""
+    return (
+        args.scan == "all"
+        or (args.scan == "uncorrected" and not corrected)
+        or (args.scan == "some" and not corrected and metric in ("identity", "shampoo"))
+    )
 
-    def finite(name):
-        return lambda: all(bool(jnp.all(jnp.isfinite(x))) for x in jax.tree.leaves(holder[name]))
 
-    c = Candidate("ref: grad step p - lr*g", "floor", run_gd, finite("gd"))
-    c.compile_s = first_call_seconds(lambda: grad_step(params, batch))
-    cands.append(c)
-    c = Candidate("ref: SGLD by hand", "floor", run_hand, finite("hand"))
-    c.compile_s = first_call_seconds(lambda: hand_sgld(key_list[0], params, batch))
-    cands.append(c)
-
-    # (b), (c): the library's step, Python loop and scan.
-    variants = [(m, None) for m in args.metrics]
+def library_candidates(args, params, batch, potential) -> list[Candidate]:
+    """Each metric's step, uncorrected and corrected, in a Python loop and in a scan."""
+    variants = [(m, False) for m in args.metrics]
     if not args.no_hutchinson:
-        variants += [(m, "hutchinson") for m in args.metrics if m in ADAPTIVE]
-    for metric_name, correction in variants:
-        sampler = sgrld.sgrld(
-            potential,
-            make_metric(metric_name, bool(correction)),
-            LEARNING_RATE[metric_name],
-            NUM_DATA,
-            correction=correction,
-        )
-        label = LABELS[metric_name] + (" + Hutchinson" if correction else "")
-        step = jax.jit(sampler.step)
-        state0 = sampler.init(params)
-
-        st = {"state": state0, "ok": True}
-
-        def run_loop(n, st=st, step=step):
-            state, info = st["state"], None
-            for i in range(n):
-                state, info = step(key_list[i % chunk], state, batch)
-            jax.block_until_ready((state, info))
-            st["state"] = state
-            st["ok"] &= bool(info.is_finite)
-
-        def first(st=st, step=step):
-            st["state"], info = step(key_list[0], st["state"], batch)
-            return st["state"], info
-
-        c = Candidate(
-            label, "loop", run_loop, lambda st=st: st["ok"], metric_name, bool(correction)
-        )
-        c.compile_s = first_call_seconds(first)
-        cands.append(c)
-
-        if not (
-            args.scan == "all"
-            or (args.scan == "uncorrected" and not correction)
-            or (args.scan == "some" and not correction and metric_name in ("identity", "shampoo"))
-        ):
-            continue
-
-        def scan_fn(state, keys, b, step_fn=sampler.step):
-            def body(s, k):
-                s, info = step_fn(k, s, b)
-                return s, info.is_finite
-
-            state, finite_flags = jax.lax.scan(body, state, keys)
-            return state, jnp.all(finite_flags)
-
-        scan = jax.jit(scan_fn)
-        ss = {"state": state0, "ok": True}
-
-        def run_scan(n, ss=ss, scan=scan):
-            if n != chunk:
-                raise ValueError("scan candidates run exactly one chunk per call")
-            state, ok = jax.block_until_ready(scan(ss["state"], key_stack, batch))
-            ss["state"] = state
-            ss["ok"] &= bool(ok)
-
-        def first_scan(ss=ss, scan=scan):
-            out = scan(ss["state"], key_stack, batch)
-            ss["state"] = out[0]
-            return out
-
-        c = Candidate(
-            label + " [scan]",
-            "scan",
-            run_scan,
-            lambda ss=ss: ss["ok"],
-            metric_name,
-            bool(correction),
-        )
-        c.compile_s = first_call_seconds(first_scan)
-        cands.append(c)
-    return cands
-
-
-def torch_candidates(args, x_np, y_np) -> tuple[list[Candidate], str | None]:
-    """Eager PyTorch SGLD and pSGLD of the same model; ([], None) if torch is not importable."""
-    try:
-        import torch
-    except ImportError:
-        return [], None
-    import torch.nn.functional as F
-
-    torch.manual_seed(0)
-    x = torch.from_numpy(np.array(x_np, np.float32))
-    y = torch.from_numpy(np.array(y_np, np.int64))
-    lr = LEARNING_RATE["identity"]
-    noise = math.sqrt(2.0 * lr / NUM_DATA)
+        variants += [(m, True) for m in args.metrics if m in mlp.ADAPTIVE]
     cands = []
-
-    def build():
-        layers = []
-        for i, (n_in, n_out) in enumerate(zip(LAYERS[:-1], LAYERS[1:], strict=True)):
-            layers.append(torch.nn.Linear(n_in, n_out))
-            if i < len(LAYERS) - 2:
-                layers.append(torch.nn.ReLU())
-        model = torch.nn.Sequential(*layers)
-        assert sum(p.numel() for p in model.parameters()) == NUM_PARAMS
-        return model
-
-    def grads(model):
-        for p in model.parameters():
-            p.grad = None
-        loss = F.cross_entropy(model(x), y)
-        prior = 0.5 * sum(p.square().sum() for p in model.parameters()) / NUM_DATA
-        (loss + prior).backward()
-
-    sgld_model = build()
-
-    def run_sgld(n):
-        for _ in range(n):
-            grads(sgld_model)
-            with torch.no_grad():
-                for p in sgld_model.parameters():
-                    p.add_(p.grad, alpha=-lr)
-                    p.add_(torch.randn_like(p), alpha=noise)
-
-    psgld_model = build()
-    plr = LEARNING_RATE["rmsprop"]
-    pnoise = math.sqrt(2.0 * plr / NUM_DATA)
-    sq = [torch.zeros_like(p) for p in psgld_model.parameters()]
-
-    def run_psgld(n):
-        for _ in range(n):
-            grads(psgld_model)
-            with torch.no_grad():
-                for p, v in zip(psgld_model.parameters(), sq, strict=True):
-                    v.mul_(0.99).addcmul_(p.grad, p.grad, value=0.01)
-                    g_diag = v.sqrt().add_(1e-8)
-                    p.addcdiv_(p.grad, g_diag, value=-plr)
-                    p.add_(torch.randn_like(p).div_(g_diag.sqrt_()), alpha=pnoise)
-
-    def finite(model):
-        return lambda: all(bool(torch.isfinite(p).all()) for p in model.parameters())
-
-    default_threads = torch.get_num_threads()
-
-    def one_thread(run):
-        def fn(n):
-            torch.set_num_threads(1)
-            try:
-                run(n)
-            finally:
-                torch.set_num_threads(default_threads)
-
-        return fn
-
-    for name, run, model, metric in (
-        ("torch SGLD (eager)", run_sgld, sgld_model, "identity"),
-        ("torch pSGLD (eager)", run_psgld, psgld_model, "rmsprop"),
-    ):
-        c = Candidate(name, "torch", run, finite(model), metric, chunk_n=args.torch_chunk)
-        t0 = time.perf_counter()
-        run(1)
-        c.compile_s = time.perf_counter() - t0
-        cands.append(c)
-    if args.torch_one_thread and default_threads != 1:
-        for name, run, model in (
-            ("ref: torch SGLD, 1 thread", run_sgld, sgld_model),
-            ("ref: torch pSGLD, 1 thread", run_psgld, psgld_model),
-        ):
-            c = Candidate(name, "torch1", one_thread(run), finite(model), chunk_n=args.chunk)
-            c.compile_s = 0.0
-            cands.append(c)
-    return cands, f"{torch.__version__} (default threads: {default_threads})"
+    for metric, corrected in variants:
+        sampler = mlp.make_sampler(potential, metric, corrected)
+        label = mlp.LABELS[metric] + (" + Hutchinson" if corrected else "")
+        info = {"metric": metric, "corrected": corrected}
+        step = jax.jit(sampler.step)
+        cands.append(
+            looped(
+                label,
+                lambda k, s, b, step=step: step(k, s, b)[0],
+                sampler.init(params),
+                batch,
+                args.chunk,
+                group="loop",
+                **info,
+            )
+        )
+        if scanned(args, metric, corrected):
+            chain = mlp.ScanChain(sampler, params, batch, args.chunk)
+            cands.append(
+                Candidate(
+                    label + " [scan]",
+                    chain,
+                    args.chunk,
+                    "scan",
+                    finite=lambda c=chain: c.finite,
+                    compile_s=chain.compile_s,
+                    **info,
+                )
+            )
+    return cands
 
 
 # --------------------------------------------------------------------------------------------------
 # Reporting
 
 
-def fmt_ratio(x: float | None) -> str:
-    return "" if x is None or not math.isfinite(x) else f"{x:.2f}x"
-
-
 def print_table(cands: list[Candidate]) -> None:
+    """One row per candidate: steps/s, range, ms/step, ratios to floor, Identity, uncorrected."""
     by = {(c.group, c.metric, c.corrected): c for c in cands if c.metric}
     floor = next(c for c in cands if c.group == "floor")
     rows = []
     for c in cands:
-        group = "scan" if c.group == "scan" else "loop"
-        ident = by.get((group, "identity", False))
-        to_floor = c.median_step_s / floor.median_step_s
-        to_ident = c.median_step_s / ident.median_step_s if ident else None
-        to_plain = None
-        if c.corrected and (c.group, c.metric, False) in by:
-            to_plain = c.median_step_s / by[(c.group, c.metric, False)].median_step_s
-        rates = [c.chunk_n / t for t in c.chunk_s]
+        ident = by.get(("scan" if c.group == "scan" else "loop", "identity", False))
+        plain = by.get((c.group, c.metric, False)) if c.corrected else None
         rows.append(
             [
                 c.name,
-                f"{c.median_rate:8.1f}",
-                f"{min(rates):.1f}-{max(rates):.1f}",
-                f"{1e3 * c.median_step_s:.2f}",
-                fmt_ratio(to_floor),
-                fmt_ratio(to_ident),
-                fmt_ratio(to_plain),
+                f"{c.rates.median:.1f}",
+                f"{c.rates.low:.1f}-{c.rates.high:.1f}",
+                f"{1e3 * c.step_s:.2f}",
+                fmt_ratio(c.step_s / floor.step_s),
+                fmt_ratio(c.step_s / ident.step_s if ident else None),
+                fmt_ratio(c.step_s / plain.step_s if plain else None),
                 f"{c.compile_s:.2f}",
-                "yes" if c.check() else "NO",
+                "yes" if c.finite() else "NO",
             ]
         )
-    head = [
-        "candidate",
-        "steps/s",
-        "range",
-        "ms/step",
-        "/floor",
-        "/Identity",
-        "/uncorr.",
-        "compile s",
-        "finite",
-    ]
-    try:
-        from rich import box
-        from rich.console import Console
-        from rich.markup import escape
-        from rich.table import Table
-
-        table = Table(box=box.SIMPLE_HEAD, title=None)
-        for i, h in enumerate(head):
-            table.add_column(h, justify="left" if i == 0 else "right")
-        for r in rows:
-            table.add_row(*(escape(v) for v in r))
-        Console(width=140, force_terminal=False, color_system=None).print(table)
-    except ImportError:
-        widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
-        print(
-            "  ".join(
-                h.ljust(w) if i == 0 else h.rjust(w)
-                for i, (h, w) in enumerate(zip(head, widths, strict=True))
-            )
-        )
-        for r in rows:
-            print(
-                "  ".join(
-                    v.ljust(w) if i == 0 else v.rjust(w)
-                    for i, (v, w) in enumerate(zip(r, widths, strict=True))
-                )
-            )
+    head = ["candidate", "steps/s", "range", "ms/step", "/floor", "/Identity", "/uncorr."]
+    print(table([*head, "compile s", "finite"], rows))
     print(
         "steps/s: median over rounds; range: min-max over rounds; ratios: median time per step "
         "of this row / that of the reference (floor / Identity of the same kind, loop or scan / "
@@ -508,155 +216,252 @@ def print_table(cands: list[Candidate]) -> None:
     )
 
 
-def check_targets(cands: list[Candidate]) -> None:
+def target_lines(cands: list[Candidate], group: str) -> list[str]:
+    """The step-cost targets of issues 2 and 3 for the loop or the scan rows."""
     by = {(c.group, c.metric, c.corrected): c for c in cands if c.metric}
     floor = next(c for c in cands if c.group == "floor")
-    lines = []
-
-    def target(desc, value, limit, ok):
-        lines.append(f"  [{'PASS' if ok else 'MISS'}] {desc}: {value:.2f}x (target {limit})")
-
-    for group in ("loop", "scan"):
-        ident = by.get((group, "identity", False))
-        tag = "Python loop" if group == "loop" else "scan"
-        if ident and group == "loop":
-            r = ident.median_step_s / floor.median_step_s
-            target(f"Identity / floor ({tag})", r, "<= 1.15x", r <= 1.15)
-        for m in ("rmsprop", "wenzel", "monge", "shampoo"):
-            c = by.get((group, m, False))
-            if c and ident:
-                r = c.median_step_s / ident.median_step_s
-                limit = 1.6 if m == "shampoo" else 1.15
-                target(f"{LABELS[m]} / Identity ({tag})", r, f"<= {limit}x", r <= limit)
-        for m in ADAPTIVE:
-            c, p = by.get((group, m, True)), by.get((group, m, False))
-            if c and p:
-                r = c.median_step_s / p.median_step_s
-                desc = f"{LABELS[m]} + Hutchinson / {LABELS[m]} ({tag})"
-                target(desc, r, "<= 2.5x", r <= 2.5)
-        t = by.get(("torch", "identity", False))
-        if t and ident:
-            r = ident.median_rate / t.median_rate
-            target(f"Identity ({tag}) steps/s / torch SGLD steps/s", r, ">= 1.5x", r >= 1.5)
-        t1 = next((c for c in cands if c.group == "torch1" and "pSGLD" not in c.name), None)
-        if t1 and ident:
-            lines.append(
-                f"  [info] Identity ({tag}) steps/s / torch SGLD (1 thread) steps/s: "
-                f"{ident.median_rate / t1.median_rate:.2f}x"
+    ident = by.get((group, "identity", False))
+    tag = "Python loop" if group == "loop" else "scan"
+    checks = []
+    if ident and group == "loop":
+        checks.append((f"Identity / floor ({tag})", ident.step_s / floor.step_s, 1.15))
+    for m in mlp.ADAPTIVE:
+        plain, corrected = by.get((group, m, False)), by.get((group, m, True))
+        if plain and ident:
+            limit = 1.6 if m == "shampoo" else 1.15
+            checks.append(
+                (f"{mlp.LABELS[m]} / Identity ({tag})", plain.step_s / ident.step_s, limit)
             )
-        tp = by.get(("torch", "rmsprop", False))
-        rp = by.get((group, "rmsprop", False))
-        if tp and rp:
+        if plain and corrected:
+            desc = f"{mlp.LABELS[m]} + Hutchinson / {mlp.LABELS[m]} ({tag})"
+            checks.append((desc, corrected.step_s / plain.step_s, 2.5))
+    lines = [
+        f"  [{'PASS' if r <= limit else 'MISS'}] {desc}: {r:.2f}x (target <= {limit}x)"
+        for desc, r, limit in checks
+    ]
+    torch_sgld = by.get(("torch", "identity", False))
+    if torch_sgld and ident:
+        r = torch_sgld.step_s / ident.step_s
+        lines.append(
+            f"  [{'PASS' if r >= 1.5 else 'MISS'}] Identity ({tag}) steps/s / torch SGLD "
+            f"steps/s: {r:.2f}x (target >= 1.5x)"
+        )
+    for c in cands:
+        ref = by.get((group, c.metric, False))
+        if ref and c.group in ("torch", "torch1") and c is not torch_sgld:
             lines.append(
-                f"  [info] RMSprop ({tag}) steps/s / torch pSGLD steps/s: "
-                f"{rp.median_rate / tp.median_rate:.2f}x"
+                f"  [info] {ref.name} steps/s / {c.name} steps/s: {c.step_s / ref.step_s:.2f}x"
             )
+    return lines
+
+
+def print_targets(cands: list[Candidate]) -> None:
+    lines = target_lines(cands, "loop") + target_lines(cands, "scan")
     print("Targets:")
     print("\n".join(lines) if lines else "  (none measurable with the selected candidates)")
 
 
 # --------------------------------------------------------------------------------------------------
+# This tree against another
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rounds", type=int, default=7, help="interleaved timing rounds")
-    parser.add_argument("--chunk", type=int, default=200, help="steps per candidate per round")
-    parser.add_argument(
-        "--quick", action="store_true", help="smoke run: 2 rounds of 50 steps, no scan rows"
+def tree_name(tree: Path) -> str:
+    """``PATH (commit)``, with ``+ changes`` if the tree has uncommitted changes."""
+    git = ["git", "-C", str(tree)]
+    try:
+        head = subprocess.run(
+            [*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            [*git, "status", "--porcelain", "--", "sgrld"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return str(tree)
+    return f"{tree} ({head}{' + changes' if dirty else ''})"
+
+
+def worker(args) -> None:
+    """The worker of ``--against``: the floor and the library's steps, one round per request."""
+    params, batch, potential = mlp.problem()
+    cands = [floor_candidate(params, batch, potential, args.chunk)]
+    cands += library_candidates(args, params, batch, potential)
+    by_name = {c.name: c for c in cands}
+
+    def one_round(request):
+        times = interleave({c.name: c.run for c in rotated(cands, request["round"])}, 1)
+        return {
+            "seconds": {k: v[0] for k, v in times.items()},
+            "finite": {c.name: c.finite() for c in cands},
+        }
+
+    ready = {
+        "sgrld": sgrld.__file__,
+        "names": list(by_name),
+        "steps": {c.name: c.steps for c in cands},
+    }
+    serve(ready, one_round)
+
+
+def against(args, argv: list[str]) -> int:
+    """Time this tree and ``args.against`` in alternating rounds; print medians, paired ratios."""
+    trees = {"this": HERE.parent, "other": Path(args.against).resolve()}
+    command = [sys.executable, str(Path(__file__).resolve()), *argv, "--worker"]
+    workers = {}
+    try:
+        for name, tree in trees.items():  # one after the other: compile without contention
+            t0 = time.perf_counter()
+            workers[name] = Worker(tree, command)
+            print(
+                f"{name}: {tree_name(tree)}, sgrld from {workers[name].ready['sgrld']}, "
+                f"compiled in {time.perf_counter() - t0:.0f} s",
+                flush=True,
+            )
+        t0 = time.perf_counter()
+        replies = alternate(workers, args.rounds)
+        print(f"timing: {time.perf_counter() - t0:.0f} s ({args.rounds} rounds per tree)\n")
+    finally:
+        for w in workers.values():
+            w.close()
+    ready = workers["this"].ready
+    seconds = {
+        name: {c: [r["seconds"][c] for r in replies[name]] for c in ready["names"]}
+        for name in trees
+    }
+    misses = report_against(args, ready, seconds, replies)
+    return 1 if misses else 0
+
+
+def report_against(args, ready, seconds, replies) -> int:
+    """The table of ``--against``; returns how many candidates miss the tolerance."""
+    rows, misses = [], 0
+    for c in ready["names"]:
+        per_step = {name: [t / ready["steps"][c] for t in seconds[name][c]] for name in seconds}
+        ratio = paired(per_step["this"], per_step["other"])
+        ok = abs(ratio.median - 1.0) <= args.tolerance
+        finite = all(replies[n][-1]["finite"][c] for n in replies)
+        misses += not ok
+        rows.append(
+            [
+                c,
+                f"{1e3 * spread(per_step['other']).median:.3f}",
+                f"{1e3 * spread(per_step['this']).median:.3f}",
+                fmt_spread(ratio),
+                "yes" if ok else "NO",
+                "yes" if finite else "NO",
+            ]
+        )
+    head = ["candidate", "other ms/step", "this ms/step", "this/other [range]", "within", "finite"]
+    print(table(head, rows))
+    print(
+        f"ms/step: median over rounds; this/other: median over rounds of the ratio of the two "
+        f"trees' times in the same round, [min-max over rounds]; within: |ratio - 1| <= "
+        f"{args.tolerance:g}. The floor runs the same code in both trees: its ratio is the noise."
     )
-    parser.add_argument(
+    return misses
+
+
+# --------------------------------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add = parser.add_argument
+    add("--rounds", type=int, default=7, help="interleaved timing rounds")
+    add("--chunk", type=int, default=200, help="steps per candidate per round")
+    add("--quick", action="store_true", help="smoke run: 2 rounds of 50 steps, no scan rows")
+    add(
         "--metrics",
         nargs="+",
-        choices=METRICS,
+        choices=mlp.METRICS,
         default=None,
         help="metrics to time (default: all; with --quick: identity shampoo)",
     )
-    parser.add_argument("--no-torch", action="store_true", help="skip the PyTorch comparison")
-    parser.add_argument(
+    add("--no-torch", action="store_true", help="skip the PyTorch comparison")
+    add(
         "--torch-chunk",
         type=int,
         default=None,
         help="steps per chunk of the default-thread torch steps (default: chunk/10; they can be "
         "very slow: OpenMP spin-waiting on 2 shared cores)",
     )
-    parser.add_argument(
+    add(
         "--no-torch-one-thread",
         dest="torch_one_thread",
         action="store_false",
         help="skip the extra torch rows with torch.set_num_threads(1)",
     )
-    parser.add_argument("--no-hutchinson", action="store_true", help="skip the corrected steps")
-    parser.add_argument(
+    add("--no-hutchinson", action="store_true", help="skip the corrected steps")
+    add(
         "--scan",
         choices=("none", "some", "uncorrected", "all"),
-        default="some",
-        help="which steps also run as one jitted lax.scan per chunk (some: identity and shampoo)",
+        default=None,
+        help="which steps also run as one jitted lax.scan per chunk (default: some, identity and "
+        "shampoo; with --against: all)",
     )
+    add("--against", metavar="TREE", help="compare with the library in this checkout")
+    add("--tolerance", type=float, default=0.03, help="--against: the allowed |ratio - 1|")
+    add("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.quick:
-        args.rounds, args.chunk, args.scan = 2, 50, "none"
+        args.rounds, args.chunk, args.scan = 2, 50, args.scan or "none"
         args.metrics = args.metrics or ["identity", "shampoo"]
-    args.metrics = args.metrics or list(METRICS)
+    args.metrics = args.metrics or list(mlp.METRICS)
+    args.scan = args.scan or ("all" if args.against or args.worker else "some")
     args.torch_chunk = args.torch_chunk or max(1, args.chunk // 10)
     if args.rounds < 1 or args.chunk < 1:
         parser.error("--rounds and --chunk must be >= 1")
+    return args
 
-    print("command:", " ".join([os.path.relpath(sys.executable), *sys.argv]))
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_args(argv)
+    if args.worker:
+        worker(args)
+        return 0
+    print(environment())
     print(
-        f"python {platform.python_version()}, jax {jax.__version__}, devices {jax.devices()}, "
-        f"os.cpu_count() {os.cpu_count()}, sched_getaffinity "
-        f"{len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else '?'}"
+        f"model 784-400-400-10 ReLU MLP ({mlp.NUM_PARAMS:,} params), batch {mlp.BATCH}, "
+        f"N {mlp.NUM_DATA:,}; {args.rounds} rounds x {args.chunk} steps per candidate"
     )
-    print(
-        f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', '(unset)')}, "
-        f"XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}"
-    )
-    print(
-        f"model 784-400-400-10 ReLU MLP ({NUM_PARAMS:,} params), batch {BATCH}, N {NUM_DATA:,}; "
-        f"{args.rounds} rounds x {args.chunk} steps per candidate"
-    )
-    if "shampoo" in args.metrics and args.chunk % 100:
+    if "shampoo" in args.metrics and args.chunk % mlp.SHAMPOO_EVERY:
         print(
             "note: chunk is not a multiple of Shampoo's update_every=100: the root refreshes "
             "fall unevenly across chunks"
         )
+    if args.against:
+        return against(args, [a for a in argv if a != "--worker"])
+    return here(args)
 
-    params, batch, potential = problem()
 
+def here(args) -> int:
+    """Time every candidate in this process and print the table and the targets."""
+    params, batch, potential = mlp.problem()
     t0 = time.perf_counter()
-    cands = jax_candidates(args, params, batch, potential)
-    torch_version = None
+    cands = reference_candidates(params, batch, potential, args.chunk)
+    cands += library_candidates(args, params, batch, potential)
     if args.no_torch:
         print("torch: skipped (--no-torch)")
     else:
-        tc, torch_version = torch_candidates(args, *(np.asarray(a) for a in batch))
-        if torch_version is None:
-            print(f"torch: not installed, comparison skipped; to enable it: {TORCH_HINT}")
-        else:
-            print(f"torch {torch_version}")
-        cands += tc
+        numpy_batch = tuple(np.asarray(a) for a in batch)
+        extra, version = torch_reference.candidates(
+            numpy_batch, args.chunk, args.torch_chunk, args.torch_one_thread
+        )
+        print(f"torch {version}" if version else f"torch: not installed; {torch_reference.HINT}")
+        cands += extra
     print(f"compile/warm-up of {len(cands)} candidates: {time.perf_counter() - t0:.1f} s")
-
-    for c in cands:
-        c.chunk_n = c.chunk_n or args.chunk
-    for c in cands:  # a few untimed steps more (a scan has run a whole chunk to compile)
-        if c.group != "scan":
-            c.run(min(5, c.chunk_n))
-
     t0 = time.perf_counter()
-    for r in range(args.rounds):
-        shift = r % len(cands)
-        for c in cands[shift:] + cands[:shift]:
-            start = time.perf_counter()
-            c.run(c.chunk_n)
-            c.chunk_s.append(time.perf_counter() - start)
+    times = interleave({c.name: c.run for c in cands}, args.rounds)
+    for c in cands:
+        c.times = times[c.name]
     print(f"timing: {time.perf_counter() - t0:.1f} s\n")
-
     print_table(cands)
     print()
-    check_targets(cands)
-    bad = [c.name for c in cands if not c.check()]
+    print_targets(cands)
+    bad = [c.name for c in cands if not c.finite()]
     if bad:
         print("NON-FINITE chains (see benchmarks/RESULTS.md):", ", ".join(bad))
     return 0
