@@ -2,8 +2,10 @@
 
 Shared by the step benchmarks (``step_throughput.py``, ``draws.py``, ``shampoo_gamma.py``): the
 model, one random minibatch of 100, the potential with N = 50,000, each metric at the settings the
-benchmarks time, and a sampler's steps run ``n`` at a time inside one jitted ``jax.lax.scan`` (how
-``sgrld.sample`` and the runner sample), with the state carried from call to call.
+benchmarks time, and the timed candidates (:class:`timing.Candidate`) built on them: a sampler's
+steps run ``n`` at a time inside one jitted ``jax.lax.scan`` (:class:`ScanChain`, how
+``sgrld.sample`` and the runner sample) or in a Python loop over the jitted step (:func:`looped`),
+the state carried from call to call, and the reference steps (:func:`reference_candidates`).
 
 Samplers are built with ``sgrld.sgrld(potential, metric, learning_rate=..., num_data=...,
 correction=...)``, keywords only, which every version of the library since the first accepts, so
@@ -18,6 +20,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+from timing import Candidate
 
 import sgrld
 
@@ -152,10 +155,113 @@ class ScanChain:
         self.keys = jax.random.split(jax.random.key(seed), steps)
         self.state = sampler.init(params)
         self.finite = True
-        t0 = time.perf_counter()
-        self()
-        self.compile_s = time.perf_counter() - t0
+        self.compile_s = first_call_s(self)
 
     def __call__(self) -> None:
         self.state, ok = jax.block_until_ready(self.fn(self.state, self.keys, self.batch))
         self.finite &= bool(ok)
+
+
+def first_call_s(fn) -> float:
+    """Seconds of ``fn()``, blocking: the first call of a jitted function includes compilation."""
+    t0 = time.perf_counter()
+    jax.block_until_ready(fn())
+    return time.perf_counter() - t0
+
+
+def looped(name: str, fn, state, batch, chunk: int, threaded: bool = True, **info) -> Candidate:
+    """``fn(key, state, batch)`` ``chunk`` times per call in a Python loop, keys pre-split.
+
+    With ``threaded`` the result is the next state; otherwise the state stays and the last result
+    is waited for.
+    """
+    keys = list(jax.random.split(jax.random.key(1), chunk))
+    held = {"state": state}
+
+    def run():
+        s, out = held["state"], None
+        for k in keys:
+            out = fn(k, s, batch)
+            s = out if threaded else s
+        jax.block_until_ready(out)
+        held["state"] = s
+
+    def finite():
+        return all(bool(jnp.all(jnp.isfinite(x))) for x in jax.tree.leaves(held["state"]))
+
+    c = Candidate(name, run, chunk, finite=finite, **info)
+    c.compile_s = first_call_s(lambda: fn(keys[0], state, batch))
+    return c
+
+
+def floor_candidate(params, batch, potential, chunk: int) -> Candidate:
+    """The floor: value and gradient plus one normal of the full parameter size, all returned."""
+
+    @jax.jit
+    def floor(key, p, b):
+        value, grad = jax.value_and_grad(potential)(p, b)
+        return value, grad, jax.random.normal(key, (NUM_PARAMS,), jnp.float32)
+
+    name = "floor: value_and_grad + normal"
+    return looped(name, floor, params, batch, chunk, threaded=False, group="floor")
+
+
+def reference_candidates(params, batch, potential, chunk: int) -> list[Candidate]:
+    """The floor, the noiseless gradient step and SGLD written by hand, for scale."""
+    lr = LEARNING_RATE["identity"]
+
+    @jax.jit
+    def grad_step(key, p, b):
+        return jax.tree.map(lambda x, d: x - lr * d, p, jax.grad(potential)(p, b))
+
+    @jax.jit
+    def hand_sgld(key, p, b):
+        g = jax.grad(potential)(p, b)
+        leaves, treedef = jax.tree.flatten(p)
+        keys = jax.random.split(key, len(leaves))
+        xi = [jax.random.normal(k, x.shape, x.dtype) for k, x in zip(keys, leaves, strict=True)]
+        s = math.sqrt(2.0 * lr / NUM_DATA)
+        return jax.tree.map(lambda x, d, e: x - lr * d + s * e, p, g, treedef.unflatten(xi))
+
+    return [
+        floor_candidate(params, batch, potential, chunk),
+        looped("ref: grad step p - lr*g", grad_step, params, batch, chunk, group="floor"),
+        looped("ref: SGLD by hand", hand_sgld, params, batch, chunk, group="floor"),
+    ]
+
+
+def library_candidates(
+    params, batch, potential, variants, chunk: int, scan=lambda metric, corrected: True
+) -> list[Candidate]:
+    """Each ``(metric, corrected)`` step in a Python loop, and in a scan where ``scan`` says so."""
+    cands = []
+    for metric, corrected in variants:
+        sampler = make_sampler(potential, metric, corrected)
+        label = LABELS[metric] + (" + Hutchinson" if corrected else "")
+        info = {"metric": metric, "corrected": corrected}
+        step = jax.jit(sampler.step)
+        cands.append(
+            looped(
+                label,
+                lambda k, s, b, step=step: step(k, s, b)[0],
+                sampler.init(params),
+                batch,
+                chunk,
+                group="loop",
+                **info,
+            )
+        )
+        if scan(metric, corrected):
+            chain = ScanChain(sampler, params, batch, chunk)
+            cands.append(
+                Candidate(
+                    label + " [scan]",
+                    chain,
+                    chunk,
+                    "scan",
+                    finite=lambda c=chain: c.finite,
+                    compile_s=chain.compile_s,
+                    **info,
+                )
+            )
+    return cands

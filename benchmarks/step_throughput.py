@@ -35,14 +35,11 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import math
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import jax
-import jax.numpy as jnp
 import mlp
 import numpy as np
 import torch_reference
@@ -66,74 +63,6 @@ import sgrld
 HERE = Path(__file__).resolve().parent
 
 
-def first_call_s(fn) -> float:
-    """Seconds of ``fn()``, blocking: the first call of a jitted function includes compilation."""
-    t0 = time.perf_counter()
-    jax.block_until_ready(fn())
-    return time.perf_counter() - t0
-
-
-def looped(name: str, fn, state, batch, chunk: int, threaded: bool = True, **info) -> Candidate:
-    """``fn(key, state, batch)`` ``chunk`` times per call in a Python loop, keys pre-split.
-
-    With ``threaded`` the result is the next state; otherwise the state stays and the last result
-    is waited for.
-    """
-    keys = list(jax.random.split(jax.random.key(1), chunk))
-    held = {"state": state}
-
-    def run():
-        s, out = held["state"], None
-        for k in keys:
-            out = fn(k, s, batch)
-            s = out if threaded else s
-        jax.block_until_ready(out)
-        held["state"] = s
-
-    def finite():
-        return all(bool(jnp.all(jnp.isfinite(x))) for x in jax.tree.leaves(held["state"]))
-
-    c = Candidate(name, run, chunk, finite=finite, **info)
-    c.compile_s = first_call_s(lambda: fn(keys[0], state, batch))
-    return c
-
-
-def floor_candidate(params, batch, potential, chunk: int) -> Candidate:
-    """The floor: value and gradient plus one normal of the full parameter size, all returned."""
-
-    @jax.jit
-    def floor(key, p, b):
-        value, grad = jax.value_and_grad(potential)(p, b)
-        return value, grad, jax.random.normal(key, (mlp.NUM_PARAMS,), jnp.float32)
-
-    name = "floor: value_and_grad + normal"
-    return looped(name, floor, params, batch, chunk, threaded=False, group="floor")
-
-
-def reference_candidates(params, batch, potential, chunk: int) -> list[Candidate]:
-    """The floor, the noiseless gradient step and SGLD written by hand, for scale."""
-    lr = mlp.LEARNING_RATE["identity"]
-
-    @jax.jit
-    def grad_step(key, p, b):
-        return jax.tree.map(lambda x, d: x - lr * d, p, jax.grad(potential)(p, b))
-
-    @jax.jit
-    def hand_sgld(key, p, b):
-        g = jax.grad(potential)(p, b)
-        leaves, treedef = jax.tree.flatten(p)
-        keys = jax.random.split(key, len(leaves))
-        xi = [jax.random.normal(k, x.shape, x.dtype) for k, x in zip(keys, leaves, strict=True)]
-        s = math.sqrt(2.0 * lr / mlp.NUM_DATA)
-        return jax.tree.map(lambda x, d, e: x - lr * d + s * e, p, g, treedef.unflatten(xi))
-
-    return [
-        floor_candidate(params, batch, potential, chunk),
-        looped("ref: grad step p - lr*g", grad_step, params, batch, chunk, group="floor"),
-        looped("ref: SGLD by hand", hand_sgld, params, batch, chunk, group="floor"),
-    ]
-
-
 def scanned(args, metric: str, corrected: bool) -> bool:
     """Whether ``--scan`` asks for the scan row of this step."""
     return (
@@ -143,42 +72,19 @@ def scanned(args, metric: str, corrected: bool) -> bool:
     )
 
 
+def variants(args) -> list[tuple[str, bool]]:
+    """The library steps to time: ``(metric, corrected)``."""
+    plain = [(m, False) for m in args.metrics]
+    if args.no_hutchinson:
+        return plain
+    return plain + [(m, True) for m in args.metrics if m in mlp.ADAPTIVE]
+
+
 def library_candidates(args, params, batch, potential) -> list[Candidate]:
-    """Each metric's step, uncorrected and corrected, in a Python loop and in a scan."""
-    variants = [(m, False) for m in args.metrics]
-    if not args.no_hutchinson:
-        variants += [(m, True) for m in args.metrics if m in mlp.ADAPTIVE]
-    cands = []
-    for metric, corrected in variants:
-        sampler = mlp.make_sampler(potential, metric, corrected)
-        label = mlp.LABELS[metric] + (" + Hutchinson" if corrected else "")
-        info = {"metric": metric, "corrected": corrected}
-        step = jax.jit(sampler.step)
-        cands.append(
-            looped(
-                label,
-                lambda k, s, b, step=step: step(k, s, b)[0],
-                sampler.init(params),
-                batch,
-                args.chunk,
-                group="loop",
-                **info,
-            )
-        )
-        if scanned(args, metric, corrected):
-            chain = mlp.ScanChain(sampler, params, batch, args.chunk)
-            cands.append(
-                Candidate(
-                    label + " [scan]",
-                    chain,
-                    args.chunk,
-                    "scan",
-                    finite=lambda c=chain: c.finite,
-                    compile_s=chain.compile_s,
-                    **info,
-                )
-            )
-    return cands
+    """The library's steps that ``args`` asks for."""
+    return mlp.library_candidates(
+        params, batch, potential, variants(args), args.chunk, lambda m, c: scanned(args, m, c)
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -286,7 +192,7 @@ def tree_name(tree: Path) -> str:
 def worker(args) -> None:
     """The worker of ``--against``: the floor and the library's steps, one round per request."""
     params, batch, potential = mlp.problem()
-    cands = [floor_candidate(params, batch, potential, args.chunk)]
+    cands = [mlp.floor_candidate(params, batch, potential, args.chunk)]
     cands += library_candidates(args, params, batch, potential)
     by_name = {c.name: c for c in cands}
 
@@ -441,7 +347,7 @@ def here(args) -> int:
     """Time every candidate in this process and print the table and the targets."""
     params, batch, potential = mlp.problem()
     t0 = time.perf_counter()
-    cands = reference_candidates(params, batch, potential, args.chunk)
+    cands = mlp.reference_candidates(params, batch, potential, args.chunk)
     cands += library_candidates(args, params, batch, potential)
     if args.no_torch:
         print("torch: skipped (--no-torch)")
