@@ -1,9 +1,11 @@
-"""scikit-learn's bundled 8x8 handwritten digits (no download, no data directory)."""
+"""scikit-learn's bundled 8x8 handwritten digits (no download, no data directory).
+
+scikit-learn is imported when the digits are loaded, not with this module.
+"""
 
 from __future__ import annotations
 
 import numpy as np
-from sklearn.datasets import load_digits
 
 from .splits import train_validation_split
 
@@ -32,6 +34,8 @@ def load_digits_arrays() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray
         >>> x_train.shape, x_test.shape, float(x_train.max())
         ((1438, 8, 8, 1), (359, 8, 8, 1), 1.0)
     """
+    from sklearn.datasets import load_digits  # imported here: `import sgrld.data` needs no sklearn
+
     bunch = load_digits()
     x = (bunch.images.astype(np.float32) / 16)[..., None]
     y = bunch.target.astype(np.int32)

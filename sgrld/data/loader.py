@@ -1,4 +1,30 @@
-"""The one entry point, :func:`load_dataset`."""
+"""The one entry point, :func:`load_dataset`: read a data set, split it, preprocess it.
+
+Known data sets: ``"mnist"``, ``"fashion_mnist"`` (IDX files, raw or ``.gz``),
+``"cifar10"`` (python pickles), ``"digits"`` (bundled with scikit-learn; ignores
+``data_dir``, ``verify`` and ``checksums``) and the UCI regression sets ``"uci_boston"``,
+``"uci_concrete"``, ``"uci_energy"``, ``"uci_kin8nm"``, ``"uci_naval"``, ``"uci_power"``,
+``"uci_protein"``, ``"uci_wine"``, ``"uci_yacht"`` (the text files of Hernández-Lobato &
+Adams's splits, :mod:`sgrld.data.uci`). Nothing is downloaded: the error for a missing file
+says where to get it. Where the files are looked for is described in
+:func:`sgrld.data.resolve_data_dir`.
+
+Splits: the official test set is kept as is (for ``"digits"``, a fixed 20 % = 359
+images; for a UCI set, the rows of ``index_test_{split}.txt``); ``validation_size``
+examples of the official training set are held out with
+``np.random.default_rng(seed).permutation`` (see :func:`sgrld.data.holdout_indices`).
+Defaults: 10000 for MNIST, Fashion-MNIST and CIFAR-10, as in Yu et al. (2023), leaving
+50000 / 50000 / 40000 training examples; 180 (10 %) for digits, leaving 1258; none for the
+UCI sets (their published protocol trains on the whole training split).
+
+Inputs are ``float32`` pixels divided by their maximum (255, or 16 for digits), or the
+UCI features as they are. With ``standardize`` they are then standardised per channel
+(per feature) with the mean and std of the training split; a regression target is then
+standardised the same way, and ``target_mean`` / ``target_std`` of the result undo it
+(``y = y_std·target_std + target_mean``). With ``flatten`` each image becomes a vector in
+height-width-channel order (784 for MNIST, 3072 for CIFAR-10, 64 for digits), else it keeps
+its NHWC shape.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +38,7 @@ from .dataset import Dataset
 from .digits import load_digits_arrays
 from .files import DataFiles
 from .idx import load_idx
-from .registry import dataset_info
+from .registry import DatasetInfo, dataset_info
 from .splits import train_validation_split
 from .transforms import flatten_inputs, standardize_channels
 from .uci import load_uci
@@ -36,30 +62,8 @@ def load_dataset(
 ) -> Dataset:
     """Load a data set from local files and split off a validation set.
 
-    Known names: ``"mnist"``, ``"fashion_mnist"`` (IDX files, raw or ``.gz``),
-    ``"cifar10"`` (python pickles), ``"digits"`` (bundled with scikit-learn; ignores
-    ``data_dir``, ``verify`` and ``checksums``) and the UCI regression sets ``"uci_boston"``,
-    ``"uci_concrete"``, ``"uci_energy"``, ``"uci_kin8nm"``, ``"uci_naval"``, ``"uci_power"``,
-    ``"uci_protein"``, ``"uci_wine"``, ``"uci_yacht"`` (the text files of Hernández-Lobato &
-    Adams's splits, :mod:`sgrld.data.uci`). Nothing is downloaded: the error for a missing file
-    says where to get it. Where the files are looked for is described in
-    :func:`sgrld.data.resolve_data_dir`.
-
-    Splits: the official test set is kept as is (for ``"digits"``, a fixed 20 % = 359
-    images; for a UCI set, the rows of ``index_test_{split}.txt``); ``validation_size``
-    examples of the official training set are held out with
-    ``np.random.default_rng(seed).permutation`` (see :func:`sgrld.data.holdout_indices`).
-    Defaults: 10000 for MNIST, Fashion-MNIST and CIFAR-10, as in Yu et al. (2023), leaving
-    50000 / 50000 / 40000 training examples; 180 (10 %) for digits, leaving 1258; none for the
-    UCI sets (their published protocol trains on the whole training split).
-
-    Inputs are ``float32`` pixels divided by their maximum (255, or 16 for digits), or the
-    UCI features as they are. With ``standardize`` they are then standardised per channel
-    (per feature) with the mean and std of the training split; a regression target is then
-    standardised the same way, and ``target_mean`` / ``target_std`` of the result undo it
-    (``y = y_std·target_std + target_mean``). With ``flatten`` each image becomes a vector in
-    height-width-channel order (784 for MNIST, 3072 for CIFAR-10, 64 for digits), else it keeps
-    its NHWC shape.
+    Known names: ``sgrld.data.DATASETS``. Nothing is downloaded; the splits and the input and
+    target preprocessing are described in :mod:`sgrld.data.loader`.
 
     Args:
         name: Data-set name, one of ``sgrld.data.DATASETS``.
@@ -95,27 +99,26 @@ def load_dataset(
         (dtype('float32'), dtype('int32'))
     """
     info = dataset_info(name)
-    if info.format != "uci" and split != 0:
-        raise ValueError(f"only the UCI data sets have splits, not {name!r} (split={split!r})")
-    if info.format == "sklearn":
-        x_full, y_full, x_test, y_test = load_digits_arrays()
-    else:
-        files = DataFiles.resolve(name, data_dir, checksums, verify)
-        if info.format == "uci":
-            x_full, y_full, x_test, y_test = load_uci(files, split)
-        else:
-            x_full, y_full, x_test, y_test = _FILE_LOADERS[info.format](files)
+    x_full, y_full, x_test, y_test = _read_splits(info, data_dir, split, checksums, verify)
     size = info.validation_size if validation_size is None else validation_size
     x_train, y_train, x_val, y_val = train_validation_split(x_full, y_full, size, seed)
+    splits = (x_train, y_train, x_val, y_val, x_test, y_test)
+    return _preprocess(
+        info, splits, info.standardize if standardize is None else standardize, flatten
+    )
+
+
+def _preprocess(
+    info: DatasetInfo, splits: tuple[np.ndarray, ...], standardize: bool, flatten: bool
+) -> Dataset:
+    """Standardise (inputs per channel, regression targets) and flatten the six split arrays."""
+    x_train, y_train, x_val, y_val, x_test, y_test = splits
     target_mean, target_std = 0.0, 1.0
-    if info.standardize if standardize is None else standardize:
+    if standardize:
         x_train, x_val, x_test = standardize_channels(x_train, x_val, x_test)
         if info.regression:
-            target_mean = float(np.mean(y_train, dtype=np.float64))
-            target_std = float(np.std(y_train, dtype=np.float64)) or 1.0
-            y_train, y_val, y_test = (
-                ((y - target_mean) / target_std).astype(np.float32)
-                for y in (y_train, y_val, y_test)
+            (y_train, y_val, y_test), target_mean, target_std = _standardize_targets(
+                y_train, y_val, y_test
             )
     if flatten:
         x_train, x_val, x_test = map(flatten_inputs, (x_train, x_val, x_test))
@@ -128,6 +131,40 @@ def load_dataset(
         y_test,
         info.num_classes,
         info.name,
+        target_mean,
+        target_std,
+    )
+
+
+def _read_splits(
+    info: DatasetInfo,
+    data_dir: str | os.PathLike[str] | None,
+    split: int,
+    checksums: Mapping[str, str] | None,
+    verify: bool | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(x_train, y_train, x_test, y_test)`` of a data set, read by the loader of its format."""
+    if info.format != "uci" and split != 0:
+        raise ValueError(f"only the UCI data sets have splits, not {info.name!r} (split={split!r})")
+    if info.format == "sklearn":
+        return load_digits_arrays()
+    files = DataFiles.resolve(info.name, data_dir, checksums, verify)
+    if info.format == "uci":
+        return load_uci(files, split)
+    return _FILE_LOADERS[info.format](files)
+
+
+def _standardize_targets(*targets: np.ndarray) -> tuple[tuple[np.ndarray, ...], float, float]:
+    """Standardise regression targets with the mean and std of the first (the training split).
+
+    Returns:
+        ``(standardised, mean, std)``: ``(y - mean) / std`` in ``float32`` for each of
+        ``targets``, and the two statistics (a zero std is replaced by 1).
+    """
+    target_mean = float(np.mean(targets[0], dtype=np.float64))
+    target_std = float(np.std(targets[0], dtype=np.float64)) or 1.0
+    return (
+        tuple(((y - target_mean) / target_std).astype(np.float32) for y in targets),
         target_mean,
         target_std,
     )

@@ -47,6 +47,20 @@ IDX_FILES = (
     "t10k-images-idx3-ubyte",
     "t10k-labels-idx1-ubyte",
 )
+MNIST_SHA256 = (
+    "0fa7898d509279e482958e8ce81c8e77db3f2f8254e26661ceb7762c4d494ce7",  # t10k-images-idx3-ubyte
+    "ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2",  # t10k-labels-idx1-ubyte
+    "ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db",  # train-images-idx3-ubyte
+    "65a50cbbf4e906d70832878ad85ccda5333a97f0f4c3dd2ef09a8a9eef7101c5",  # train-labels-idx1-ubyte
+)
+"""SHA-256 of the raw MNIST files, in the order of ``sorted(IDX_FILES)``."""
+FASHION_MNIST_SHA256 = (
+    "346e55b948d973a97e58d2351dde16a484bd415d4595297633bb08f03db6a073",  # t10k-images ... .gz
+    "67da17c76eaffca5446c3361aaab5c3cd6d1c2608764d35dfb1850b086bf8dd5",  # t10k-labels ... .gz
+    "3aede38d61863908ad78613f6a32ed271626dd12800ba2636569512369268a84",  # train-images ... .gz
+    "a04f17134ac03560a47e3764e11b92fc97de4d1bfaf8ba1a3aa29af54cc90845",  # train-labels ... .gz
+)
+"""SHA-256 of the gzipped Fashion-MNIST files, in the order of ``sorted(IDX_FILES)``."""
 CIFAR10_FILES = (*(f"data_batch_{i}" for i in range(1, 6)), "test_batch")
 
 
@@ -88,6 +102,26 @@ class DatasetInfo:
         return self.num_classes == 0
 
 
+def _idx(name: str, suffix: str, sha256: tuple[str, ...], source: str) -> DatasetInfo:
+    """An MNIST-style data set: 28x28 grey images of 10 classes in four IDX files (or ``.gz``).
+
+    ``sha256`` are the checksums of the files ``sorted(IDX_FILES)``, each named with ``suffix``.
+    """
+    names = (f"{filename}{suffix}" for filename in sorted(IDX_FILES))
+    return DatasetInfo(
+        name=name,
+        format="idx",
+        num_classes=10,
+        image_shape=(28, 28, 1),
+        validation_size=10_000,
+        files=IDX_FILES,
+        gzip=True,
+        subdirs=(name,),
+        checksums=MappingProxyType(dict(zip(names, sha256, strict=True))),
+        source=source,
+    )
+
+
 def _uci(name: str, folder: str) -> DatasetInfo:
     """A UCI regression data set in the layout of Hernández-Lobato & Adams (2015)."""
     checksums = UCI_SHA256[folder]
@@ -124,52 +158,18 @@ UCI_FOLDERS = {
 
 DATASETS: Mapping[str, DatasetInfo] = MappingProxyType(
     {
-        "mnist": DatasetInfo(
-            name="mnist",
-            format="idx",
-            num_classes=10,
-            image_shape=(28, 28, 1),
-            validation_size=10_000,
-            files=IDX_FILES,
-            gzip=True,
-            subdirs=("mnist",),
-            checksums=MappingProxyType(
-                {
-                    "t10k-images-idx3-ubyte": "0fa7898d509279e482958e8ce81c8e77"
-                    "db3f2f8254e26661ceb7762c4d494ce7",
-                    "t10k-labels-idx1-ubyte": "ff7bcfd416de33731a308c3f266cc351"
-                    "222c34898ecbeaf847f06e48f7ec33f2",
-                    "train-images-idx3-ubyte": "ba891046e6505d7aadcbbe25680a0738"
-                    "ad16aec93bde7f9b65e87a2fc25776db",
-                    "train-labels-idx1-ubyte": "65a50cbbf4e906d70832878ad85ccda5"
-                    "333a97f0f4c3dd2ef09a8a9eef7101c5",
-                }
-            ),
-            source="the four MNIST IDX files (raw or .gz) from http://yann.lecun.com/exdb/mnist/"
+        "mnist": _idx(
+            "mnist",
+            "",
+            MNIST_SHA256,
+            "the four MNIST IDX files (raw or .gz) from http://yann.lecun.com/exdb/mnist/"
             " or https://ossci-datasets.s3.amazonaws.com/mnist/",
         ),
-        "fashion_mnist": DatasetInfo(
-            name="fashion_mnist",
-            format="idx",
-            num_classes=10,
-            image_shape=(28, 28, 1),
-            validation_size=10_000,
-            files=IDX_FILES,
-            gzip=True,
-            subdirs=("fashion_mnist",),
-            checksums=MappingProxyType(
-                {
-                    "t10k-images-idx3-ubyte.gz": "346e55b948d973a97e58d2351dde16a4"
-                    "84bd415d4595297633bb08f03db6a073",
-                    "t10k-labels-idx1-ubyte.gz": "67da17c76eaffca5446c3361aaab5c3c"
-                    "d6d1c2608764d35dfb1850b086bf8dd5",
-                    "train-images-idx3-ubyte.gz": "3aede38d61863908ad78613f6a32ed27"
-                    "1626dd12800ba2636569512369268a84",
-                    "train-labels-idx1-ubyte.gz": "a04f17134ac03560a47e3764e11b92fc"
-                    "97de4d1bfaf8ba1a3aa29af54cc90845",
-                }
-            ),
-            source="the four Fashion-MNIST .gz files from"
+        "fashion_mnist": _idx(
+            "fashion_mnist",
+            ".gz",
+            FASHION_MNIST_SHA256,
+            "the four Fashion-MNIST .gz files from"
             " https://github.com/zalandoresearch/fashion-mnist (folder data/fashion)",
         ),
         "cifar10": DatasetInfo(

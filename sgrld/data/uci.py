@@ -72,9 +72,7 @@ def parse_integers(data: bytes, source: str) -> np.ndarray:
     return np.array([int(t) for t in tokens], dtype=np.int64)
 
 
-def load_uci(
-    files: DataFiles, split: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def load_uci(files: DataFiles, split: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Read one train/test split of a UCI regression data set.
 
     Args:
@@ -94,6 +92,18 @@ def load_uci(
             a column or row index out of range, the target among the features, repeated rows, or
             a test row that is also a training row.
     """
+    split = _checked_split(files, split)
+    path, text = files.read("data.txt")
+    table = parse_table(text, str(path))
+    features, target = _read_columns(files, table.shape[1])
+    train, test = _read_rows(files, table.shape[0], split)
+    x = table[:, features].astype(np.float32)
+    y = table[:, target].astype(np.float32)
+    return x[train], y[train], x[test], y[test]
+
+
+def _checked_split(files: DataFiles, split: int) -> int:
+    """``split`` as an int, checked against ``n_splits.txt`` (``TypeError``, ``ValueError``)."""
     if isinstance(split, bool):
         raise TypeError(f"split must be an integer, got {split!r}")
     split = operator.index(split)
@@ -104,17 +114,19 @@ def load_uci(
     n_splits = int(counts[0])
     if not 0 <= split < n_splits:
         raise ValueError(f"{files.info.name} has splits 0 to {n_splits - 1}, got split={split}")
+    return split
 
-    path, text = files.read("data.txt")
-    table = parse_table(text, str(path))
+
+def _read_columns(files: DataFiles, num_columns: int) -> tuple[np.ndarray, np.int64]:
+    """The feature columns and the target column, checked against the table's width."""
     columns = {}
     for name in ("index_features.txt", "index_target.txt"):
         path, text = files.read(name)
         columns[name] = parse_integers(text, str(path))
-        if columns[name].size == 0 or columns[name].max() >= table.shape[1]:
+        if columns[name].size == 0 or columns[name].max() >= num_columns:
             raise DataError(
-                f"{path}: column indices must lie in [0, {table.shape[1]}) (data.txt has "
-                f"{table.shape[1]} columns), got {columns[name].tolist()}"
+                f"{path}: column indices must lie in [0, {num_columns}) (data.txt has "
+                f"{num_columns} columns), got {columns[name].tolist()}"
             )
     features, target = columns["index_features.txt"], columns["index_target.txt"]
     if np.unique(features).size != features.size:
@@ -127,15 +139,19 @@ def load_uci(
             f"{files.directory}: index_target.txt must name one column that is not a feature, "
             f"got {target.tolist()} with features {features.tolist()}"
         )
+    return features, target[0]
 
+
+def _read_rows(files: DataFiles, num_rows: int, split: int) -> tuple[np.ndarray, np.ndarray]:
+    """The training and test rows of ``split``: in range, not repeated, disjoint."""
     rows = {}
     for part in ("train", "test"):
         path, text = files.read(f"index_{part}_{split}.txt")
         rows[part] = parse_integers(text, str(path))
-        if rows[part].size == 0 or rows[part].max() >= table.shape[0]:
+        if rows[part].size == 0 or rows[part].max() >= num_rows:
             raise DataError(
-                f"{path}: row indices must lie in [0, {table.shape[0]}) (data.txt has "
-                f"{table.shape[0]} rows) and not be empty"
+                f"{path}: row indices must lie in [0, {num_rows}) (data.txt has "
+                f"{num_rows} rows) and not be empty"
             )
         if np.unique(rows[part]).size != rows[part].size:
             raise DataError(f"{path}: a row index appears twice")
@@ -144,6 +160,4 @@ def load_uci(
             f"{files.directory}: split {split} has rows in both index_train_{split}.txt and "
             f"index_test_{split}.txt"
         )
-    x = table[:, features].astype(np.float32)
-    y = table[:, target[0]].astype(np.float32)
-    return x[rows["train"]], y[rows["train"]], x[rows["test"]], y[rows["test"]]
+    return rows["train"], rows["test"]
