@@ -50,7 +50,10 @@ def run_one(dataset, sampler, split, args):
         f"run.burn_in={args.burn_in}", f"run.thin={args.thin}", f"run.seed={split}",
     ]  # fmt: skip
     if metric == "monge":
-        overrides += [f"sampler.metric_params.alpha2={args.alpha2}", "sampler.metric_params.decay=0.9"]  # noqa: E501
+        overrides += [
+            f"sampler.metric_params.alpha2={args.alpha2}",
+            "sampler.metric_params.decay=0.9",
+        ]  # noqa: E501
     result = run_config(load_config(None, overrides), out=None)
     if result.status != "completed":
         print(f"  {dataset} {sampler} split {split}: {result.message}", flush=True)
