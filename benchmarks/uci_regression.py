@@ -1,6 +1,6 @@
 """SGRLD on the UCI regression benchmarks: test RMSE and NLL over the published splits.
 
-Runs ``sgrld.runner.run_config`` for every data set, sampler and split asked for: a one-hidden-
+Runs ``sgrld.from_config.run_config`` for every data set, sampler and split asked for: a one-hidden-
 layer ReLU network of 50 units (the PBP / MC-dropout setup), the Gaussian prior (std 1.41/√fan_in
 on weights, 1 on biases), the Gaussian likelihood with sampled noise, minibatches of 32, the same
 number of steps for every data set (``--steps``; epochs = steps / steps per epoch, rounded up),
@@ -25,24 +25,24 @@ from __future__ import annotations
 
 import argparse
 import math
-import statistics
 import time
 
 import numpy as np
+from timing import environment, spread, table
 
 from sgrld.config import load_config
 from sgrld.data import load_dataset
-from sgrld.runner import run_config
+from sgrld.from_config import run_config
 
 UCI = ("uci_boston", "uci_concrete", "uci_energy", "uci_wine", "uci_yacht")
 
 
-def run_one(dataset, sampler, split, args):
-    """Test RMSE, test NLL and median sampling s/epoch of one run; ``None`` if it diverged."""
+def overrides(dataset: str, sampler: str, split: int, args) -> list[str]:
+    """The ``--set`` overrides of one run (``sampler``: a metric, ``+gamma`` for Γ)."""
     metric, _, gamma = sampler.partition("+")
     n_train = len(load_dataset(dataset, args.data_dir, split=split).x_train)
     epochs = math.ceil(args.steps / (n_train // args.batch_size))
-    overrides = [
+    out = [
         f"data.name={dataset}", f"data.data_dir={args.data_dir!r}", f"data.split={split}",
         f"data.batch_size={args.batch_size}", "model.kind=regression_mlp", "model.widths=[50]",
         "prior.kind=gaussian", f"sampler.metric={metric}", f"sampler.learning_rate={args.lr}",
@@ -50,16 +50,31 @@ def run_one(dataset, sampler, split, args):
         f"run.burn_in={args.burn_in}", f"run.thin={args.thin}", f"run.seed={split}",
     ]  # fmt: skip
     if metric == "monge":
-        overrides += [
-            f"sampler.metric_params.alpha2={args.alpha2}",
-            "sampler.metric_params.decay=0.9",
-        ]  # noqa: E501
-    result = run_config(load_config(None, overrides), out=None)
+        out += [f"sampler.metric_params.alpha2={args.alpha2}", "sampler.metric_params.decay=0.9"]
+    return out
+
+
+def run_one(dataset: str, sampler: str, split: int, args):
+    """Test RMSE, test NLL and median sampling s/epoch of one run; ``None`` if it diverged."""
+    result = run_config(load_config(None, overrides(dataset, sampler, split, args)), out=None)
     if result.status != "completed":
         print(f"  {dataset} {sampler} split {split}: {result.message}", flush=True)
         return None
     final = result.records[-1]
     return final["test_rmse"], final["test_nll"], result.summary["sampler_seconds_per_epoch"]
+
+
+def row(dataset: str, sampler: str, args) -> list[str]:
+    """Mean ± s.e. over the splits that did not diverge, how many did, median s/epoch."""
+    runs = [run_one(dataset, sampler, k, args) for k in range(args.splits)]
+    done = np.array([r for r in runs if r is not None]).reshape(-1, 3)
+    mean = done.mean(0) if len(done) else np.full(3, np.nan)
+    se = done.std(0, ddof=1) / math.sqrt(len(done)) if len(done) > 1 else np.full(3, np.nan)
+    seconds = spread(done[:, 2]).median if len(done) else math.nan
+    return [
+        dataset, sampler, f"{mean[0]:.3f} ± {se[0]:.3f}", f"{mean[1]:.3f} ± {se[1]:.3f}",
+        f"{len(runs) - len(done)} of {len(runs)}", f"{seconds:.4f}",
+    ]  # fmt: skip
 
 
 def main() -> None:
@@ -77,6 +92,7 @@ def main() -> None:
     args = parser.parse_args()
 
     start = time.perf_counter()
+    print(environment())
     print(
         f"{args.splits} splits, {args.steps} steps of batch {args.batch_size}, burn-in "
         f"{args.burn_in}, thin {args.thin}, lr {args.lr}, Monge α² {args.alpha2}, decay 0.9; "
@@ -85,19 +101,13 @@ def main() -> None:
     rows = []
     for dataset in args.datasets:
         for sampler in args.samplers:
-            runs = [run_one(dataset, sampler, k, args) for k in range(args.splits)]
-            done = np.array([r for r in runs if r is not None]).reshape(-1, 3)
-            mean = done.mean(0) if len(done) else np.full(3, np.nan)
-            se = done.std(0, ddof=1) / math.sqrt(len(done)) if len(done) > 1 else np.full(3, np.nan)
-            rows.append(
-                f"| {dataset} | {sampler} | {mean[0]:.3f} ± {se[0]:.3f} | "
-                f"{mean[1]:.3f} ± {se[1]:.3f} | {len(runs) - len(done)} of {len(runs)} | "
-                f"{statistics.median(done[:, 2]) if len(done) else math.nan:.4f} |"
-            )
-            print(rows[-1], flush=True)
-    print("\n| data set | sampler | test RMSE | test NLL | diverged | sampling s/epoch |")
-    print("|---|---|---|---|---|---|")
-    print("\n".join(rows))
+            rows.append(row(dataset, sampler, args))
+            print("| " + " | ".join(rows[-1]) + " |", flush=True)
+    head = ["data set", "sampler", "test RMSE", "test NLL", "diverged", "sampling s/epoch"]
+    print()
+    print(table(head, rows))
+    print("\n| " + " | ".join(head) + " |\n|" + "---|" * len(head))  # markdown, for RESULTS.md
+    print("\n".join("| " + " | ".join(r) + " |" for r in rows))
     print(f"wall time {time.perf_counter() - start:.0f} s")
 
 
