@@ -18,6 +18,7 @@ eigenbases of its factors); it must equal the composition, and the tests check t
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -169,31 +170,8 @@ def ema_metric(
         raise ValueError(f"update_every must be a positive integer, got {update_every}")
     update_every = int(update_every)
 
-    def init(params):
-        stat = init_stat(params)
-        return MetricState(
-            jnp.zeros((), jnp.int32), stat, init_cache(params), jnp.zeros((), jnp.int32)
-        )
-
-    def update(state, grads):
-        new = statistic(grads)
-        stat = jax.tree.map(
-            lambda s, n: decay * s + (1.0 - decay) * n.astype(s.dtype), state.stat, new
-        )
-        count = state.count + 1
-        cache, fallbacks = state.cache, state.fallbacks
-        if refresh is not None:
-            if update_every == 1:
-                cache, failed = refresh(stat, cache)
-            else:
-                cache, failed = branch_over_chains(
-                    count % update_every == 0,
-                    lambda: refresh(stat, state.cache),
-                    lambda: (state.cache, jnp.zeros((), jnp.int32)),
-                )
-            fallbacks = fallbacks + failed
-        return MetricState(count, stat, cache, fallbacks)
-
+    init = functools.partial(_ema_init, init_stat, init_cache)
+    update = functools.partial(_ema_update, statistic, decay, refresh, update_every)
     return Metric(
         init=init,
         update=update,
@@ -207,6 +185,40 @@ def ema_metric(
             math.ceil(3.0 / (1.0 - decay) - 1e-9), update_every if refresh is not None else 0
         ),
     )
+
+
+def _ema_init(
+    init_stat: Callable[[PyTree], PyTree], init_cache: Callable[[PyTree], PyTree], params: PyTree
+) -> MetricState:
+    """The state before any update: ``S_0``, the initial cache, zero counters."""
+    stat = init_stat(params)
+    return MetricState(jnp.zeros((), jnp.int32), stat, init_cache(params), jnp.zeros((), jnp.int32))
+
+
+def _ema_update(
+    statistic: Callable[[PyTree], PyTree],
+    decay: float,
+    refresh: Callable[[PyTree, PyTree], tuple[PyTree, jax.Array]] | None,
+    update_every: int,
+    state: MetricState,
+    grads: PyTree,
+) -> MetricState:
+    """``S ← decay·S + (1 − decay)·s(g)``; the cache is refreshed every ``update_every`` updates."""
+    new = statistic(grads)
+    stat = jax.tree.map(lambda s, n: decay * s + (1.0 - decay) * n.astype(s.dtype), state.stat, new)
+    count = state.count + 1
+    cache, fallbacks = state.cache, state.fallbacks
+    if refresh is not None:
+        if update_every == 1:
+            cache, failed = refresh(stat, cache)
+        else:
+            cache, failed = branch_over_chains(
+                count % update_every == 0,
+                lambda: refresh(stat, state.cache),
+                lambda: (state.cache, jnp.zeros((), jnp.int32)),
+            )
+        fallbacks = fallbacks + failed
+    return MetricState(count, stat, cache, fallbacks)
 
 
 def cached(fn: Callable[[PyTree], PyTree]) -> Callable[[PyTree, PyTree], PyTree]:

@@ -1,9 +1,23 @@
-"""The Kronecker-factored Shampoo metric of Yu et al. (2023), after Gupta et al. (2018)."""
+"""The Kronecker-factored Shampoo metric of Yu et al. (2023), after Gupta et al. (2018).
+
+For the Γ correction the roots are differentiated through the cached eigendecomposition
+(Daleckii–Krein, :mod:`sgrld.linalg`); between refreshes Γ is therefore the derivative of the root
+map at the statistic of the last refresh. The derivative is taken in the eigenbases of the factors
+(``Metric.inv_grad_tangent``): the gradient, its change and the probe are rotated in, the result
+rotated out once, 6k blocked products per block instead of the 8k of differentiating ``inv``
+factor by factor (``benchmarks/shampoo_gamma_path.py``).
+
+With the Γ correction use ``eps`` ≈ 1e-2: Γ contains the derivative of ``λ^{-1/(2k)}`` at the
+smallest ridged eigenvalue, which grows like ``(eps·λ_max)^{-1-1/(2k)}``. On the 784-400-400-10 MLP
+of ``benchmarks/shampoo_gamma_eps.py`` (random data) eps = 1e-8 and 1e-6 went non-finite soon after
+Γ started (steps 305 and 381, warm-up 300), 1e-4 and 1e-2 stayed finite for 600 steps; on MNIST
+(horseshoe prior, lr 0.005, decay 0.99) eps = 1e-4 and 1e-3 went non-finite at steps 742 and 998,
+in the first layer's bias (a one-factor leaf, whose statistic is a sum of rank-one terms), and 1e-2
+stayed finite for 1,500 steps.
+"""
 
 from __future__ import annotations
 
-import math
-import string
 from functools import partial
 from typing import NamedTuple
 
@@ -16,106 +30,23 @@ from sgrld.linalg import (
     power_tangent_in_eigenbasis,
     ridged_eighs,
 )
-from sgrld.metrics.base import Metric, check_decay, check_nonnegative, ema_metric
-
-
-class BlockPlan(NamedTuple):
-    """How one parameter leaf is cut into Kronecker-factored blocks (static, from its shape).
-
-    Attributes:
-      shape: the leaf's shape.
-      merged: the shape after merging consecutive small dimensions (product ≤ block_size); a
-        scalar becomes ``(1,)``.
-      num_blocks: blocks along each merged dimension.
-      block: block length along each merged dimension (dimension padded to num_blocks·block).
-    """
-
-    shape: tuple[int, ...]
-    merged: tuple[int, ...]
-    num_blocks: tuple[int, ...]
-    block: tuple[int, ...]
-
-    @property
-    def order(self) -> int:
-        """The number k of Kronecker factors."""
-        return len(self.merged)
-
-
-def block_plan(shape: tuple[int, ...], block_size: int) -> BlockPlan:
-    """Merge small dimensions and split large ones, as in scalable Shampoo.
-
-    Consecutive dimensions are merged greedily while their product stays ≤ ``block_size``; each
-    merged dimension longer than ``block_size`` is split into the fewest equal blocks of at most
-    ``block_size`` (the last padded with zeros, which never mix with real entries).
-
-    Example:
-      >>> block_plan((16, 16, 3, 3), 128).merged
-      (16, 48, 3)
-      >>> p = block_plan((400, 784), 128); p.num_blocks, p.block
-      ((4, 7), (100, 112))
-      >>> block_plan((), 128).merged
-      (1,)
-    """
-    merged: list[int] = []
-    current = 1
-    for d in shape:
-        if current * d <= block_size:
-            current *= d
-        else:
-            if current > 1:
-                merged.append(current)
-            current = d
-    if current > 1 or not merged:
-        merged.append(current)
-    num_blocks = tuple(max(1, math.ceil(d / block_size)) for d in merged)
-    block = tuple(math.ceil(d / n) for d, n in zip(merged, num_blocks, strict=True))
-    return BlockPlan(tuple(shape), tuple(merged), num_blocks, block)
-
-
-def to_blocks(x: jax.Array, plan: BlockPlan) -> jax.Array:
-    """Reshape a leaf to ``[*num_blocks, *block]`` (zero padded)."""
-    k = plan.order
-    x = x.reshape(plan.merged)
-    pad = [(0, n * b - d) for d, n, b in zip(plan.merged, plan.num_blocks, plan.block, strict=True)]
-    x = jnp.pad(x, pad).reshape(
-        [s for nb in zip(plan.num_blocks, plan.block, strict=True) for s in nb]
-    )
-    return x.transpose([2 * i for i in range(k)] + [2 * i + 1 for i in range(k)])
-
-
-def from_blocks(x: jax.Array, plan: BlockPlan) -> jax.Array:
-    """Inverse of :func:`to_blocks`."""
-    k = plan.order
-    x = x.transpose([j for i in range(k) for j in (i, k + i)])
-    x = x.reshape([n * b for n, b in zip(plan.num_blocks, plan.block, strict=True)])
-    x = x[tuple(slice(0, d) for d in plan.merged)]
-    return x.reshape(plan.shape)
-
-
-def _subscripts(k: int) -> tuple[str, str]:
-    return string.ascii_uppercase[:k], string.ascii_lowercase[:k]
-
-
-def mode_gram(a: jax.Array, b: jax.Array, i: int, k: int) -> jax.Array:
-    """``A_(i) B_(i)ᵀ`` per block: the contraction of two block arrays over all dimensions but i."""
-    batch, idx = _subscripts(k)
-    left = batch + idx[:i] + "x" + idx[i + 1 :]
-    right = batch + idx[:i] + "y" + idx[i + 1 :]
-    return jnp.einsum(f"{left},{right}->{batch}xy", a, b)
-
-
-def factor_statistics(blocks: jax.Array, k: int) -> list[jax.Array]:
-    """``G_(i) G_(i)ᵀ`` for every dimension i: the contraction over all other block dimensions."""
-    return [mode_gram(blocks, blocks, i, k) for i in range(k)]
-
-
-def mode_product(blocks: jax.Array, mat: jax.Array, i: int, k: int) -> jax.Array:
-    """Multiply the i-th block dimension by a (symmetric) per-block matrix
-    ``[*num_blocks, b, b]``."""
-    batch, idx = _subscripts(k)
-    src = batch + idx
-    dst = batch + idx[:i] + "x" + idx[i + 1 :]
-    return jnp.einsum(f"{batch}x{idx[i]},{src}->{dst}", mat, blocks)
+from sgrld.metrics.base import (
+    Metric,
+    PyTree,
+    accumulator,
+    check_decay,
+    check_nonnegative,
+    ema_metric,
+)
+from sgrld.metrics.blocks import (
+    BlockPlan,
+    block_plan,
+    factor_statistics,
+    from_blocks,
+    mode_gram,
+    mode_product,
+    to_blocks,
+)
 
 
 @partial(jax.custom_jvp, nondiff_argnums=(4, 5))
@@ -184,6 +115,136 @@ def eigenbasis_inv_tangent(
     return rotate(tangent, False)
 
 
+def _plans(block_size: int, tree: PyTree) -> list[BlockPlan]:
+    """The block plan of every leaf of ``tree``."""
+    return [block_plan(jnp.shape(x), block_size) for x in jax.tree.leaves(tree)]
+
+
+def _eyes(plan: BlockPlan, b: int, dtype: jnp.dtype) -> jax.Array:
+    """One ``b×b`` identity per block: ``[*num_blocks, b, b]``."""
+    return jnp.broadcast_to(jnp.eye(b, dtype=dtype), (*plan.num_blocks, b, b))
+
+
+def _statistic(block_size: int, grads: PyTree) -> list[list[jax.Array]]:
+    """``G_(i) G_(i)ᵀ`` per block for every dimension i of every leaf (at least float32)."""
+    return [
+        factor_statistics(to_blocks(g.astype(accumulator(g)), p), p.order)
+        for g, p in zip(jax.tree.leaves(grads), _plans(block_size, grads), strict=True)
+    ]
+
+
+def _init_stat(eps: float, block_size: int, params: PyTree) -> list[list[jax.Array]]:
+    """``H_i = eps·I`` for every factor of every leaf."""
+    return [
+        [eps * _eyes(p, b, accumulator(x)) for b in p.block]
+        for x, p in zip(jax.tree.leaves(params), _plans(block_size, params), strict=True)
+    ]
+
+
+def _init_cache(block_size: int, params: PyTree) -> list[list[FactorCache]]:
+    """Identity roots (eigenvectors I, eigenvalues 1) for every factor of every leaf."""
+    cache = []
+    for x, p in zip(jax.tree.leaves(params), _plans(block_size, params), strict=True):
+        factors = []
+        for b in p.block:
+            eye = _eyes(p, b, accumulator(x))
+            ones = jnp.ones((*p.num_blocks, b), accumulator(x))
+            factors.append(FactorCache(eye, ones, eye, eye))
+        cache.append(factors)
+    return cache
+
+
+def _refreshed_factor(
+    q: jax.Array, lam: jax.Array, ok: jax.Array, prev: FactorCache, k: int
+) -> tuple[FactorCache, jax.Array]:
+    """The roots of one factor from its decomposition; blocks not finite keep ``prev``.
+
+    Returns:
+      The new cache and the number of blocks that kept ``prev``.
+    """
+    inv_root = power_from_eigh(q, lam, -1.0 / (2 * k))
+    inv_sqrt_root = power_from_eigh(q, lam, -1.0 / (4 * k))
+    ok &= jnp.all(jnp.isfinite(inv_root), axis=(-2, -1))
+    ok &= jnp.all(jnp.isfinite(inv_sqrt_root), axis=(-2, -1))
+    keep = ok[..., None, None]
+    factor = FactorCache(
+        jnp.where(keep, q, prev.eigvecs),
+        jnp.where(ok[..., None], lam, prev.eigvals),
+        jnp.where(keep, inv_root, prev.inv_root),
+        jnp.where(keep, inv_sqrt_root, prev.inv_sqrt_root),
+    )
+    return factor, jnp.sum(~ok).astype(jnp.int32)
+
+
+def _refresh(
+    eps: float, stat: list[list[jax.Array]], old: list[list[FactorCache]]
+) -> tuple[list[list[FactorCache]], jax.Array]:
+    """Recompute every factor's roots from one eigendecomposition; count the fallbacks."""
+    new_cache, failed = [], jnp.zeros((), jnp.int32)
+    # One decomposition at a time: concurrent batched eighs deadlock XLA's CPU runtime.
+    eighs = iter(ridged_eighs([h for leaf_stat in stat for h in leaf_stat], eps))
+    for leaf_stat, leaf_old in zip(stat, old, strict=True):
+        factors = []
+        for prev in leaf_old:
+            factor, num_failed = _refreshed_factor(*next(eighs), prev, len(leaf_stat))
+            factors.append(factor)
+            failed = failed + num_failed
+        new_cache.append(factors)
+    return new_cache, failed
+
+
+def _apply_roots(
+    block_size: int,
+    eps: float,
+    root_field: str,
+    order_exponent: float,
+    stat: list[list[jax.Array]],
+    cache: list[list[FactorCache]],
+    v: PyTree,
+) -> PyTree:
+    """``⊗_i R_i · v`` per leaf, ``R_i`` the cached ``root_field`` (``H_i^{order_exponent/k}``).
+
+    The roots carry the derivative of the power map (:func:`_cached_power`) for the Γ correction.
+    """
+    leaves, treedef = jax.tree.flatten(v)
+    out = []
+    for x, p, leaf_stat, leaf_cache in zip(leaves, _plans(block_size, v), stat, cache, strict=True):
+        k = p.order
+        blocks = to_blocks(x.astype(accumulator(x)), p)
+        for i, (h, c) in enumerate(zip(leaf_stat, leaf_cache, strict=True)):
+            root = _cached_power(
+                h, c.eigvecs, c.eigvals, getattr(c, root_field), order_exponent / k, eps
+            )
+            blocks = mode_product(blocks, root, i, k)
+        out.append(from_blocks(blocks, p).astype(x.dtype))
+    return treedef.unflatten(out)
+
+
+def _inv_grad_tangent(
+    block_size: int,
+    eps: float,
+    cache: list[list[FactorCache]],
+    v: PyTree,
+    grads: PyTree,
+    dgrads: PyTree,
+) -> PyTree:
+    """:attr:`Metric.inv_grad_tangent`, leaf by leaf with :func:`eigenbasis_inv_tangent`."""
+    out = []
+    leaves, treedef = jax.tree.flatten(v)
+    for x, g, dg, p, leaf_cache in zip(
+        leaves,
+        jax.tree.leaves(grads),
+        jax.tree.leaves(dgrads),
+        _plans(block_size, v),
+        cache,
+        strict=True,
+    ):
+        blocks = [to_blocks(y.astype(accumulator(x)), p) for y in (x, g, dg)]
+        tangent = eigenbasis_inv_tangent(*blocks, leaf_cache, eps)
+        out.append(from_blocks(tangent, p).astype(x.dtype))
+    return treedef.unflatten(out)
+
+
 def shampoo(
     decay: float = 0.99, eps: float = 1e-8, update_every: int = 100, block_size: int = 128
 ) -> Metric:
@@ -199,25 +260,12 @@ def shampoo(
     at least float32; a block whose decomposition is not finite keeps its previous roots (counted in
     ``state.fallbacks``). A vector is a one-factor tensor, so it gets full-matrix RMSprop on each
     block, as in Yu et al.'s funnel; a scalar is the 1×1 case, ``G⁻¹ = 1/|g|`` as in Rensmeyer &
-    Niggemann's one-dimensional analysis.
-
-    For the Γ correction the roots are differentiated through the cached eigendecomposition
-    (Daleckii–Krein, :mod:`sgrld.linalg`); between refreshes Γ is therefore the derivative of the
-    root map at the statistic of the last refresh. The derivative is taken in the eigenbases of the
-    factors (``Metric.inv_grad_tangent``): the gradient, its change and the probe are rotated in,
-    the result rotated out once, 6k blocked products per block instead of the 8k of
-    differentiating ``inv`` factor by factor (``benchmarks/shampoo_gamma_path.py``).
+    Niggemann's one-dimensional analysis. How Γ is differentiated, and why ``eps`` matters for
+    it: see the module docstring.
 
     Args:
       decay: EMA decay λ, in [0, 1).
-      eps: initial statistic scale and relative ridge. With the Γ correction use eps ≈ 1e-2: Γ
-        contains the derivative of ``λ^{-1/(2k)}`` at the smallest ridged eigenvalue, which grows
-        like ``(eps·λ_max)^{-1-1/(2k)}``. On the 784-400-400-10 MLP of
-        ``benchmarks/shampoo_gamma_eps.py`` (random data) eps = 1e-8 and 1e-6 went non-finite
-        soon after Γ started (steps 305 and 381, warm-up 300), 1e-4 and 1e-2 stayed finite for
-        600 steps; on MNIST (horseshoe prior, lr 0.005, decay 0.99) eps = 1e-4 and 1e-3 went
-        non-finite at steps 742 and 998, in the first layer's bias (a one-factor leaf, whose
-        statistic is a sum of rank-one terms), and 1e-2 stayed finite for 1,500 steps.
+      eps: initial statistic scale and relative ridge; with the Γ correction use eps ≈ 1e-2.
       update_every: root refresh period in updates.
       block_size: largest block length along any dimension.
 
@@ -240,106 +288,14 @@ def shampoo(
     if int(block_size) < 1:
         raise ValueError(f"block_size must be a positive integer, got {block_size}")
     block_size = int(block_size)
-
-    def plans(tree):
-        return [block_plan(jnp.shape(x), block_size) for x in jax.tree.leaves(tree)]
-
-    def compute_dtype(x):
-        return jnp.promote_types(x.dtype, jnp.float32)
-
-    def statistic(grads):
-        return [
-            factor_statistics(to_blocks(g.astype(compute_dtype(g)), p), p.order)
-            for g, p in zip(jax.tree.leaves(grads), plans(grads), strict=True)
-        ]
-
-    def init_stat(params):
-        return [
-            [
-                eps * jnp.broadcast_to(jnp.eye(b, dtype=compute_dtype(x)), (*p.num_blocks, b, b))
-                for b in p.block
-            ]
-            for x, p in zip(jax.tree.leaves(params), plans(params), strict=True)
-        ]
-
-    def init_cache(params):
-        cache = []
-        for x, p in zip(jax.tree.leaves(params), plans(params), strict=True):
-            factors = []
-            for b in p.block:
-                eye = jnp.broadcast_to(jnp.eye(b, dtype=compute_dtype(x)), (*p.num_blocks, b, b))
-                ones = jnp.ones((*p.num_blocks, b), compute_dtype(x))
-                factors.append(FactorCache(eye, ones, eye, eye))
-            cache.append(factors)
-        return cache
-
-    def refresh(stat, old):
-        new_cache, failed = [], jnp.zeros((), jnp.int32)
-        # One decomposition at a time: concurrent batched eighs deadlock XLA's CPU runtime.
-        eighs = iter(ridged_eighs([h for leaf_stat in stat for h in leaf_stat], eps))
-        for leaf_stat, leaf_old in zip(stat, old, strict=True):
-            k = len(leaf_stat)
-            factors = []
-            for prev in leaf_old:
-                q, lam, ok = next(eighs)
-                inv_root = power_from_eigh(q, lam, -1.0 / (2 * k))
-                inv_sqrt_root = power_from_eigh(q, lam, -1.0 / (4 * k))
-                ok &= jnp.all(jnp.isfinite(inv_root), axis=(-2, -1))
-                ok &= jnp.all(jnp.isfinite(inv_sqrt_root), axis=(-2, -1))
-                keep = ok[..., None, None]
-                factors.append(
-                    FactorCache(
-                        jnp.where(keep, q, prev.eigvecs),
-                        jnp.where(ok[..., None], lam, prev.eigvals),
-                        jnp.where(keep, inv_root, prev.inv_root),
-                        jnp.where(keep, inv_sqrt_root, prev.inv_sqrt_root),
-                    )
-                )
-                failed = failed + jnp.sum(~ok).astype(jnp.int32)
-            new_cache.append(factors)
-        return new_cache, failed
-
-    def apply(root_field, order_exponent):
-        def fn(stat, cache, v):
-            leaves, treedef = jax.tree.flatten(v)
-            out = []
-            for x, p, leaf_stat, leaf_cache in zip(leaves, plans(v), stat, cache, strict=True):
-                k = p.order
-                blocks = to_blocks(x.astype(compute_dtype(x)), p)
-                for i, (h, c) in enumerate(zip(leaf_stat, leaf_cache, strict=True)):
-                    root = _cached_power(
-                        h, c.eigvecs, c.eigvals, getattr(c, root_field), order_exponent / k, eps
-                    )
-                    blocks = mode_product(blocks, root, i, k)
-                out.append(from_blocks(blocks, p).astype(x.dtype))
-            return treedef.unflatten(out)
-
-        return fn
-
-    def inv_grad_tangent(cache, v, grads, dgrads):
-        out = []
-        leaves, treedef = jax.tree.flatten(v)
-        for x, g, dg, p, leaf_cache in zip(
-            leaves,
-            jax.tree.leaves(grads),
-            jax.tree.leaves(dgrads),
-            plans(v),
-            cache,
-            strict=True,
-        ):
-            blocks = [to_blocks(y.astype(compute_dtype(x)), p) for y in (x, g, dg)]
-            tangent = eigenbasis_inv_tangent(*blocks, leaf_cache, eps)
-            out.append(from_blocks(tangent, p).astype(x.dtype))
-        return treedef.unflatten(out)
-
     return ema_metric(
-        statistic=statistic,
-        init_stat=init_stat,
+        statistic=partial(_statistic, block_size),
+        init_stat=partial(_init_stat, eps, block_size),
         decay=decay,
-        inv=apply("inv_root", -0.5),
-        inv_sqrt=apply("inv_sqrt_root", -0.25),
-        init_cache=init_cache,
-        refresh=refresh,
+        inv=partial(_apply_roots, block_size, eps, "inv_root", -0.5),
+        inv_sqrt=partial(_apply_roots, block_size, eps, "inv_sqrt_root", -0.25),
+        init_cache=partial(_init_cache, block_size),
+        refresh=partial(_refresh, eps),
         update_every=update_every,
-        inv_grad_tangent=inv_grad_tangent,
+        inv_grad_tangent=partial(_inv_grad_tangent, block_size, eps),
     )

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+
 import jax
 import jax.numpy as jnp
 
 from sgrld.metrics.base import (
     Metric,
+    PyTree,
     accumulator,
     cached,
     check_decay,
@@ -18,6 +22,37 @@ from sgrld.metrics.base import (
 def mean_square(x: jax.Array) -> jax.Array:
     """``mean(x²)`` over all entries of a leaf, accumulated in at least float32."""
     return jnp.mean(jnp.square(x.astype(accumulator(x))))
+
+
+def _scales(eps: float, stat: list[jax.Array]) -> list[jax.Array]:
+    """``min_k σ_k / σ_l`` per leaf, ``σ_l = √(eps + v_l)``: the diagonal of ``G⁻¹``."""
+    sigma = [jnp.sqrt(eps + s) for s in jax.tree.leaves(stat)]
+    smallest = jnp.min(jnp.stack(sigma))
+    return [smallest / s for s in sigma]
+
+
+def _refresh(
+    eps: float, stat: list[jax.Array], old: list[jax.Array]
+) -> tuple[list[jax.Array], jax.Array]:
+    """New scales, or the old ones (one fallback counted) if any is not finite."""
+    new = _scales(eps, stat)
+    ok = jnp.all(jnp.isfinite(jnp.stack(new)))
+    return [jnp.where(ok, n, o) for n, o in zip(new, old, strict=True)], (~ok).astype(jnp.int32)
+
+
+def _scaled(
+    current: Callable[[list[jax.Array], list[jax.Array]], list[jax.Array]],
+    power: float,
+    stat: list[jax.Array],
+    cache: list[jax.Array],
+    v: PyTree,
+) -> PyTree:
+    """Each leaf of ``v`` times its cached scale to ``power`` (1: ``G⁻¹v``; 1/2: ``G^{-1/2}v``)."""
+    leaves, treedef = jax.tree.flatten(v)
+    c = current(stat, cache)
+    return treedef.unflatten(
+        [x * (s**power).astype(x.dtype) for x, s in zip(leaves, c, strict=True)]
+    )
 
 
 def wenzel(decay: float = 0.99, eps: float = 1e-8, update_every: int = 500) -> Metric:
@@ -54,35 +89,14 @@ def wenzel(decay: float = 0.99, eps: float = 1e-8, update_every: int = 500) -> M
     check_decay(decay)
     eps = check_nonnegative(eps, "eps")
 
-    def scales(stat):
-        sigma = [jnp.sqrt(eps + s) for s in jax.tree.leaves(stat)]
-        smallest = jnp.min(jnp.stack(sigma))
-        return [smallest / s for s in sigma]
-
-    current = cached(scales)
-
-    def refresh(stat, old):
-        new = scales(stat)
-        ok = jnp.all(jnp.isfinite(jnp.stack(new)))
-        return [jnp.where(ok, n, o) for n, o in zip(new, old, strict=True)], (~ok).astype(jnp.int32)
-
-    def apply(power):
-        def fn(stat, cache, v):
-            leaves, treedef = jax.tree.flatten(v)
-            c = current(stat, cache)
-            return treedef.unflatten(
-                [x * (s**power).astype(x.dtype) for x, s in zip(leaves, c, strict=True)]
-            )
-
-        return fn
-
+    current = cached(functools.partial(_scales, eps))
     return ema_metric(
         statistic=lambda g: [mean_square(x) for x in jax.tree.leaves(g)],
         init_stat=lambda params: [jnp.ones((), accumulator(x)) for x in jax.tree.leaves(params)],
         decay=decay,
-        inv=apply(1.0),
-        inv_sqrt=apply(0.5),
+        inv=functools.partial(_scaled, current, 1.0),
+        inv_sqrt=functools.partial(_scaled, current, 0.5),
         init_cache=lambda params: [jnp.ones((), jnp.float32) for _ in jax.tree.leaves(params)],
-        refresh=refresh,
+        refresh=functools.partial(_refresh, eps),
         update_every=update_every,
     )

@@ -159,13 +159,10 @@ def horseshoe(
     check_config(
         conv_fan_in, weight_scale=weight_scale, hyperscale=hyperscale, bias_scale=bias_scale
     )
+    scaling = Scaling(weight_scale, bias_scale, conv_fan_in)
     leaf_log_prob = functools.partial(_tensor_log_prob, hyperscale, include_jacobian)
-    return Prior(
-        init=functools.partial(_tensor_init, on_biases),
-        log_prob=functools.partial(
-            _scaled_log_prob, leaf_log_prob, Scaling(weight_scale, bias_scale, conv_fan_in)
-        ),
-    )
+    log_prob = functools.partial(_scaled_log_prob, leaf_log_prob, scaling)
+    return Prior(init=functools.partial(_tensor_init, on_biases), log_prob=log_prob)
 
 
 def _per_weight_init(on_biases: bool, net_params: PyTree) -> PyTree:
@@ -245,12 +242,9 @@ def horseshoe_per_weight(
         local_scale=local_scale,
         bias_scale=bias_scale,
     )
+    scaling = Scaling(weight_scale, bias_scale, conv_fan_in)
     leaf_log_prob = functools.partial(
         _per_weight_log_prob, hyperscale, local_scale, include_jacobian
     )
-    return Prior(
-        init=functools.partial(_per_weight_init, on_biases),
-        log_prob=functools.partial(
-            _scaled_log_prob, leaf_log_prob, Scaling(weight_scale, bias_scale, conv_fan_in)
-        ),
-    )
+    log_prob = functools.partial(_scaled_log_prob, leaf_log_prob, scaling)
+    return Prior(init=functools.partial(_per_weight_init, on_biases), log_prob=log_prob)
