@@ -66,14 +66,28 @@ def _steps(torch, x, y):
     return (run_sgld, sgld), (run_psgld, psgld)
 
 
+def one_thread(torch, run):
+    """``run`` with ``torch.set_num_threads(1)`` while it runs."""
+    threads = torch.get_num_threads()
+
+    def fn(k):
+        torch.set_num_threads(1)
+        try:
+            run(k)
+        finally:
+            torch.set_num_threads(threads)
+
+    return fn
+
+
 def candidates(
-    batch, chunk: int, torch_chunk: int, one_thread: bool
+    batch, chunk: int, torch_chunk: int, with_one_thread: bool
 ) -> tuple[list[Candidate], str | None]:
     """The eager torch steps as candidates; ``([], None)`` without torch.
 
     The default-thread steps run ``torch_chunk`` steps per round (they can be very slow: OpenMP
-    spin-waiting on a few shared cores); with ``one_thread``, two more rows run ``chunk`` steps
-    with ``torch.set_num_threads(1)``. Returns the candidates and torch's version.
+    spin-waiting on a few shared cores); with ``with_one_thread``, two more rows run ``chunk``
+    steps with ``torch.set_num_threads(1)``. Returns the candidates and torch's version.
     """
     try:
         import torch
@@ -84,29 +98,15 @@ def candidates(
     y = torch.from_numpy(np.array(batch[1], np.int64))
     (run_sgld, sgld), (run_psgld, psgld) = _steps(torch, x, y)
     threads = torch.get_num_threads()
-
-    def finite(model):
-        return lambda: all(bool(torch.isfinite(p).all()) for p in model.parameters())
-
-    def with_threads(run, n):
-        def fn(k):
-            torch.set_num_threads(n)
-            try:
-                run(k)
-            finally:
-                torch.set_num_threads(threads)
-
-        return fn
-
     rows = [
         ("torch SGLD (eager)", run_sgld, sgld, "identity", "torch", torch_chunk),
         ("torch pSGLD (eager)", run_psgld, psgld, "rmsprop", "torch", torch_chunk),
     ]
-    if one_thread and threads != 1:
+    if with_one_thread and threads != 1:
         rows += [
             (
                 "ref: torch SGLD, 1 thread",
-                with_threads(run_sgld, 1),
+                one_thread(torch, run_sgld),
                 sgld,
                 "identity",
                 "torch1",
@@ -114,7 +114,7 @@ def candidates(
             ),
             (
                 "ref: torch pSGLD, 1 thread",
-                with_threads(run_psgld, 1),
+                one_thread(torch, run_psgld),
                 psgld,
                 "rmsprop",
                 "torch1",
@@ -125,7 +125,8 @@ def candidates(
     for name, run, model, metric, group, steps in rows:
         t0 = time.perf_counter()
         run(1)
-        c = Candidate(name, lambda r=run, n=steps: r(n), steps, group, metric, finite=finite(model))
+        finite = lambda m=model: all(bool(torch.isfinite(p).all()) for p in m.parameters())
+        c = Candidate(name, lambda r=run, n=steps: r(n), steps, group, metric, finite=finite)
         c.compile_s = time.perf_counter() - t0
         cands.append(c)
     return cands, f"{torch.__version__} (default threads: {threads})"
