@@ -139,8 +139,8 @@ def rademacher(
 
     Example:
         >>> import jax, jax.numpy as jnp, sgrld
-        >>> key = jax.random.key(0)
-        >>> bool(jnp.all(sgrld.noise.rademacher(key, (3, 4)) == jax.random.rademacher(key, (3, 4))))
+        >>> signs = sgrld.noise.rademacher(jax.random.key(0), (3, 4))
+        >>> bool(jnp.all(signs == jax.random.rademacher(jax.random.key(0), (3, 4))))
         True
     """
     shape, size = _checked_shape(shape)

@@ -11,6 +11,7 @@ from scipy import integrate, special, stats
 from sgrld.bnn import priors
 
 WEIGHT_SCALE, BIAS_SCALE = 1.3, 0.7
+SCALES = {"weight_scale": WEIGHT_SCALE, "bias_scale": BIAS_SCALE}
 
 
 def random_net(seed: int = 0) -> dict:
@@ -90,12 +91,7 @@ def log_jacobian(rho, multiplier):
 @pytest.mark.parametrize("include_jacobian", [True, False])
 def test_horseshoe_matches_scipy(include_jacobian):
     hyperscale = 0.8
-    prior = priors.horseshoe(
-        weight_scale=WEIGHT_SCALE,
-        hyperscale=hyperscale,
-        include_jacobian=include_jacobian,
-        bias_scale=BIAS_SCALE,
-    )
+    prior = priors.horseshoe(hyperscale=hyperscale, include_jacobian=include_jacobian, **SCALES)
     with jax.enable_x64(True):
         net = random_net()
         rng = np.random.default_rng(1)
@@ -184,11 +180,7 @@ def test_horseshoe_jacobian_difference():
 def test_horseshoe_per_weight_matches_scipy(include_jacobian):
     hyperscale, local_scale = 0.8, 1.5
     prior = priors.horseshoe_per_weight(
-        weight_scale=WEIGHT_SCALE,
-        hyperscale=hyperscale,
-        local_scale=local_scale,
-        include_jacobian=include_jacobian,
-        bias_scale=BIAS_SCALE,
+        hyperscale=hyperscale, local_scale=local_scale, include_jacobian=include_jacobian, **SCALES
     )
     with jax.enable_x64(True):
         net = random_net()
@@ -249,12 +241,7 @@ def test_conv_cholesky_computed_once_per_shape():
 @pytest.mark.parametrize("conv_fan_in", ["full", "channels"])
 def test_conv_correlated_matches_scipy_multivariate_normal(conv_fan_in):
     lengthscale = 1.7
-    prior = priors.conv_correlated(
-        weight_scale=WEIGHT_SCALE,
-        lengthscale=lengthscale,
-        bias_scale=BIAS_SCALE,
-        conv_fan_in=conv_fan_in,
-    )
+    prior = priors.conv_correlated(lengthscale=lengthscale, conv_fan_in=conv_fan_in, **SCALES)
     with jax.enable_x64(True):
         net = random_net()
         got = jax.jit(prior.log_prob)(net, prior.init(net))

@@ -15,14 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sgrld.data import (
-    DATASETS,
-    DataError,
-    MissingDataError,
-    holdout_indices,
-    load_dataset,
-    resolve_data_dir,
-)
+from sgrld.data import DATASETS, holdout_indices, load_dataset, resolve_data_dir
+from sgrld.data.errors import DataError, MissingDataError
 from sgrld.data.registry import UCI_FOLDERS
 from tests.helpers import write_uci
 

@@ -175,9 +175,9 @@ def apply_fn(model: nn.Module) -> Callable[[PyTree, jax.Array], jax.Array]:
 
     Example:
         >>> import jax
-        >>> model = MLP(features=(4,), num_outputs=2)
-        >>> net = init_params(model, jax.random.key(0), (1, 3))
-        >>> apply_fn(model)(net, jax.numpy.ones((5, 3))).shape
-        (5, 2)
+        >>> model, x = regression_mlp(width=4), jax.numpy.ones((5, 3))
+        >>> net = init_params(model, jax.random.key(0), x.shape)
+        >>> bool((apply_fn(model)(net, x) == model.apply({"params": net}, x)).all())
+        True
     """
     return lambda net_params, x: model.apply({"params": net_params}, x)
