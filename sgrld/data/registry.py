@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Literal
+from typing import Any, Literal
 
 from .uci_checksums import UCI_SHA256
 
@@ -102,18 +102,35 @@ class DatasetInfo:
         return self.num_classes == 0
 
 
+def _images(
+    name: str,
+    format: Literal["idx", "cifar", "sklearn"],
+    image_shape: tuple[int, int, int],
+    validation_size: int,
+    **details: Any,
+) -> DatasetInfo:
+    """An image classification data set of 10 classes; ``details`` are the other fields."""
+    return DatasetInfo(
+        name=name,
+        format=format,
+        num_classes=10,
+        image_shape=image_shape,
+        validation_size=validation_size,
+        **details,
+    )
+
+
 def _idx(name: str, suffix: str, sha256: tuple[str, ...], source: str) -> DatasetInfo:
     """An MNIST-style data set: 28x28 grey images of 10 classes in four IDX files (or ``.gz``).
 
     ``sha256`` are the checksums of the files ``sorted(IDX_FILES)``, each named with ``suffix``.
     """
     names = (f"{filename}{suffix}" for filename in sorted(IDX_FILES))
-    return DatasetInfo(
-        name=name,
-        format="idx",
-        num_classes=10,
-        image_shape=(28, 28, 1),
-        validation_size=10_000,
+    return _images(
+        name,
+        "idx",
+        (28, 28, 1),
+        10_000,
         files=IDX_FILES,
         gzip=True,
         subdirs=(name,),
@@ -172,12 +189,11 @@ DATASETS: Mapping[str, DatasetInfo] = MappingProxyType(
             "the four Fashion-MNIST .gz files from"
             " https://github.com/zalandoresearch/fashion-mnist (folder data/fashion)",
         ),
-        "cifar10": DatasetInfo(
-            name="cifar10",
-            format="cifar",
-            num_classes=10,
-            image_shape=(32, 32, 3),
-            validation_size=10_000,
+        "cifar10": _images(
+            "cifar10",
+            "cifar",
+            (32, 32, 3),
+            10_000,
             standardize=True,
             files=CIFAR10_FILES,
             subdirs=("cifar10/cifar-10-batches-py", "cifar10", "cifar-10-batches-py"),
@@ -185,12 +201,11 @@ DATASETS: Mapping[str, DatasetInfo] = MappingProxyType(
             " https://www.cs.toronto.edu/~kriz/cifar.html, extracted with"
             " `tar -xzf cifar-10-python.tar.gz`",
         ),
-        "digits": DatasetInfo(
-            name="digits",
-            format="sklearn",
-            num_classes=10,
-            image_shape=(8, 8, 1),
-            validation_size=180,  # 10 % of the 1797 images, rounded
+        "digits": _images(
+            "digits",
+            "sklearn",
+            (8, 8, 1),
+            180,  # validation: 10 % of the 1797 images, rounded
             source="scikit-learn (sklearn.datasets.load_digits), bundled, no download needed",
         ),
         **{name: _uci(name, folder) for name, folder in UCI_FOLDERS.items()},
