@@ -38,6 +38,34 @@ PROTOCOL = "@@timing "
 """Prefix of the worker's reply lines on stdout (anything else it prints is passed through)."""
 
 
+class Spread(NamedTuple):
+    """The median of some values and their range (``low``, ``high``)."""
+
+    median: float
+    low: float
+    high: float
+
+
+def spread(values: Iterable[float]) -> Spread:
+    """Median, minimum and maximum of ``values``.
+
+    Example:
+      >>> spread([3.0, 1.0, 2.0])
+      Spread(median=2.0, low=1.0, high=3.0)
+    """
+    values = list(values)
+    if not values:
+        raise ValueError("no values")
+    return Spread(statistics.median(values), min(values), max(values))
+
+
+def paired(times: Sequence[float], reference: Sequence[float]) -> Spread:
+    """The ratios ``times[r] / reference[r]`` of the same rounds r: median and range."""
+    if len(times) != len(reference):
+        raise ValueError(f"{len(times)} rounds against {len(reference)}")
+    return spread(a / b for a, b in zip(times, reference, strict=True))
+
+
 @dataclass
 class Candidate:
     """One thing a benchmark times: ``run()`` does ``steps`` steps and blocks until they are done.
@@ -65,34 +93,6 @@ class Candidate:
     def rates(self) -> Spread:
         """Steps per second: the median over rounds and the range."""
         return spread(self.steps / t for t in self.times)
-
-
-class Spread(NamedTuple):
-    """The median of some values and their range (``low``, ``high``)."""
-
-    median: float
-    low: float
-    high: float
-
-
-def spread(values: Iterable[float]) -> Spread:
-    """Median, minimum and maximum of ``values``.
-
-    Example:
-      >>> spread([3.0, 1.0, 2.0])
-      Spread(median=2.0, low=1.0, high=3.0)
-    """
-    values = list(values)
-    if not values:
-        raise ValueError("no values")
-    return Spread(statistics.median(values), min(values), max(values))
-
-
-def paired(times: Sequence[float], reference: Sequence[float]) -> Spread:
-    """The ratios ``times[r] / reference[r]`` of the same rounds r: median and range."""
-    if len(times) != len(reference):
-        raise ValueError(f"{len(times)} rounds against {len(reference)}")
-    return spread(a / b for a, b in zip(times, reference, strict=True))
 
 
 def rotated(items: Sequence[Any], shift: int) -> list[Any]:
