@@ -530,4 +530,3 @@ def test_real_mnist_verified():
     assert ds.y_train.min() == 0 and ds.y_train.max() == 9
     assert ds.y_test.min() == 0 and ds.y_test.max() == 9
     assert ds.x_test.min() == 0.0 and ds.x_test.max() == 1.0
-
