@@ -35,8 +35,11 @@ batches of 100, burn-in 1000 minibatches, a sample every 100 minibatches, 400 ep
     metric = "monge"            # identity, rmsprop, wenzel, monge, shampoo
     learning_rate = 0.25        # lr = h·N
     temperature = 1.0
-    correction = "none"         # none, hutchinson, exact
+    correction = "none"         # none, hutchinson, exact (sgrld.correction.MODES)
     correction_scale = 1.0
+    # num_probes = 1            # Rademacher probes per step of "hutchinson"
+    # correction_warmup = 30    # metric updates before Γ (default: the metric's warm-up)
+    # prior_in_metric = true    # the prior's gradient enters the metric's statistic
     # adapt_until = 5000        # freeze the metric after this many steps (default: never)
     # max_drift_norm = 1000.0   # identity fallback when |G⁻¹g| exceeds it (default: none)
     [sampler.metric_params]     # keyword arguments of the sgrld.metrics factory
@@ -90,10 +93,10 @@ from typing import Any
 
 from sgrld import metrics
 from sgrld.bnn import priors
+from sgrld.correction import MODES as CORRECTIONS
 from sgrld.data import DATASETS
 
 MODEL_KINDS = ("mlp", "cnn", "regression_mlp")
-CORRECTIONS = ("none", "hutchinson", "exact")
 METRICS: dict[str, Callable[..., metrics.Metric]] = {
     "identity": metrics.identity,
     "rmsprop": metrics.rmsprop,
@@ -184,16 +187,23 @@ class PriorConfig:
 
 @dataclass(frozen=True)
 class SamplerConfig:
-    """``[sampler]``: the arguments of :func:`sgrld.sgrld` and the metric.
+    """``[sampler]``: the metric and every keyword option of :func:`sgrld.sgrld`.
+
+    The fields after ``metric_params`` are exactly the options of :func:`sgrld.sgrld` (all but
+    ``num_data``, which is the training-set size), with its defaults except ``learning_rate``
+    (Yu et al.'s 0.25); a test keeps the two in step. :meth:`sampler_options` passes them on.
 
     Attributes:
         metric: a name of :data:`METRICS`.
         metric_params: keyword arguments of the metric factory.
         learning_rate: ``lr = h·N`` (> 0).
         temperature: T ≥ 0.
-        correction: ``"none"``, ``"hutchinson"`` or ``"exact"``.
-        correction_scale: the share c of Γ.
         adapt_until: freeze the metric after this many steps (``None``: never).
+        correction: one of :data:`sgrld.correction.MODES`.
+        correction_scale: the share c of Γ.
+        num_probes: Rademacher probes per step of the ``"hutchinson"`` correction.
+        correction_warmup: metric updates before Γ is applied (``None``: the metric's warm-up).
+        prior_in_metric: whether the prior's gradient enters the metric's statistic.
         max_drift_norm: identity fallback threshold on ‖G⁻¹g‖ (``None``: no fallback).
     """
 
@@ -201,10 +211,25 @@ class SamplerConfig:
     metric_params: dict[str, Any] = field(default_factory=dict)
     learning_rate: float = 0.25
     temperature: float = 1.0
+    adapt_until: int | None = None
     correction: str = "none"
     correction_scale: float = 1.0
-    adapt_until: int | None = None
+    num_probes: int = 1
+    correction_warmup: int | None = None
+    prior_in_metric: bool = True
     max_drift_norm: float | None = None
+
+    def sampler_options(self) -> dict[str, Any]:
+        """The keyword arguments of :func:`sgrld.sgrld` (all but ``num_data``).
+
+        Example:
+            >>> SamplerConfig(correction="hutchinson").sampler_options()["correction"]
+            'hutchinson'
+        """
+        skip = ("metric", "metric_params")
+        return {
+            f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in skip
+        }
 
 
 @dataclass(frozen=True)
@@ -370,25 +395,8 @@ def _at_least(key: str, value: float | None, low: float, *, strict: bool = False
         raise ConfigError(f"{key}: must be {'>' if strict else '>='} {low}, got {value}")
 
 
-def validate(config: Config) -> Config:
-    """Check the values of a configuration (types are checked when it is built).
-
-    Args:
-        config: the configuration.
-
-    Returns:
-        ``config``, unchanged.
-
-    Raises:
-        ConfigError: naming the first bad key.
-
-    Example:
-        >>> validate(Config(sampler=SamplerConfig(learning_rate=-0.1)))
-        Traceback (most recent call last):
-        ...
-        sgrld.config.ConfigError: sampler.learning_rate: must be > 0, got -0.1
-    """
-    d, m, s, r = config.data, config.model, config.sampler, config.run
+def _validate_data(config: Config) -> None:
+    d, m = config.data, config.model
     _choice("data.name", d.name, sorted(DATASETS))
     _at_least("data.batch_size", d.batch_size, 1)
     _at_least("data.validation_size", d.validation_size, 0)
@@ -421,15 +429,43 @@ def validate(config: Config) -> Config:
                 "likelihood (categorical) has no noise"
             )
         _at_least("likelihood.noise_std", config.likelihood.noise_std, 0, strict=True)
-    _choice("prior.kind", config.prior.kind, sorted(PRIORS))
-    _check_kwargs("prior.params", PRIORS[config.prior.kind], config.prior.params)
+
+
+def _validate_sampler(s: SamplerConfig) -> None:
     _choice("sampler.metric", s.metric, sorted(METRICS))
     _check_kwargs("sampler.metric_params", METRICS[s.metric], s.metric_params)
     _at_least("sampler.learning_rate", s.learning_rate, 0, strict=True)
     _at_least("sampler.temperature", s.temperature, 0)
     _choice("sampler.correction", s.correction, CORRECTIONS)
     _at_least("sampler.adapt_until", s.adapt_until, 0)
+    _at_least("sampler.num_probes", s.num_probes, 1)
+    _at_least("sampler.correction_warmup", s.correction_warmup, 0)
     _at_least("sampler.max_drift_norm", s.max_drift_norm, 0, strict=True)
+
+
+def validate(config: Config) -> Config:
+    """Check the values of a configuration (types are checked when it is built).
+
+    Args:
+        config: the configuration.
+
+    Returns:
+        ``config``, unchanged.
+
+    Raises:
+        ConfigError: naming the first bad key.
+
+    Example:
+        >>> validate(Config(sampler=SamplerConfig(learning_rate=-0.1)))
+        Traceback (most recent call last):
+        ...
+        sgrld.config.ConfigError: sampler.learning_rate: must be > 0, got -0.1
+    """
+    s, r = config.sampler, config.run
+    _validate_data(config)
+    _choice("prior.kind", config.prior.kind, sorted(PRIORS))
+    _check_kwargs("prior.params", PRIORS[config.prior.kind], config.prior.params)
+    _validate_sampler(s)
     _at_least("run.epochs", r.epochs, 1)
     _at_least("run.burn_in", r.burn_in, 0)
     _at_least("run.thin", r.thin, 1)

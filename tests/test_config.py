@@ -138,3 +138,49 @@ def test_with_overrides_validates():
     assert Config().with_overrides(["run.chains=2"]).run.chains == 2
     with pytest.raises(ConfigError, match="run.chains"):
         Config().with_overrides(["run.chains=0"])
+
+
+def test_sampler_section_holds_every_option_of_sgrld():
+    """[sampler] and sgrld.sgrld can never drift apart: same options, same defaults."""
+    import dataclasses
+    import inspect
+
+    import sgrld
+    from sgrld.config import SamplerConfig
+
+    signature = inspect.signature(sgrld.sgrld).parameters
+    options = {
+        name: p.default
+        for name, p in signature.items()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY and name != "num_data"
+    }
+    fields = {f.name: f.default for f in dataclasses.fields(SamplerConfig)}
+    fields.pop("metric"), fields.pop("metric_params")
+    assert set(fields) == set(options)
+    differs = {k for k in options if fields[k] != options[k]}
+    assert differs == {"learning_rate"}  # no default in sgrld(); Yu et al.'s 0.25 in the config
+    assert set(SamplerConfig().sampler_options()) == set(options)
+    assert sgrld.correction.MODES == sgrld.config.CORRECTIONS
+
+
+def test_every_sampler_option_can_be_set():
+    from sgrld.config import load_config
+
+    cfg = load_config(
+        None,
+        [
+            "sampler.correction=hutchinson",
+            "sampler.num_probes=3",
+            "sampler.correction_warmup=7",
+            "sampler.prior_in_metric=false",
+        ],
+    )
+    options = cfg.sampler.sampler_options()
+    assert options["num_probes"] == 3 and options["correction_warmup"] == 7
+    assert options["prior_in_metric"] is False
+    for bad, key in (
+        ("sampler.num_probes=0", "num_probes"),
+        ("sampler.correction=hutch", "correction"),
+    ):
+        with pytest.raises(ConfigError, match=key):
+            load_config(None, [bad])
