@@ -13,9 +13,10 @@ import json
 import sys
 import textwrap
 
-from sgrld import runner
+from sgrld import report, runner
 from sgrld.config import Config, ConfigError, load_config, to_toml
 from sgrld.data import DataError
+from sgrld.from_config import run_config
 
 # name -> (module, one-line help); each module defines add_arguments(parser) and run(args) -> int.
 REPRODUCTIONS = {
@@ -124,15 +125,15 @@ def run_command(args: argparse.Namespace) -> int:
     if args.out:
         overrides.append(f"out.folder={json.dumps(args.out)}")
     config = load_config(args.config, overrides)
-    console = runner.console()
+    console = report.console()
     name = args.config or "the default configuration"
     console.print(f"Running {name} -> {config.out.folder}")
-    result = runner.run_config(config, progress=True)
+    result = run_config(config, progress=True)
     if result.records:
-        runner.plot_curves({config.sampler.metric: result.records}, result.out / "curves.png")
-        table, _ = runner.results_table(
+        report.plot_curves({config.sampler.metric: result.records}, result.out / "curves.png")
+        table, _ = report.results_table(
             f"{name} after {len(result.records)} epochs",
-            [runner.summary_row(result, metric=config.sampler.metric)],
+            [report.summary_row(result, metric=config.sampler.metric)],
         )
         console.print(table)
     console.print(result.message)

@@ -15,7 +15,7 @@ from scipy.special import log_softmax, logsumexp
 from scipy.stats import norm
 
 import sgrld
-from sgrld import evaluation, from_config, results, runner
+from sgrld import evaluation, from_config, report, results, runner
 from sgrld.bnn import likelihoods
 from tests.helpers import write_uci
 
@@ -231,8 +231,8 @@ def test_plot_curves_before_and_after_the_first_sample(tmp_path: Path):
     sampled = [{"epoch": 1, "test_log_likelihood": -0.3, "test_accuracy": 0.9}]
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # matplotlib warns when a legend has no lines
-        empty = runner.plot_curves({"Identity": no_sample}, tmp_path / "empty.png")
-        full = runner.plot_curves({"Identity": sampled, "Monge": sampled}, tmp_path / "full.png")
+        empty = report.plot_curves({"Identity": no_sample}, tmp_path / "empty.png")
+        full = report.plot_curves({"Identity": sampled, "Monge": sampled}, tmp_path / "full.png")
     assert empty.stat().st_size > 0 and full.stat().st_size > empty.stat().st_size
 
 

@@ -174,7 +174,10 @@ def test_diverging_chains_are_dropped_and_reported():
     boom = _curve("monge")._replace(
         key="boom",
         make=lambda: sgrld.sgrld(
-            sgrld.targets.standard_normal().potential, sgrld.metrics.identity(), 1e6, 1
+            sgrld.targets.standard_normal().potential,
+            sgrld.metrics.identity(),
+            learning_rate=1e6,
+            num_data=1,
         ),
         burn=1e-5,
         thin=1e-6,

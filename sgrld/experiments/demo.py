@@ -16,7 +16,7 @@ Shampoo   0.01           0.02 and 0.05 diverged right after the first root refre
 ========  =============  ====================================================================
 
 Batches of 32 (39 steps per epoch), burn-in 1000 minibatches, a sample every 20, 100 epochs: 145
-samples per metric. Each metric is one :func:`sgrld.runner.run_config` run whose folder
+samples per metric. Each metric is one :func:`sgrld.from_config.run_config` run whose folder
 (``--out``/``<metric>``) holds its configuration, ``metrics.jsonl`` and ``summary.json``;
 ``--out`` also gets ``demo.md`` (the printed table: test log-likelihood, accuracy, ECE, validation
 log-likelihood, seconds per epoch of sampling and of scoring, compile seconds) and ``curves.png``
@@ -29,8 +29,9 @@ import argparse
 import json
 from pathlib import Path
 
-from sgrld import runner
+from sgrld import report, runner
 from sgrld.config import Config, load_config
+from sgrld.from_config import run_config
 
 BASE = [
     'data.name="digits"',
@@ -90,7 +91,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the four metrics, print and save the table and the curves; the exit code."""
-    console = runner.console()
+    console = report.console()
     out = Path(args.out)
     console.print(
         "SGRLD demo: a 64-100-100-10 MLP with the horseshoe prior on scikit-learn's digits, "
@@ -98,15 +99,15 @@ def run(args: argparse.Namespace) -> int:
     )
     results, rows = {}, []
     for name, config in configs(out, args.epochs, args.seed).items():
-        results[name] = result = runner.run_config(config, progress=True, label=name)
+        results[name] = result = run_config(config, progress=True, label=name)
         lr = format(config.sampler.learning_rate, "g")
-        rows.append(runner.summary_row(result, metric=name, lr=lr))
+        rows.append(report.summary_row(result, metric=name, lr=lr))
         if result.status == "interrupted":
             break
-    table, markdown = runner.results_table("digits, 64-100-100-10 MLP, horseshoe prior", rows)
+    table, markdown = report.results_table("digits, 64-100-100-10 MLP, horseshoe prior", rows)
     console.print(table)
     (out / "demo.md").write_text(markdown)
-    png = runner.plot_curves(
+    png = report.plot_curves(
         {name: r.records for name, r in results.items()},
         out / "curves.png",
         "digits, 64-100-100-10 MLP, horseshoe prior",

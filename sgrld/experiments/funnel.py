@@ -49,8 +49,8 @@ import jax
 import numpy as np
 
 import sgrld
-from sgrld.experiments import report
-from sgrld.experiments.report import console, finite, markdown_table, print_table
+from sgrld import report
+from sgrld.report import console, finite, markdown_table, print_table
 
 DIM, MEAN, SIGMA2, GRAD_NOISE = 2, 2.0, 80.0, 1.0
 V_STD = math.sqrt(SIGMA2)

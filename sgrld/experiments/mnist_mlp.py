@@ -40,8 +40,9 @@ import itertools
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from sgrld import runner
+from sgrld import report, results, runner
 from sgrld.config import Config, from_dict
+from sgrld.from_config import run_config
 
 METRICS = ("identity", "wenzel", "rmsprop", "monge", "shampoo")
 LABELS = {
@@ -198,9 +199,9 @@ def config(
 def _cell(ours: float | None, paper: tuple[float, float] | None) -> tuple[str, str]:
     """(ours, paper) formatted; ours marked ▼ below the paper's mean − 2 standard deviations."""
     if paper is None:
-        return runner.format_value(ours), "—"
+        return report.format_value(ours), "—"
     worse = ours is not None and ours < paper[0] - 2 * paper[1]
-    return runner.format_value(ours) + (" ▼" if worse else ""), f"{paper[0]:.4f} ± {paper[1]:.4f}"
+    return report.format_value(ours) + (" ▼" if worse else ""), f"{paper[0]:.4f} ± {paper[1]:.4f}"
 
 
 COLUMNS = (
@@ -225,12 +226,12 @@ def table_row(prior: str, width: int, metric: str, result: runner.Result | None)
     alpha2 = f", α²={paper.alpha2:g}" if paper.alpha2 else ""
     return row | {
         "lr": format(paper.learning_rate, "g") + alpha2,
-        "ECE": runner.format_value(final.get("test_ece")),
-        "curv.": runner.format_value(final.get("curvature"), ".2f"),
-        "paper curv.": runner.format_value(paper.curvature, ".2f"),
-        "s/epoch": runner.format_value(result.summary["sampler_seconds_per_epoch"], ".2f"),
-        "paper s/epoch": runner.format_value(paper.seconds, ".1f"),
-        "eval s/epoch": runner.format_value(result.summary["eval_seconds_per_epoch"], ".2f"),
+        "ECE": report.format_value(final.get("test_ece")),
+        "curv.": report.format_value(final.get("curvature"), ".2f"),
+        "paper curv.": report.format_value(paper.curvature, ".2f"),
+        "s/epoch": report.format_value(result.summary["sampler_seconds_per_epoch"], ".2f"),
+        "paper s/epoch": report.format_value(paper.seconds, ".1f"),
+        "eval s/epoch": report.format_value(result.summary["eval_seconds_per_epoch"], ".2f"),
         "epochs": str(len(result.records)),
         "status": result.status,
     }
@@ -273,7 +274,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the requested cells, writing the table after each; returns the exit code."""
-    console = runner.console()
+    console = report.console()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     epochs = args.epochs or (QUICK["epochs"] if args.quick else 400)
@@ -282,9 +283,9 @@ def run(args: argparse.Namespace) -> int:
     rows, codes = [], [0]
 
     def write_table():
-        table, markdown = runner.results_table(title, rows)
+        table, markdown = report.results_table(title, rows)
         (out / "mnist_mlp.md").write_text(markdown + "\n" + legend)
-        runner.write_json(out / "mnist_mlp.json", {"title": title, "rows": rows})
+        results.write_json(out / "mnist_mlp.json", {"title": title, "rows": rows})
         return table
 
     interrupted = False
@@ -307,7 +308,7 @@ def run(args: argparse.Namespace) -> int:
                 curvature=args.curvature,
             )
             label = f"{prior} W={width} {LABELS[metric]}"
-            result = runner.run_config(cfg, progress=True, label=label)
+            result = run_config(cfg, progress=True, label=label)
             rows.append(table_row(prior, width, metric, result))
             curves[LABELS[metric]] = result.records
             codes.append(runner.EXIT_CODES[result.status])
@@ -319,7 +320,7 @@ def run(args: argparse.Namespace) -> int:
                 break
         if curves:
             title_ = f"MNIST, {prior} prior, W={width}"
-            runner.plot_curves(curves, out / f"curves_{prior}-{width}.png", title_)
+            report.plot_curves(curves, out / f"curves_{prior}-{width}.png", title_)
         if interrupted:
             break
     console.print(write_table())

@@ -78,8 +78,8 @@ import numpy as np
 from scipy import integrate
 
 import sgrld
-from sgrld.experiments import report
-from sgrld.experiments.report import console, finite, markdown_table, print_table
+from sgrld import report
+from sgrld.report import console, finite, markdown_table, print_table
 
 EDGES = np.linspace(-2.05, 2.05, 42)
 WIDTH = 0.1
@@ -259,7 +259,7 @@ def _riemannian(
         return sgrld.sgrld(
             _potential(),
             metric(),
-            learning_rate,
+            learning_rate=learning_rate,
             num_data=1,
             correction=correction,
             correction_scale=correction_scale if correction else 1.0,

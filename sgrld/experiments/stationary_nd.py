@@ -81,9 +81,9 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 
 import sgrld
-from sgrld.experiments import report
+from sgrld import report
 from sgrld.experiments.funnel import w1_to_normal
-from sgrld.experiments.report import console, finite, markdown_table, print_table
+from sgrld.report import console, finite, markdown_table, print_table
 
 RATIO = 5.0
 FUNNEL_SIGMA2 = 4.0
@@ -193,7 +193,9 @@ class MetricSpec(NamedTuple):
 
 def _sgrld_spec(name: str, factory: Callable, **settings: Any) -> MetricSpec:
     def make(potential, lr, correction):
-        return sgrld.sgrld(potential, factory(**settings), lr, num_data=1, correction=correction)
+        return sgrld.sgrld(
+            potential, factory(**settings), learning_rate=lr, num_data=1, correction=correction
+        )
 
     return MetricSpec(name, settings, make, correctable=name != "Identity")
 
