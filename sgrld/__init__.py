@@ -1,13 +1,32 @@
 """sgrld: stochastic-gradient Riemannian Langevin dynamics in JAX.
 
-The public API is listed here and nowhere else.
+The public API is listed here and nowhere else. The samplers and their parts load with
+``import sgrld``; the Bayesian-NN stack (``bnn``, ``data``, ``evaluation``), the experiment runner
+and its configuration load on first use, so ``import sgrld`` imports neither Flax nor scikit-learn.
 """
 
-from sgrld import bnn, correction, data, evaluation, metrics, noise, targets
+import importlib
+from typing import Any
+
+from sgrld import correction, engine, integrators, metrics, noise, preconditioning
 from sgrld.adam_sgld import AdamSGLDState, adam_sgld
 from sgrld.potential import Potential, potential
+from sgrld.sampler import Sampler, SGRLDInfo, SGRLDState, riemannian_langevin, sgrld
 from sgrld.sampling import DivergenceError, Samples, minibatch_fn, sample
-from sgrld.sampler import Sampler, SGRLDInfo, SGRLDState, sgrld
+
+_LAZY = (
+    "bnn",
+    "config",
+    "data",
+    "evaluation",
+    "experiments",
+    "from_config",
+    "report",
+    "results",
+    "runner",
+    "targets",
+)
+"""Submodules imported on first attribute access (PEP 562)."""
 
 __all__ = [
     "AdamSGLDState",
@@ -18,16 +37,29 @@ __all__ = [
     "SGRLDInfo",
     "SGRLDState",
     "Samples",
-    "bnn",
     "correction",
-    "data",
-    "evaluation",
+    "engine",
+    "integrators",
     "metrics",
     "minibatch_fn",
     "noise",
     "potential",
+    "preconditioning",
+    "riemannian_langevin",
     "sample",
     "sgrld",
-    "targets",
+    *_LAZY,
 ]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        module = importlib.import_module(f"sgrld.{name}")
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module 'sgrld' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -1,0 +1,62 @@
+"""Dependencies: what sgrld imports is declared, what is declared is imported, and ``import sgrld``
+stays light (no Flax, no scikit-learn) while the lazy submodules still work."""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+IMPORT_NAMES = {"scikit-learn": "sklearn"}  # distribution name -> module name
+
+
+def third_party_imports() -> set[str]:
+    stdlib = set(sys.stdlib_module_names)
+    found = set()
+    for path in (ROOT / "sgrld").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            found |= {n.split(".")[0] for n in names}
+    return {n for n in found if n not in stdlib and n not in ("sgrld", "__future__")}
+
+
+def declared() -> set[str]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    names = {re.split(r"[<>=!~\[ ;]", d)[0] for d in project["dependencies"]}
+    return {IMPORT_NAMES.get(n, n) for n in names}
+
+
+def test_imported_equals_declared():
+    assert third_party_imports() == declared()
+
+
+def run(code: str) -> str:
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    ).stdout.strip()
+
+
+def test_import_sgrld_loads_no_flax_or_scikit_learn():
+    code = (
+        "import sys, sgrld\n"
+        "print(sorted(m for m in ('flax', 'sklearn', 'matplotlib') if m in sys.modules))\n"
+        "sgrld.bnn.MLP, sgrld.data.DATASETS, sgrld.evaluation.curvature, sgrld.config.Config\n"
+        "print('flax' in sys.modules)"
+    )
+    assert run(code).splitlines() == ["[]", "True"]
+
+
+def test_python_dash_m_sgrld():
+    out = subprocess.run(
+        [sys.executable, "-m", "sgrld", "--help"], capture_output=True, text=True, cwd=ROOT
+    )
+    assert out.returncode == 0 and "reproduce" in out.stdout
