@@ -1,7 +1,7 @@
 """The Langevin noise ξ: the same numbers as ``jax.random.normal``, drawn faster on CPU.
 
 Each SGLD step draws one standard normal per parameter, and on a CPU that draw costs as much as the
-forward and backward pass of an MLP (``benchmarks/noise_draw.py``). JAX lowers the threefry hash on
+forward and backward pass of an MLP (``benchmarks/draws.py``). JAX lowers the threefry hash on
 CPU as a *rolled* loop of five four-round blocks, each writing its intermediate words to memory.
 :func:`normal` evaluates the same hash unrolled, so that XLA fuses counter, hash, uniform and
 inverse error function into one pass over memory: about 2× faster on the 478k-parameter MLP, and
@@ -13,7 +13,7 @@ default), the two output words combined by xor, and JAX's map from bits to unifo
 :func:`normal_like` also makes XLA keep the draw in memory. Where the noise is read more than once
 (Monge's ``G^{-1/2}ξ`` needs ``⟨m, ξ⟩`` before it can use ξ), XLA would otherwise recompute the
 cheap unrolled hash inside each reader: Monge's step cost about 1.55× Identity's that way, and
-1.1–1.25× with the draw kept (``benchmarks/stored_noise.py``, with and without ``--chains 1``).
+1.1–1.25× with the draw kept (``benchmarks/draws.py``, with and without ``--chains 1``).
 Identity's step does not get slower.
 This applies on CPU only: it has not been measured on a GPU, where a conditional may cost a
 synchronisation per step, so other backends keep the fused draw.

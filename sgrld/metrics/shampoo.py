@@ -5,11 +5,11 @@ For the Γ correction the roots are differentiated through the cached eigendecom
 map at the statistic of the last refresh. The derivative is taken in the eigenbases of the factors
 (``Metric.inv_grad_tangent``): the gradient, its change and the probe are rotated in, the result
 rotated out once, 6k blocked products per block instead of the 8k of differentiating ``inv``
-factor by factor (``benchmarks/shampoo_gamma_path.py``).
+factor by factor (``benchmarks/shampoo_gamma.py cost``).
 
 With the Γ correction use ``eps`` ≈ 1e-2: Γ contains the derivative of ``λ^{-1/(2k)}`` at the
 smallest ridged eigenvalue, which grows like ``(eps·λ_max)^{-1-1/(2k)}``. On the 784-400-400-10 MLP
-of ``benchmarks/shampoo_gamma_eps.py`` (random data) eps = 1e-8 and 1e-6 went non-finite soon after
+of ``benchmarks/shampoo_gamma.py eps`` (random data) eps = 1e-8 and 1e-6 went non-finite soon after
 Γ started (steps 305 and 381, warm-up 300), 1e-4 and 1e-2 stayed finite for 600 steps; on MNIST
 (horseshoe prior, lr 0.005, decay 0.99) eps = 1e-4 and 1e-3 went non-finite at steps 742 and 998,
 in the first layer's bias (a one-factor leaf, whose statistic is a sum of rank-one terms), and 1e-2
