@@ -131,11 +131,9 @@ def run_command(args: argparse.Namespace) -> int:
     result = run_config(config, progress=True)
     if result.records:
         report.plot_curves({config.sampler.metric: result.records}, result.out / "curves.png")
-        table, _ = report.results_table(
-            f"{name} after {len(result.records)} epochs",
-            [report.summary_row(result, metric=config.sampler.metric)],
-        )
-        console.print(table)
+        row = report.summary_row(result, metric=config.sampler.metric)
+        caption = f"{name} after {len(result.records)} epochs"
+        console.print(report.rich_table(caption, report.summary_columns(row), [row]))
     console.print(result.message)
     return runner.EXIT_CODES[result.status]
 

@@ -1,15 +1,19 @@
-"""Reports of runs and reproductions: one table renderer (rich to print, Markdown to save),
-JSON next to it, the curves of Yu et al.'s Fig. 3.
+"""Reports of runs and reproductions: one table renderer (rich to print, Markdown to save), the
+JSON next to it, and the curves of Yu et al.'s Fig. 3.
 
 A table is a list of row dicts and its columns a sequence of ``(key, title, format)``: ``key``
-indexes the row, ``title`` heads the column, ``format`` is a ``str.format`` pattern; a text column
-(``"{}"``) is left-aligned, every other column right-aligned. A missing value (``None``, or a
-score that was not finite) prints as :data:`MISSING`.
+indexes the row, ``title`` heads the column, ``format`` is a ``str.format`` pattern. A text column
+(``"{}"``) is left-aligned, every other column right-aligned (``"{:>}"``: preformatted text,
+right-aligned). A missing value (``None`` or NaN) prints as :data:`MISSING`. :func:`columns` reads
+the columns from a small text table.
 
 Example:
-  >>> columns = (("metric", "metric", "{}"), ("tv", "TV", "{:.3f}"))
+  >>> cols = columns('''
+  ...     metric  metric  {}
+  ...     tv      TV      {:.3f}
+  ... ''')
   >>> rows = [{"metric": "Monge", "tv": 0.01234}, {"metric": "SGLD", "tv": finite(float("nan"))}]
-  >>> print(markdown_table("caption", columns, rows, "notes"), end="")
+  >>> print(markdown_table("caption", cols, rows, "notes"), end="")
   caption
   <BLANKLINE>
   | metric | TV |
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -33,8 +38,25 @@ from rich.console import Console
 from rich.table import Table
 
 Column = tuple[str, str, str]
+"""``(key, title, format)`` of a table column."""
 MISSING = "—"
 """How a missing value prints."""
+TEXT = "{}"
+"""The format of a left-aligned text column."""
+
+SUMMARY_FORMATS = {
+    "test RMSE": "{:.4f}",
+    "test NLL": "{:.4f}",
+    "test log p(y|X)": "{:.4f}",
+    "test acc.": "{:.4f}",
+    "test ECE": "{:.4f}",
+    "val log p(y|X)": "{:.4f}",
+    "samples": "{:d}",
+    "s/epoch sampling": "{:.2f}",
+    "s/epoch scoring": "{:.2f}",
+    "compile s": "{:.1f}",
+}
+"""The formats of the columns of :func:`summary_row` (the others are text)."""
 
 
 def finite(x: float | None) -> float | None:
@@ -42,16 +64,61 @@ def finite(x: float | None) -> float | None:
     return None if x is None or not math.isfinite(x) else float(x)
 
 
-def format_value(value: Any, spec: str = ".4f") -> str:
-    """``format(value, spec)``, or :data:`MISSING` for a missing or NaN value.
+def format_value(value: Any, fmt: str = "{:.4f}") -> str:
+    """``fmt.format(value)``, or :data:`MISSING` for a missing or NaN value.
 
     Example:
-        >>> format_value(0.98765), format_value(None)
-        ('0.9877', '—')
+        >>> format_value(0.98765), format_value(None), format_value(2.5, "{:.1f}")
+        ('0.9877', '—', '2.5')
     """
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return MISSING
-    return format(value, spec)
+    return fmt.format(value)
+
+
+def columns(spec: str) -> tuple[Column, ...]:
+    """Columns from a text table: one line per column, ``key  title  format``.
+
+    Fields are separated by two or more spaces (a title may hold single spaces); a line without a
+    format is a text column, and blank lines are skipped.
+
+    Example:
+        >>> columns('''
+        ...     wall_s    wall [s]  {:.1f}
+        ...     status    status
+        ... ''')
+        (('wall_s', 'wall [s]', '{:.1f}'), ('status', 'status', '{}'))
+    """
+    fields = [re.split(r"\s{2,}", line.strip()) for line in spec.splitlines() if line.strip()]
+    return tuple((f[0], f[1], f[2] if len(f) > 2 else TEXT) for f in fields)
+
+
+def cells(row: Mapping[str, Any], cols: Sequence[Column]) -> list[str]:
+    """The formatted cells of one row (:func:`format_value`)."""
+    return [format_value(row[key], fmt) for key, _, fmt in cols]
+
+
+def markdown_table(
+    caption: str, cols: Sequence[Column], rows: Sequence[Mapping[str, Any]], notes: str = ""
+) -> str:
+    """The table as Markdown: its caption, the table, and the notes below it (if any).
+
+    A ``|`` inside a title or a cell is escaped.
+    """
+    escape = lambda values: "| " + " | ".join(v.replace("|", "\\|") for v in values) + " |"
+    lines = [caption, "", escape([title for _, title, _ in cols]), "|" + "---|" * len(cols)]
+    lines += [escape(cells(row, cols)) for row in rows]
+    return "\n".join([*lines, "", notes] if notes else lines) + "\n"
+
+
+def rich_table(caption: str, cols: Sequence[Column], rows: Sequence[Mapping[str, Any]]) -> Table:
+    """The table for ``rich`` (text columns left-aligned, the others right-aligned)."""
+    table = Table(title=caption, title_justify="left", box=box.SIMPLE_HEAD)
+    for _, title, fmt in cols:
+        table.add_column(title, justify="left" if fmt == TEXT else "right", overflow="fold")
+    for row in rows:
+        table.add_row(*cells(row, cols))
+    return table
 
 
 def console() -> Console:
@@ -60,34 +127,9 @@ def console() -> Console:
     return terminal if terminal.is_terminal else Console(width=200)
 
 
-def cells(row: dict[str, Any], columns: Sequence[Column]) -> list[str]:
-    """The formatted cells of one row (:data:`MISSING` for None)."""
-    return [MISSING if row[k] is None else fmt.format(row[k]) for k, _, fmt in columns]
-
-
-def markdown_table(
-    caption: str, columns: Sequence[Column], rows: list[dict[str, Any]], notes: str = ""
-) -> str:
-    """The table as Markdown: its caption, the table, and the notes below it (if any)."""
-    escape = lambda values: "| " + " | ".join(v.replace("|", "\\|") for v in values) + " |"
-    lines = [caption, "", escape([title for _, title, _ in columns]), "|" + "---|" * len(columns)]
-    lines += [escape(cells(row, columns)) for row in rows]
-    return "\n".join([*lines, "", notes] if notes else lines) + "\n"
-
-
-def rich_table(title: str, columns: Sequence[Column], rows: list[dict[str, Any]]) -> Table:
-    """The table for ``rich`` (text columns left-aligned, the others right-aligned)."""
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
-    for _, name, fmt in columns:
-        table.add_column(name, justify="left" if fmt == "{}" else "right", overflow="fold")
-    for row in rows:
-        table.add_row(*cells(row, columns))
-    return table
-
-
-def print_table(title: str, columns: Sequence[Column], rows: list[dict[str, Any]]) -> None:
-    """Print ``rows`` with ``rich``."""
-    console().print(rich_table(title, columns, rows))
+def print_table(caption: str, cols: Sequence[Column], rows: Sequence[Mapping[str, Any]]) -> None:
+    """Print the table with ``rich`` (:func:`rich_table`)."""
+    console().print(rich_table(caption, cols, rows))
 
 
 def write_tables(out: Path, stem: str, markdown: str, payload: dict[str, Any]) -> tuple[Path, Path]:
@@ -99,34 +141,15 @@ def write_tables(out: Path, stem: str, markdown: str, payload: dict[str, Any]) -
     return md, js
 
 
-def results_table(title: str, rows: list[Mapping[str, str]]) -> tuple[Table, str]:
-    """Rows of preformatted strings as a rich table (to print) and Markdown (to save).
-
-    The first key of the first row is the text column; the others are right-aligned.
-
-    Example:
-        >>> print(results_table("t", [{"a": "1", "b": "2"}])[1], end="")
-        **t**
-        <BLANKLINE>
-        | a | b |
-        |---|---|
-        | 1 | 2 |
-    """
-    names = list(rows[0]) if rows else []
-    columns = [(name, name, "{}" if i == 0 else "{:>}") for i, name in enumerate(names)]
-    rows = [dict(row) for row in rows]
-    return rich_table(title, columns, rows), markdown_table(f"**{title}**", columns, rows)
-
-
-def summary_row(result: Any, **first: str) -> dict[str, str]:
-    """One table row of a run: its final test (and validation) scores and its timing.
+def summary_row(result: Any, **first: str) -> dict[str, Any]:
+    """One table row of a run (:class:`sgrld.runner.Result`): its final scores and its timing.
 
     Args:
-        result: the run's :class:`Result`.
-        **first: the first columns, e.g. ``metric="Monge"``.
+        result: the run's result.
+        **first: the first columns, text, e.g. ``metric="Monge"``.
 
     Returns:
-        Column name -> formatted value, in display order.
+        Column name -> value, in display order; :func:`summary_columns` gives the columns.
     """
     final = result.records[-1] if result.records else {}
     if "test_rmse" in final:
@@ -140,13 +163,23 @@ def summary_row(result: Any, **first: str) -> dict[str, str]:
         }
     return {
         **first,
-        **{name: format_value(value) for name, value in scores.items()},
-        "samples": str(final.get("samples", 0)),
-        "s/epoch sampling": format_value(result.summary["sampler_seconds_per_epoch"], ".2f"),
-        "s/epoch scoring": format_value(result.summary["eval_seconds_per_epoch"], ".2f"),
-        "compile s": format_value(result.compile_s, ".1f"),
+        **scores,
+        "samples": final.get("samples", 0),
+        "s/epoch sampling": result.summary["sampler_seconds_per_epoch"],
+        "s/epoch scoring": result.summary["eval_seconds_per_epoch"],
+        "compile s": result.compile_s,
         "status": result.status,
     }
+
+
+def summary_columns(row: Mapping[str, Any]) -> tuple[Column, ...]:
+    """The columns of rows like ``row``, a :func:`summary_row` (title = key).
+
+    Example:
+        >>> summary_columns({"metric": "Monge", "compile s": 1.25})
+        (('metric', 'metric', '{}'), ('compile s', 'compile s', '{:.1f}'))
+    """
+    return tuple((key, key, SUMMARY_FORMATS.get(key, TEXT)) for key in row)
 
 
 def plot_curves(

@@ -14,7 +14,7 @@ from scipy.stats import kstest, norm
 
 import sgrld
 from sgrld import cli
-from sgrld.experiments import funnel
+from sgrld.experiments import distances, funnel, funnel_runs
 
 SIGMA = math.sqrt(80.0)
 
@@ -29,17 +29,17 @@ def w1_by_quadrature(x: np.ndarray, scale: float) -> float:
 @pytest.mark.parametrize("shift", [0.0, 3.0, -20.0])
 def test_w1_and_ks_match_references(shift):
     x = np.random.default_rng(0).normal(shift, 5.0, 200)
-    assert funnel.w1_to_normal(x, SIGMA) == pytest.approx(w1_by_quadrature(x, SIGMA), abs=1e-3)
+    assert distances.w1_to_normal(x, SIGMA) == pytest.approx(w1_by_quadrature(x, SIGMA), abs=1e-3)
     reference = kstest(x, norm(scale=SIGMA).cdf).statistic
-    assert funnel.ks_to_normal(x, SIGMA) == pytest.approx(reference)
+    assert distances.ks_to_normal(x, SIGMA) == pytest.approx(reference)
 
 
 def test_w1_of_exact_and_shifted_samples():
     v = np.random.default_rng(1).normal(0.0, SIGMA, 100_000)
-    assert funnel.w1_to_normal(v, SIGMA) < 0.1  # O(σ/√n)
-    assert funnel.w1_to_normal(v + 2.0, SIGMA) == pytest.approx(2.0, abs=0.1)
-    assert math.isnan(funnel.w1_to_normal(np.zeros(0), SIGMA))
-    scores = funnel.score_v(v.astype(np.float32))
+    assert distances.w1_to_normal(v, SIGMA) < 0.1  # O(σ/√n)
+    assert distances.w1_to_normal(v + 2.0, SIGMA) == pytest.approx(2.0, abs=0.1)
+    assert math.isnan(distances.w1_to_normal(np.zeros(0), SIGMA))
+    scores = funnel_runs.score_v(v.astype(np.float32))
     assert scores.neck == pytest.approx(norm.cdf(-10.0, scale=SIGMA), abs=0.01)
     assert scores.std == pytest.approx(SIGMA, rel=0.01)
 
@@ -65,8 +65,8 @@ def test_reproduce_scores_every_metric(tiny):
 
 
 def test_divergence_is_reported_with_samples_before_it():
-    setting = funnel.Setting("Identity", 1e4, partial(sgrld.metrics.identity))
-    r = funnel.run_metric(jax.random.key(0), setting, 50, 3, None)
+    setting = funnel_runs.Setting("Identity", 1e4, partial(sgrld.metrics.identity))
+    r = funnel_runs.run_metric(jax.random.key(0), setting, 50, 3, None)
     d = r.diverged_at
     assert np.any(d >= 0) and r.status().startswith("diverged at step")
     assert r.samples.shape[0] == int(np.sum(np.where(d >= 0, d, 50)))
@@ -79,7 +79,7 @@ def test_divergence_is_reported_with_samples_before_it():
 def test_outputs_survive_empty_and_runaway_samples(tmp_path: Path):
     def result(setting, samples, diverged_at):
         samples = np.asarray(samples, np.float32).reshape(-1, 2)
-        return funnel.MetricResult(
+        return funnel_runs.MetricResult(
             setting,
             samples,
             10,
@@ -87,10 +87,10 @@ def test_outputs_survive_empty_and_runaway_samples(tmp_path: Path):
             None,
             0,
             1.0,
-            funnel.score_v(samples[:, -1]),
+            funnel_runs.score_v(samples[:, -1]),
         )
 
-    identity, monge = funnel.SETTINGS[0], funnel.SETTINGS[2]
+    identity, monge = funnel_runs.SETTINGS[0], funnel_runs.SETTINGS[2]
     results = {
         "config": {"num_samples": 10, "chains": 2, "correction": "none", "seed": 0},
         "metrics": {
@@ -98,8 +98,8 @@ def test_outputs_survive_empty_and_runaway_samples(tmp_path: Path):
             "Monge": result(monge, np.full((10, 2), 1e6), [-1, -1]),
         },
     }
-    md, js = funnel.write_tables(results, tmp_path)
-    funnel.plot(results, tmp_path, seed=0)
+    md, js = funnel.REPRODUCTION.write_tables(results, tmp_path)
+    funnel.plot(results, tmp_path)
     rows = json.loads(js.read_text())["metrics"]
     assert rows[0]["w1_v"] is None and rows[0]["status"] == "diverged at step 0 (2/2 chains)"
     assert rows[1]["w1_v"] == pytest.approx(1e6)

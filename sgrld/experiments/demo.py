@@ -53,6 +53,7 @@ SETTINGS = {
 }
 """Each metric's overrides of :data:`BASE` (learning rates chosen on validation log p(y|X))."""
 EPOCHS = 100
+TITLE = "digits, 64-100-100-10 MLP, horseshoe prior"
 
 
 def configs(out: str | Path, epochs: int = EPOCHS, seed: int = 0) -> dict[str, Config]:
@@ -104,13 +105,11 @@ def run(args: argparse.Namespace) -> int:
         rows.append(report.summary_row(result, metric=name, lr=lr))
         if result.status == "interrupted":
             break
-    table, markdown = report.results_table("digits, 64-100-100-10 MLP, horseshoe prior", rows)
-    console.print(table)
-    (out / "demo.md").write_text(markdown)
+    columns = report.summary_columns(rows[0])
+    console.print(report.rich_table(TITLE, columns, rows))
+    (out / "demo.md").write_text(report.markdown_table(TITLE, columns, rows), encoding="utf-8")
     png = report.plot_curves(
-        {name: r.records for name, r in results.items()},
-        out / "curves.png",
-        "digits, 64-100-100-10 MLP, horseshoe prior",
+        {name: r.records for name, r in results.items()}, out / "curves.png", TITLE
     )
     console.print(f"Wrote {out / 'demo.md'} and {png}")
     for r in results.values():

@@ -1,6 +1,6 @@
 """Yu et al. (2023) Fig. 2: SGRLD on the two-dimensional funnel in four metrics.
 
-``sgrld reproduce funnel`` (and ``sgrld demo``, which runs it with ``--quick``).
+``sgrld reproduce funnel``.
 
 What is reproduced (Sec. 4.2 and App. A.4 of Yu, Hartmann, Williams & Klami, TMLR 2023): the funnel
 ``θ = (x, v)``, ``v ~ N(0, 80)``, ``x | v ~ N(2, softplus(v))`` (:func:`sgrld.targets.funnel`),
@@ -27,275 +27,45 @@ Outputs, in ``--out``: ``funnel.png`` (one column per metric: top, 1,000 random 
 funnel draws on the paper's axes; bottom, the histogram of the hard marginal v against its exact
 N(0, 80) density), and ``funnel.md`` / ``funnel.json``, the table also printed: the Wasserstein-1
 distance and the Kolmogorov–Smirnov statistic between the samples of v and N(0, 80), both computed
-exactly against the normal CDF (:func:`w1_to_normal`, :func:`ks_to_normal`); the mean and standard
+exactly against the normal CDF (:mod:`sgrld.experiments.distances`); the mean and standard
 deviation of v (exact: 0 and √80 ≈ 8.944); the fraction of samples in the neck v < −10 (exact
 0.132), which the paper's figure shows the samplers struggle to reach; the fraction of steps in
 which Monge's drift fallback fired; wall time (compilation included) and steps per second. A chain
 that diverges (NaN/inf) is reported with its step and scored on the samples it took before; the
-other metrics still run.
+other metrics still run. One metric's run and scores: :mod:`sgrld.experiments.funnel_runs`.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import time
-from collections.abc import Callable
-from functools import partial
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import numpy as np
 
-import sgrld
-from sgrld import report
-from sgrld.report import console, finite, markdown_table, print_table
+from sgrld.experiments.funnel_runs import (
+    DIM,
+    GRAD_NOISE,
+    MEAN,
+    NECK,
+    NECK_MASS,
+    SETTINGS,
+    SIGMA2,
+    V_STD,
+    funnel_target,
+    run_metric,
+)
+from sgrld.experiments.reproduction import OnResult, Reproduction, Results, positive_int
+from sgrld.report import columns, finite
 
-DIM, MEAN, SIGMA2, GRAD_NOISE = 2, 2.0, 80.0, 1.0
-V_STD = math.sqrt(SIGMA2)
 FULL_SAMPLES = 2_000_000
 QUICK_SAMPLES, QUICK_CHAINS = 20_000, 4
 SCATTER_POINTS = 1_000
 EXACT_POINTS = 20_000
 XLIM, YLIM = (-5.0, 9.0), (-25.0, 25.0)
 HIST_BINS = 60
-NECK = -10.0
-NECK_MASS = 0.5 * math.erfc(-NECK / (V_STD * math.sqrt(2.0)))  # Φ(NECK/√80) ≈ 0.132
-
-
-class Setting(NamedTuple):
-    """One column of Fig. 2: a metric with the hyperparameters of App. A.4.
-
-    Attributes:
-      name: the metric's name in the paper.
-      learning_rate: the paper's step size (``num_data = 1``).
-      metric: ``partial`` of a :mod:`sgrld.metrics` factory with its hyperparameters.
-      max_drift_norm: the sampler's identity fallback threshold, or None.
-    """
-
-    name: str
-    learning_rate: float
-    metric: partial
-    max_drift_norm: float | None = None
-
-    def hyperparameters(self) -> dict[str, Any]:
-        """Every hyperparameter of the setting, for the JSON file."""
-        out = {"learning_rate": self.learning_rate, **self.metric.keywords}
-        if self.max_drift_norm is not None:
-            out["max_drift_norm"] = self.max_drift_norm
-        return out
-
-
-SETTINGS = (
-    Setting("Identity", 0.001, partial(sgrld.metrics.identity)),
-    Setting("RMSprop", 0.0025, partial(sgrld.metrics.rmsprop, decay=0.995, eps=0.0)),
-    Setting(
-        "Monge", 0.003, partial(sgrld.metrics.monge, alpha2=0.1, decay=0.7), max_drift_norm=1000.0
-    ),
-    Setting(
-        "Shampoo", 0.003, partial(sgrld.metrics.shampoo, decay=0.9995, eps=1e-6, update_every=1)
-    ),
-)
-
-
-class VScores(NamedTuple):
-    """How far the samples of v are from the exact marginal N(0, 80) (NaN without samples).
-
-    Attributes:
-      w1: Wasserstein-1 distance (:func:`w1_to_normal`).
-      ks: Kolmogorov–Smirnov statistic (:func:`ks_to_normal`).
-      mean: mean of v (exact 0).
-      std: standard deviation of v (exact √80).
-      neck: fraction of samples in the funnel's neck, ``v < NECK`` (exact ``Φ(NECK/√80)``).
-    """
-
-    w1: float
-    ks: float
-    mean: float
-    std: float
-    neck: float
-
-
-class MetricResult(NamedTuple):
-    """The outcome of one metric.
-
-    Attributes:
-      setting: the metric and its hyperparameters.
-      samples: float32 ``[n, 2]`` samples ``(x, v)`` of all chains, pooled, up to any divergence.
-      steps: steps computed, over all chains.
-      diverged_at: per chain, the step that produced a NaN/inf, or −1.
-      drift_fallback: fraction of the steps in ``samples`` where the drift fallback fired (None
-        without ``max_drift_norm``).
-      metric_fallbacks: metric refreshes that kept their previous value (Shampoo's roots), summed
-        over chains.
-      wall_s: wall time of the sampling, compilation included.
-      scores: :class:`VScores` of ``samples``.
-    """
-
-    setting: Setting
-    samples: np.ndarray
-    steps: int
-    diverged_at: np.ndarray
-    drift_fallback: float | None
-    metric_fallbacks: int
-    wall_s: float
-    scores: VScores
-
-    def status(self) -> str:
-        """``"ok"`` or where the chains diverged."""
-        bad = self.diverged_at[self.diverged_at >= 0]
-        if bad.size == 0:
-            return "ok"
-        chains = (
-            "" if self.diverged_at.size == 1 else f" ({bad.size}/{self.diverged_at.size} chains)"
-        )
-        return f"diverged at step {int(bad.min())}{chains}"
-
-
-def _sorted_normal_cdf(samples: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray]:
-    from scipy.special import ndtr
-
-    a = np.sort(np.asarray(samples, np.float64).ravel())
-    return a, ndtr(a / scale)
-
-
-def w1_to_normal(samples: np.ndarray, scale: float) -> float:
-    """Wasserstein-1 distance between the empirical distribution of ``samples`` and N(0, scale²).
-
-    Exact, with no reference sample: ``W1 = ∫|F_n − Φ_σ| = ∫₀¹ |F_n⁻¹(u) − σΦ⁻¹(u)| du``, where on
-    ``((k−1)/n, k/n]`` the empirical quantile is the k-th order statistic ``a_k`` and
-    ``∫σΦ⁻¹ du = −σφ(Φ⁻¹(u))`` in closed form; each piece is split where ``σΦ⁻¹(u)`` crosses
-    ``a_k``.
-
-    Args:
-      samples: draws (any shape; flattened).
-      scale: the standard deviation σ of the reference normal.
-
-    Returns:
-      The distance (NaN for no samples).
-
-    Example:
-      >>> round(w1_to_normal(np.zeros(1), 1.0), 4)  # E|Z| = √(2/π)
-      0.7979
-    """
-    from scipy.special import ndtri
-
-    a, cdf = _sorted_normal_cdf(samples, scale)
-    n = a.size
-    if n == 0:
-        return math.nan
-    u = np.arange(n + 1) / n
-    lo, hi = u[:-1], u[1:]
-    cross = np.clip(cdf, lo, hi)
-    integral = lambda p: -scale * np.exp(-0.5 * ndtri(p) ** 2) / math.sqrt(2 * math.pi)
-    i_lo, i_cross, i_hi = integral(lo), integral(cross), integral(hi)
-    below = a * (cross - lo) - (i_cross - i_lo)
-    above = (i_hi - i_cross) - a * (hi - cross)
-    return float(np.sum(below + above))
-
-
-def ks_to_normal(samples: np.ndarray, scale: float) -> float:
-    """Kolmogorov–Smirnov statistic ``sup |F_n − Φ_σ|`` of ``samples`` against N(0, scale²).
-
-    Example:
-      >>> ks_to_normal(np.zeros(1), 1.0)
-      0.5
-    """
-    a, cdf = _sorted_normal_cdf(samples, scale)
-    n = a.size
-    if n == 0:
-        return math.nan
-    k = np.arange(1, n + 1)
-    return float(max(np.max(k / n - cdf), np.max(cdf - (k - 1) / n)))
-
-
-def score_v(v: np.ndarray) -> VScores:
-    """:class:`VScores` of samples of v against the exact marginal N(0, 80)."""
-    if v.size == 0:
-        return VScores(math.nan, math.nan, math.nan, math.nan, math.nan)
-    v64 = v.astype(np.float64)
-    return VScores(
-        w1_to_normal(v, V_STD),
-        ks_to_normal(v, V_STD),
-        float(v64.mean()),
-        float(v64.std()),
-        float(np.mean(v64 < NECK)),
-    )
-
-
-def funnel_target() -> sgrld.targets.Target:
-    """The paper's funnel: D = 2, mean 2, σ² = 80, gradient noise of standard deviation 1."""
-    return sgrld.targets.funnel(dim=DIM, mean=MEAN, sigma2=SIGMA2, grad_noise=GRAD_NOISE)
-
-
-def run_metric(
-    key: jax.Array,
-    setting: Setting,
-    samples_per_chain: int,
-    chains: int,
-    correction: str | None,
-    *,
-    progress: bool = False,
-) -> MetricResult:
-    """Sample the funnel with one metric; a divergence is recorded, not raised.
-
-    Args:
-      key: PRNG key.
-      setting: the metric and hyperparameters.
-      samples_per_chain: steps (= samples, thin 1) per chain.
-      chains: number of vmapped chains, all starting at ``(1, 1)``.
-      correction: ``None`` or ``"hutchinson"``, passed to :func:`sgrld.sgrld`.
-      progress: show a progress bar.
-
-    Returns:
-      The :class:`MetricResult`.
-    """
-    target = funnel_target()
-    sampler = sgrld.sgrld(
-        target.potential,
-        setting.metric(),
-        learning_rate=setting.learning_rate,
-        num_data=1,
-        temperature=1.0,
-        correction=correction,
-        max_drift_norm=setting.max_drift_norm,
-    )
-    start = time.perf_counter()
-    try:
-        out = sgrld.sample(
-            key,
-            sampler,
-            target.init_params,
-            target.batch_fn,
-            num_samples=samples_per_chain,
-            thin=1,
-            num_chains=chains,
-            progress=progress,
-        )
-    except sgrld.DivergenceError as error:
-        out = error.samples
-    jax.block_until_ready(out.params)
-    wall = time.perf_counter() - start
-    params = np.asarray(out.params, np.float32)  # [chains, n, 2]
-    diverged_at = np.asarray(out.diverged_at).reshape(chains)
-    # Thin 1: sample j is the state after step j, so a chain that diverged at step d has d samples.
-    n_ok = np.where(diverged_at >= 0, np.minimum(diverged_at, params.shape[1]), params.shape[1])
-    keep = np.arange(params.shape[1])[None, :] < n_ok[:, None]
-    samples = params[keep]
-    fallback = None
-    if setting.max_drift_norm is not None and samples.size:
-        fallback = float(np.asarray(out.info.drift_fallback)[keep].mean())
-    return MetricResult(
-        setting=setting,
-        samples=samples,
-        steps=chains * params.shape[1],
-        diverged_at=diverged_at,
-        drift_fallback=fallback,
-        metric_fallbacks=int(np.asarray(out.state.metric_state.fallbacks).sum()),
-        wall_s=wall,
-        scores=score_v(samples[:, -1]),
-    )
 
 
 def reproduce(
@@ -305,8 +75,8 @@ def reproduce(
     correction: str | None,
     *,
     progress: bool = False,
-    on_result: Callable[[dict[str, Any]], None] | None = None,
-) -> dict[str, Any]:
+    on_result: OnResult | None = None,
+) -> Results:
     """Run the four metrics of Fig. 2 and score them.
 
     Args:
@@ -324,7 +94,7 @@ def reproduce(
     if num_samples < 1 or chains < 1:
         raise ValueError(f"num_samples and chains must be >= 1, got {num_samples} and {chains}")
     per_chain = math.ceil(num_samples / chains)
-    results: dict[str, Any] = {
+    results: Results = {
         "config": {
             "paper": "Yu et al. (TMLR 2023), Fig. 2, Sec. 4.2, App. A.4",
             "target": {"dim": DIM, "mean": MEAN, "sigma2": SIGMA2, "grad_noise": GRAD_NOISE},
@@ -357,7 +127,7 @@ def reproduce(
     return results
 
 
-def table_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
+def table_rows(results: Results) -> list[dict[str, Any]]:
     """One JSON-ready dict per metric (non-finite numbers become None)."""
     rows = []
     for name, r in results["metrics"].items():
@@ -382,23 +152,26 @@ def table_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-COLUMNS = (
-    ("metric", "Metric", "{}"),
-    ("learning_rate", "step", "{:g}"),
-    ("samples", "samples", "{:,}"),
-    ("w1_v", "W1(v)", "{:.3f}"),
-    ("ks_v", "KS(v)", "{:.3f}"),
-    ("mean_v", "mean v", "{:+.3f}"),
-    ("std_v", "std v", "{:.3f}"),
-    ("neck", f"v<{NECK:g}", "{:.3f}"),
-    ("drift_fallback", "fallback", "{:.2e}"),
-    ("status", "status", "{}"),
-    ("wall_s", "wall [s]", "{:.1f}"),
-    ("steps_per_s", "steps/s", "{:,.0f}"),
+COLUMNS = columns(
+    """
+    metric          Metric    {}
+    learning_rate   step      {:g}
+    samples         samples   {:,}
+    w1_v            W1(v)     {:.3f}
+    ks_v            KS(v)     {:.3f}
+    mean_v          mean v    {:+.3f}
+    std_v           std v     {:.3f}
+    neck            v<-10     {:.3f}
+    drift_fallback  fallback  {:.2e}
+    status          status    {}
+    wall_s          wall [s]  {:.1f}
+    steps_per_s     steps/s   {:,.0f}
+    """
 )
+"""The printed table (``v<-10``: the neck, :data:`NECK`)."""
 
 
-def caption(results: dict[str, Any]) -> str:
+def caption(results: Results) -> str:
     """One line describing the run and the exact answer."""
     c = results["config"]
     return (
@@ -417,24 +190,14 @@ NOTES = (
 )
 
 
-def markdown(results: dict[str, Any]) -> str:
-    """The table as markdown, with its caption and column notes."""
-    return markdown_table(caption(results), COLUMNS, table_rows(results), NOTES)
-
-
-def write_tables(results: dict[str, Any], out: Path) -> tuple[Path, Path]:
-    """Write ``funnel.md`` and ``funnel.json`` into ``out``; return their paths."""
-    payload = {"config": results["config"], "metrics": table_rows(results)}
-    return report.write_tables(out, "funnel", markdown(results), payload)
-
-
-def plot(results: dict[str, Any], out: Path, seed: int) -> Path:
-    """Draw Fig. 2 into ``out/funnel.png``; return its path."""
+def plot(results: Results, out: Path) -> Path:
+    """Draw Fig. 2 into ``out/funnel.png`` (random picks seeded by the run's seed); its path."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    seed = results["config"]["seed"]
     rng = np.random.default_rng(seed)
     exact = np.asarray(funnel_target().sample(jax.random.key(seed), EXACT_POINTS))
     grid = np.linspace(-30.0, 30.0, 401)
@@ -474,73 +237,72 @@ def plot(results: dict[str, Any], out: Path, seed: int) -> Path:
     return path
 
 
-def _positive_int(text: str) -> int:
-    value = int(float(text)) if "e" in text.lower() else int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return value
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add this reproduction's options to ``parser``."""
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help=f"a small run (under a minute): {QUICK_SAMPLES:,} samples per metric in "
-        f"{QUICK_CHAINS} chains; what `sgrld demo` runs",
-    )
+def _options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--samples",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         help=f"samples per metric over all chains (default {FULL_SAMPLES:,} as in the paper, "
         f"{QUICK_SAMPLES:,} with --quick)",
     )
     parser.add_argument(
         "--chains",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         help="vmapped chains per metric, each of samples/chains steps from (1, 1); default 1 (the "
         f"paper's single chain; {QUICK_CHAINS} with --quick). Several chains take less wall time "
         "(e.g. --chains 16), but each has a shorter run from the start",
     )
-    parser.add_argument("--seed", type=int, default=1, help="random seed (default: %(default)s)")
     parser.add_argument(
         "--correction",
         choices=("none", "hutchinson"),
         default="none",
         help="Γ correction term (default: %(default)s, as the paper's samplers)",
     )
-    parser.add_argument(
-        "--out", default="results/funnel", help="results folder (default: %(default)s)"
-    )
 
 
-def run(args: argparse.Namespace) -> int:
-    """Run the reproduction from parsed arguments: sample, print, write the files. Returns 0."""
-    con = console()
+def _budget(args: argparse.Namespace) -> tuple[int, int]:
+    """``(samples per metric, chains)`` of the command line."""
     num_samples = args.samples or (QUICK_SAMPLES if args.quick else FULL_SAMPLES)
-    chains = args.chains or (QUICK_CHAINS if args.quick else 1)
-    correction = None if args.correction == "none" else args.correction
-    out = Path(args.out)
+    return num_samples, args.chains or (QUICK_CHAINS if args.quick else 1)
 
-    def progress_line(results: dict[str, Any]) -> None:
-        name, r = list(results["metrics"].items())[-1]
-        con.print(
-            f"{name}: W1(v) {r.scores.w1:.3f}, std v {r.scores.std:.3f}, {r.status()}, "
-            f"{r.wall_s:.1f} s"
-        )
-        write_tables(results, out)
 
-    con.print(
+def _header(args: argparse.Namespace) -> str:
+    num_samples, chains = _budget(args)
+    return (
         f"Funnel (Yu et al. 2023, Fig. 2): {num_samples:,} samples per metric, {chains} chain(s), "
         f"correction {args.correction}, seed {args.seed}"
     )
-    results = reproduce(
-        num_samples, chains, args.seed, correction, progress=True, on_result=progress_line
+
+
+def _compute(args: argparse.Namespace, on_result: OnResult) -> Results:
+    correction = None if args.correction == "none" else args.correction
+    return reproduce(*_budget(args), args.seed, correction, progress=True, on_result=on_result)
+
+
+def _progress(results: Results) -> str:
+    name, r = list(results["metrics"].items())[-1]
+    return (
+        f"{name}: W1(v) {r.scores.w1:.3f}, std v {r.scores.std:.3f}, {r.status()}, {r.wall_s:.1f} s"
     )
-    md, js = write_tables(results, out)
-    png = plot(results, out, args.seed)
-    print_table(caption(results), COLUMNS, table_rows(results))
-    con.print(f"Wrote {png}, {md} and {js}")
-    return 0
+
+
+REPRODUCTION = Reproduction(
+    stem="funnel",
+    columns=COLUMNS,
+    notes=NOTES,
+    caption=caption,
+    rows=table_rows,
+    options=_options,
+    header=_header,
+    compute=_compute,
+    progress=_progress,
+    quick_help=f"a small run (under a minute): {QUICK_SAMPLES:,} samples per metric in "
+    f"{QUICK_CHAINS} chains",
+    out="results/funnel",
+    seed=1,
+    rows_key="metrics",
+    plot=plot,
+)
+add_arguments = REPRODUCTION.add_arguments
+run = REPRODUCTION.run

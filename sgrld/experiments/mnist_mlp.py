@@ -40,9 +40,11 @@ import itertools
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from sgrld import report, results, runner
+from sgrld import report, runner
 from sgrld.config import Config, from_dict
+from sgrld.experiments.reproduction import OnResult, Reproduction, Results
 from sgrld.from_config import run_config
+from sgrld.report import MISSING, TEXT
 
 METRICS = ("identity", "wenzel", "rmsprop", "monge", "shampoo")
 LABELS = {
@@ -78,50 +80,61 @@ class Paper(NamedTuple):
 
 
 IDENTITY_OPTIMAL = Paper(None)
-PAPER: dict[tuple[str, int], dict[str, Paper]] = {
-    ("gaussian", 400): {
-        "identity": Paper(0.05, None, (-0.1310, 0.0004), (0.9685, 0.0005), 5.93, 8.1),
-        "wenzel": Paper(0.075, None, (-0.1315, 0.0002), (0.9686, 0.0003), 5.82, 7.7),
-        "rmsprop": Paper(0.00025, None, (-0.1307, 0.0005), (0.9689, 0.0004), 6.30, 8.8),
-        "monge": IDENTITY_OPTIMAL,
-        "shampoo": Paper(0.0025, None, (-0.1286, 0.0003), (0.9689, 0.0004), 6.28, 18.8),
-    },
-    ("gaussian", 800): {
-        "identity": Paper(0.05, None, (-0.1667, 0.0004), (0.9587, 0.0003), 4.69, 19.9),
-        "wenzel": Paper(0.05, None, (-0.1667, 0.0004), (0.9583, 0.0005), 4.68, 20.3),
-        "rmsprop": Paper(0.0005, None, (-0.1643, 0.0003), (0.9614, 0.0003), 4.67, 24.2),
-        "monge": IDENTITY_OPTIMAL,
-        "shampoo": Paper(0.0075, None, (-0.1620, 0.0004), (0.9605, 0.0003), 4.53, 46.5),
-    },
-    ("gaussian", 1200): {
-        "identity": Paper(0.025, None, (-0.1932, 0.0004), (0.9514, 0.0004), 4.16, 43.5),
-        "wenzel": Paper(0.05, None, (-0.1933, 0.0004), (0.9519, 0.0003), 4.10, 49.1),
-        "rmsprop": Paper(0.0005, None, (-0.1886, 0.0005), (0.9568, 0.0003), 4.11, 56.9),
-        "monge": Paper(0.025, 0.75, (-0.1780, 0.0005), (0.9560, 0.0005), 6.92, 59.2),
-        "shampoo": Paper(0.0075, None, (-0.1854, 0.0003), (0.9559, 0.0004), 3.93, 92.9),
-    },
-    ("horseshoe", 400): {
-        "identity": Paper(0.25, None, (-0.0750, 0.0004), (0.9823, 0.0003), 14.65, 8.3),
-        "wenzel": Paper(0.75, None, (-0.0768, 0.0009), (0.9807, 0.0003), 14.79, 9.5),
-        "rmsprop": Paper(0.0005, None, (-0.0678, 0.0011), (0.9798, 0.0008), 25.76, 10.7),
-        "monge": Paper(0.25, 1.25, (-0.0629, 0.0009), (0.9831, 0.0005), 15.08, 12.9),
-        "shampoo": Paper(0.005, None, (-0.0641, 0.0009), (0.9820, 0.0006), 17.84, 20.1),
-    },
-    ("horseshoe", 800): {
-        "identity": Paper(0.5, None, (-0.0798, 0.0003), (0.9818, 0.0004), 15.01, 24.8),
-        "wenzel": Paper(0.5, None, (-0.0839, 0.0008), (0.9789, 0.0003), 14.45, 26.2),
-        "rmsprop": Paper(0.0005, None, (-0.0656, 0.0013), (0.9800, 0.0005), 20.09, 29.3),
-        "monge": Paper(0.25, 0.5, (-0.0612, 0.0014), (0.9834, 0.0008), 12.09, 32.1),
-        "shampoo": Paper(0.005, None, (-0.0603, 0.0011), (0.9824, 0.0004), 12.74, 53.3),
-    },
-    ("horseshoe", 1200): {
-        "identity": Paper(0.25, None, (-0.0809, 0.0004), (0.9814, 0.0002), 15.28, 56.3),
-        "wenzel": Paper(0.25, None, (-0.1006, 0.0009), (0.9746, 0.0005), 11.41, 58.2),
-        "rmsprop": Paper(0.0005, None, (-0.0631, 0.0011), (0.9808, 0.0007), 16.96, 58.3),
-        "monge": Paper(0.25, 0.075, (-0.0694, 0.0005), (0.9833, 0.0004), 16.78, 60.1),
-        "shampoo": Paper(0.005, None, (-0.0564, 0.0007), (0.9834, 0.0005), 10.07, 89.1),
-    },
-}
+
+TABLES = """
+prior      W     metric    lr       α²     test log p(y|X)    test accuracy     C(θ)    s/epoch
+gaussian   400   identity  0.05     —      -0.1310 ± 0.0004   0.9685 ± 0.0005   5.93    8.1
+gaussian   400   wenzel    0.075    —      -0.1315 ± 0.0002   0.9686 ± 0.0003   5.82    7.7
+gaussian   400   rmsprop   0.00025  —      -0.1307 ± 0.0005   0.9689 ± 0.0004   6.30    8.8
+gaussian   400   monge     —
+gaussian   400   shampoo   0.0025   —      -0.1286 ± 0.0003   0.9689 ± 0.0004   6.28    18.8
+gaussian   800   identity  0.05     —      -0.1667 ± 0.0004   0.9587 ± 0.0003   4.69    19.9
+gaussian   800   wenzel    0.05     —      -0.1667 ± 0.0004   0.9583 ± 0.0005   4.68    20.3
+gaussian   800   rmsprop   0.0005   —      -0.1643 ± 0.0003   0.9614 ± 0.0003   4.67    24.2
+gaussian   800   monge     —
+gaussian   800   shampoo   0.0075   —      -0.1620 ± 0.0004   0.9605 ± 0.0003   4.53    46.5
+gaussian   1200  identity  0.025    —      -0.1932 ± 0.0004   0.9514 ± 0.0004   4.16    43.5
+gaussian   1200  wenzel    0.05     —      -0.1933 ± 0.0004   0.9519 ± 0.0003   4.10    49.1
+gaussian   1200  rmsprop   0.0005   —      -0.1886 ± 0.0005   0.9568 ± 0.0003   4.11    56.9
+gaussian   1200  monge     0.025    0.75   -0.1780 ± 0.0005   0.9560 ± 0.0005   6.92    59.2
+gaussian   1200  shampoo   0.0075   —      -0.1854 ± 0.0003   0.9559 ± 0.0004   3.93    92.9
+horseshoe  400   identity  0.25     —      -0.0750 ± 0.0004   0.9823 ± 0.0003   14.65   8.3
+horseshoe  400   wenzel    0.75     —      -0.0768 ± 0.0009   0.9807 ± 0.0003   14.79   9.5
+horseshoe  400   rmsprop   0.0005   —      -0.0678 ± 0.0011   0.9798 ± 0.0008   25.76   10.7
+horseshoe  400   monge     0.25     1.25   -0.0629 ± 0.0009   0.9831 ± 0.0005   15.08   12.9
+horseshoe  400   shampoo   0.005    —      -0.0641 ± 0.0009   0.9820 ± 0.0006   17.84   20.1
+horseshoe  800   identity  0.5      —      -0.0798 ± 0.0003   0.9818 ± 0.0004   15.01   24.8
+horseshoe  800   wenzel    0.5      —      -0.0839 ± 0.0008   0.9789 ± 0.0003   14.45   26.2
+horseshoe  800   rmsprop   0.0005   —      -0.0656 ± 0.0013   0.9800 ± 0.0005   20.09   29.3
+horseshoe  800   monge     0.25     0.5    -0.0612 ± 0.0014   0.9834 ± 0.0008   12.09   32.1
+horseshoe  800   shampoo   0.005    —      -0.0603 ± 0.0011   0.9824 ± 0.0004   12.74   53.3
+horseshoe  1200  identity  0.25     —      -0.0809 ± 0.0004   0.9814 ± 0.0002   15.28   56.3
+horseshoe  1200  wenzel    0.25     —      -0.1006 ± 0.0009   0.9746 ± 0.0005   11.41   58.2
+horseshoe  1200  rmsprop   0.0005   —      -0.0631 ± 0.0011   0.9808 ± 0.0007   16.96   58.3
+horseshoe  1200  monge     0.25     0.075  -0.0694 ± 0.0005   0.9833 ± 0.0004   16.78   60.1
+horseshoe  1200  shampoo   0.005    —      -0.0564 ± 0.0007   0.9834 ± 0.0005   10.07   89.1
+"""
+"""Tables 1, 2 and 4 and Sec. 4.3 of Yu et al. (2023): per setting and metric the learning rate
+(Table 4), Monge's α² (Sec. 4.3), test log p(y|X) and accuracy (mean ± std over 10 runs, Table 1),
+curvature and seconds per epoch (Table 2); a row with only "—" is Monge where α² = 0 (Identity)
+was optimal."""
+
+
+def _papers(text: str) -> dict[tuple[str, int], dict[str, Paper]]:
+    """:data:`TABLES` as ``{(prior, W): {metric: Paper}}``."""
+    out: dict[tuple[str, int], dict[str, Paper]] = {}
+    number = lambda cell: None if cell == "—" else float(cell)
+    for line in text.strip().splitlines()[1:]:
+        prior, width, metric, *cells = line.replace("±", " ").split()
+        paper = IDENTITY_OPTIMAL
+        if cells != ["—"]:
+            lr, alpha2, log_lik, log_lik_sd, acc, acc_sd, curvature, seconds = map(number, cells)
+            paper = Paper(lr, alpha2, (log_lik, log_lik_sd), (acc, acc_sd), curvature, seconds)
+        out.setdefault((prior, int(width)), {})[metric] = paper
+    return out
+
+
+PAPER = _papers(TABLES)
 """Tables 1, 2 and 4 and Sec. 4.3 of Yu et al. (2023), by (prior, W) and metric."""
 
 QUICK = {"train_size": 10_000, "epochs": 4, "burn_in": 200, "thin": 25}
@@ -199,24 +212,32 @@ def config(
 def _cell(ours: float | None, paper: tuple[float, float] | None) -> tuple[str, str]:
     """(ours, paper) formatted; ours marked ▼ below the paper's mean − 2 standard deviations."""
     if paper is None:
-        return report.format_value(ours), "—"
+        return report.format_value(ours), MISSING
     worse = ours is not None and ours < paper[0] - 2 * paper[1]
     return report.format_value(ours) + (" ▼" if worse else ""), f"{paper[0]:.4f} ± {paper[1]:.4f}"
 
 
-COLUMNS = (
-    "prior", "W", "metric", "lr", "log p(y|X)", "paper log p", "acc.", "paper acc.", "ECE",
-    "curv.", "paper curv.", "s/epoch", "paper s/epoch", "eval s/epoch", "epochs", "status",
+COLUMNS = tuple(
+    (name, name, TEXT if name in ("prior", "metric", "lr", "status") else "{:>}")
+    for name in (
+        "prior", "W", "metric", "lr", "log p(y|X)", "paper log p", "acc.", "paper acc.", "ECE",
+        "curv.", "paper curv.", "s/epoch", "paper s/epoch", "eval s/epoch", "epochs", "status",
+    )
 )  # fmt: skip
-"""The columns of the output table, ours next to the paper's. ``s/epoch`` is the sampler's time per
-epoch, evaluation excluded, as the paper timed it; ``eval s/epoch`` is the time spent scoring the
-epoch's samples on the test and validation sets."""
+"""The columns of the output table, ours next to the paper's: preformatted text (:func:`table_row`),
+right-aligned except the names."""
+NOTES = (
+    "s/epoch: the sampler's time per epoch, evaluation excluded, as the paper timed it (the "
+    "paper's: one CPU core, per step); eval s/epoch: the time spent scoring the epoch's samples "
+    "on the test and validation sets."
+)
 
 
 def table_row(prior: str, width: int, metric: str, result: runner.Result | None) -> dict[str, str]:
     """One row of the output table (``result=None``: Monge where α² = 0, i.e. Identity, is best)."""
     paper = PAPER[(prior, width)][metric]
-    row = dict.fromkeys(COLUMNS, "—") | {"prior": prior, "W": str(width), "metric": LABELS[metric]}
+    row = dict.fromkeys((key for key, _, _ in COLUMNS), MISSING)
+    row |= {"prior": prior, "W": str(width), "metric": LABELS[metric]}
     if result is None:
         note = "α² = 0 is optimal (= Identity)"
         return row | {"log p(y|X)": note, "paper log p": note, "status": "not run"}
@@ -227,24 +248,17 @@ def table_row(prior: str, width: int, metric: str, result: runner.Result | None)
     return row | {
         "lr": format(paper.learning_rate, "g") + alpha2,
         "ECE": report.format_value(final.get("test_ece")),
-        "curv.": report.format_value(final.get("curvature"), ".2f"),
-        "paper curv.": report.format_value(paper.curvature, ".2f"),
-        "s/epoch": report.format_value(result.summary["sampler_seconds_per_epoch"], ".2f"),
-        "paper s/epoch": report.format_value(paper.seconds, ".1f"),
-        "eval s/epoch": report.format_value(result.summary["eval_seconds_per_epoch"], ".2f"),
+        "curv.": report.format_value(final.get("curvature"), "{:.2f}"),
+        "paper curv.": report.format_value(paper.curvature, "{:.2f}"),
+        "s/epoch": report.format_value(result.summary["sampler_seconds_per_epoch"], "{:.2f}"),
+        "paper s/epoch": report.format_value(paper.seconds, "{:.1f}"),
+        "eval s/epoch": report.format_value(result.summary["eval_seconds_per_epoch"], "{:.2f}"),
         "epochs": str(len(result.records)),
         "status": result.status,
     }
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add this reproduction's options to ``parser``."""
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help="a smoke test in a few minutes: the first 10 000 training images, 4 epochs, "
-        "burn-in 200, a sample every 25 (with the default W=400 and horseshoe prior)",
-    )
+def _options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--epochs", type=int, help="epochs per run (default: 400 as the paper, 4 with --quick)"
     )
@@ -263,66 +277,90 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "~/.cache/sgrld/data)",
     )
     parser.add_argument("--chains", type=int, default=1, help="chains per run (default: 1)")
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     parser.add_argument(
         "--curvature", action="store_true", help="also score the curvature C(x) (slow)"
     )
-    parser.add_argument(
-        "--out", default="results/mnist-mlp", help="results folder (default: %(default)s)"
-    )
 
 
-def run(args: argparse.Namespace) -> int:
-    """Run the requested cells, writing the table after each; returns the exit code."""
-    console = report.console()
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    epochs = args.epochs or (QUICK["epochs"] if args.quick else 400)
-    title = f"MNIST MLP, {epochs} epochs{' (--quick: a smoke test)' if args.quick else ''}"
-    legend = "▼: below the paper's mean − 2 std (10 runs). Paper times: one CPU core, per step.\n"
-    rows, codes = [], [0]
+def _epochs(args: argparse.Namespace) -> int:
+    return args.epochs or (QUICK["epochs"] if args.quick else 400)
 
-    def write_table():
-        table, markdown = report.results_table(title, rows)
-        (out / "mnist_mlp.md").write_text(markdown + "\n" + legend)
-        results.write_json(out / "mnist_mlp.json", {"title": title, "rows": rows})
-        return table
 
-    interrupted = False
-    for prior, width in itertools.product(args.prior, args.width):
-        curves = {}
-        for metric in args.metrics:
-            if PAPER[(prior, width)][metric].learning_rate is None:
-                rows.append(table_row(prior, width, metric, None))
-                continue
-            cfg = config(
-                prior,
-                width,
-                metric,
-                out,
-                epochs=epochs,
-                data_dir=args.data_dir,
-                quick=args.quick,
-                chains=args.chains,
-                seed=args.seed,
-                curvature=args.curvature,
-            )
-            label = f"{prior} W={width} {LABELS[metric]}"
-            result = run_config(cfg, progress=True, label=label)
-            rows.append(table_row(prior, width, metric, result))
-            curves[LABELS[metric]] = result.records
-            codes.append(runner.EXIT_CODES[result.status])
-            write_table()
-            if result.status != "completed":
-                console.print(result.message)
-            interrupted = result.status == "interrupted"
-            if interrupted:
-                break
-        if curves:
-            title_ = f"MNIST, {prior} prior, W={width}"
-            report.plot_curves(curves, out / f"curves_{prior}-{width}.png", title_)
-        if interrupted:
+def _header(args: argparse.Namespace) -> str:
+    return f"MNIST MLP, {_epochs(args)} epochs{' (--quick: a smoke test)' if args.quick else ''}"
+
+
+def _compute(args: argparse.Namespace, on_result: OnResult) -> Results:
+    """Run the requested cells in turn (Monge where α² = 0 is optimal is not run)."""
+    results: Results = {
+        "config": {
+            "title": _header(args),
+            "epochs": _epochs(args),
+            "quick": args.quick,
+            "seed": args.seed,
+        },
+        "rows": [],
+        "runs": [],
+        "curves": {},
+    }
+    for prior, width, metric in itertools.product(args.prior, args.width, args.metrics):
+        if PAPER[(prior, width)][metric].learning_rate is None:
+            results["rows"].append(table_row(prior, width, metric, None))
+            continue
+        cfg = config(
+            prior,
+            width,
+            metric,
+            Path(args.out),
+            epochs=_epochs(args),
+            data_dir=args.data_dir,
+            quick=args.quick,
+            chains=args.chains,
+            seed=args.seed,
+            curvature=args.curvature,
+        )
+        result = run_config(cfg, progress=True, label=f"{prior} W={width} {LABELS[metric]}")
+        results["rows"].append(table_row(prior, width, metric, result))
+        results["runs"].append(result)
+        results["curves"].setdefault((prior, width), {})[LABELS[metric]] = result.records
+        on_result(results)
+        if result.status == "interrupted":
             break
-    console.print(write_table())
-    console.print(legend + f"Wrote {out / 'mnist_mlp.md'} and the curves_*.png")
-    return max(codes)
+    return results
+
+
+def _progress(results: Results) -> str | None:
+    last = results["runs"][-1]
+    return None if last.status == "completed" else last.message
+
+
+def plot(results: Results, out: Path) -> list[Path]:
+    """``curves_<prior>-<W>.png`` per setting: test log p(y|X) and accuracy against epochs."""
+    return [
+        report.plot_curves(
+            curves, out / f"curves_{prior}-{width}.png", f"MNIST, {prior} prior, W={width}"
+        )
+        for (prior, width), curves in results["curves"].items()
+    ]
+
+
+REPRODUCTION = Reproduction(
+    stem="mnist_mlp",
+    columns=COLUMNS,
+    notes=NOTES,
+    caption=lambda results: (
+        f"{results['config']['title']}. ▼: below the paper's mean − 2 std (10 runs)."
+    ),
+    rows=lambda results: results["rows"],
+    options=_options,
+    header=_header,
+    compute=_compute,
+    progress=_progress,
+    quick_help="a smoke test in a few minutes: the first 10 000 training images, 4 epochs, "
+    "burn-in 200, a sample every 25 (with the default W=400 and horseshoe prior)",
+    out="results/mnist-mlp",
+    plot=plot,
+    exit_code=lambda results: max([0] + [runner.EXIT_CODES[r.status] for r in results["runs"]]),
+)
+add_arguments = REPRODUCTION.add_arguments
+run = REPRODUCTION.run

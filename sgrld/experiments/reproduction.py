@@ -1,0 +1,169 @@
+"""The skeleton every ``sgrld reproduce NAME`` shares: its options, its run, its table and files.
+
+A reproduction is described by a :class:`Reproduction`: how its options become a run
+(``options``, ``header``, ``compute``), what it prints after each row (``progress``), its table
+(``rows``, ``columns``, ``caption``, ``notes``) and its figure (``plot``). The driver
+(:meth:`Reproduction.add_arguments`, :meth:`Reproduction.run`) does the rest the same way for all:
+
+* options: ``--quick``, the reproduction's own options, ``--seed`` and ``--out``;
+* run: print the header; compute, and after each row print its progress line and write
+  ``<stem>.md`` and ``<stem>.json`` (so an interrupted run leaves what it has);
+* end: write the tables, draw the figure, print the table with ``rich`` and the files written.
+
+The results are a dict with a ``"config"`` entry (what was run, written to the JSON as is) and
+whatever else the reproduction keeps; ``rows(results)`` makes its JSON-ready table rows, written to
+the JSON under ``rows_key``. To add a reproduction: a module with its computation, a
+``REPRODUCTION = Reproduction(...)``, ``add_arguments = REPRODUCTION.add_arguments`` and
+``run = REPRODUCTION.run``, and an entry in :data:`sgrld.cli.REPRODUCTIONS`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jax
+
+import sgrld
+from sgrld import report
+
+Results = dict[str, Any]
+OnResult = Callable[[Results], None]
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    """How one reproduction runs and reports.
+
+    Attributes:
+      stem: the files' name: ``<stem>.md``, ``<stem>.json`` in ``--out``.
+      columns: the table's columns (:func:`sgrld.report.columns`).
+      notes: what the columns mean, below the Markdown table.
+      caption: ``results -> str``, one line describing the run, above the table.
+      rows: ``results -> rows``, one JSON-ready dict per row (the table and the JSON).
+      options: adds the reproduction's own options to a parser.
+      header: ``args -> str``, printed before the run.
+      compute: ``(args, on_result) -> results``; calls ``on_result(results)`` after each row.
+      progress: ``results -> str | None``, printed after each row (None: nothing).
+      quick_help: help of ``--quick``.
+      out: the default results folder.
+      seed: the default random seed.
+      rows_key: key of the rows in the JSON, next to ``"config"``.
+      plot: ``(results, out) -> path(s)`` of the figure(s) it draws, or None.
+      exit_code: ``results -> int``, the command's exit code.
+    """
+
+    stem: str
+    columns: Sequence[report.Column]
+    notes: str
+    caption: Callable[[Results], str]
+    rows: Callable[[Results], list[dict[str, Any]]]
+    options: Callable[[argparse.ArgumentParser], None]
+    header: Callable[[argparse.Namespace], str]
+    compute: Callable[[argparse.Namespace, OnResult], Results]
+    progress: Callable[[Results], str | None]
+    quick_help: str
+    out: str
+    seed: int = 0
+    rows_key: str = "rows"
+    plot: Callable[[Results, Path], Path | Sequence[Path]] | None = None
+    exit_code: Callable[[Results], int] = lambda results: 0
+
+    def markdown(self, results: Results) -> str:
+        """The table as Markdown, with its caption and notes."""
+        return report.markdown_table(
+            self.caption(results), self.columns, self.rows(results), self.notes
+        )
+
+    def write_tables(self, results: Results, out: Path) -> tuple[Path, Path]:
+        """Write ``<stem>.md`` and ``<stem>.json`` into ``out``; return their paths."""
+        payload = {"config": results["config"], self.rows_key: self.rows(results)}
+        return report.write_tables(out, self.stem, self.markdown(results), payload)
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """Add ``--quick``, the reproduction's options, ``--seed`` and ``--out`` to ``parser``."""
+        parser.add_argument("--quick", action="store_true", help=self.quick_help)
+        self.options(parser)
+        parser.add_argument(
+            "--seed", type=int, default=self.seed, help="random seed (default: %(default)s)"
+        )
+        parser.add_argument("--out", default=self.out, help="results folder (default: %(default)s)")
+
+    def run(self, args: argparse.Namespace) -> int:
+        """Run from parsed arguments: compute, print, write the files; return the exit code."""
+        con = report.console()
+        out = Path(args.out)
+
+        def on_result(results: Results) -> None:
+            line = self.progress(results)
+            if line is not None:
+                con.print(line)
+            self.write_tables(results, out)
+
+        con.print(self.header(args))
+        results = self.compute(args, on_result)
+        files = list(self.write_tables(results, out))
+        if self.plot is not None:
+            figures = self.plot(results, out)
+            files[:0] = [figures] if isinstance(figures, Path) else figures
+        report.print_table(self.caption(results), self.columns, self.rows(results))
+        con.print(f"Wrote {', '.join(map(str, files[:-1]))} and {files[-1]}")
+        return self.exit_code(results)
+
+
+def subset_option(
+    parser: argparse.ArgumentParser, flag: str, metavar: str, what: str, names: Sequence[str]
+) -> None:
+    """Add ``flag NAME ...``: run only these of ``names`` (default: all, i.e. None).
+
+    Example:
+      >>> p = argparse.ArgumentParser()
+      >>> subset_option(p, "--only", "ROW", "rows", ["a", "b"])
+      >>> p.parse_args(["--only", "b"]).only, p.parse_args([]).only
+      (['b'], None)
+    """
+    parser.add_argument(
+        flag,
+        nargs="+",
+        default=None,
+        metavar=metavar,
+        help=f"run only these {what}: {', '.join(names)}",
+    )
+
+
+def positive_int(text: str) -> int:
+    """An argument that is an integer >= 1, also written like ``2e6``.
+
+    Example:
+      >>> positive_int("2e6"), positive_int("16")
+      (2000000, 16)
+    """
+    value = int(float(text)) if "e" in text.lower() else int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def sample_timed(
+    key: jax.Array, sampler: sgrld.Sampler, init_params: Any, batch_fn: Callable, **options: Any
+) -> tuple[sgrld.Samples, float]:
+    """:func:`sgrld.sample`, keeping the samples taken before a divergence, and its wall time.
+
+    Args:
+      key, sampler, init_params, batch_fn, **options: as :func:`sgrld.sample`.
+
+    Returns:
+      ``(samples, seconds)``: the samples (of a :class:`sgrld.DivergenceError` if one was
+      raised) and the wall time of the sampling, compilation included.
+    """
+    start = time.perf_counter()
+    try:
+        out = sgrld.sample(key, sampler, init_params, batch_fn, **options)
+    except sgrld.DivergenceError as error:
+        out = error.samples
+    jax.block_until_ready(out.params)
+    return out, time.perf_counter() - start
