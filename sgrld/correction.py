@@ -36,6 +36,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -248,6 +249,10 @@ def from_mode(
     """
     mode = "none" if mode is None else mode
     warmup = _check_warmup(warmup)
+    if not math.isfinite(float(scale)):
+        raise ValueError(f"correction_scale must be finite, got {scale}")
+    if int(num_probes) != num_probes or num_probes < 1:
+        raise ValueError(f"num_probes must be an integer >= 1, got {num_probes!r}")
     if mode not in MODES:
         raise ValueError(f"correction must be one of {MODES} (or None), got {mode!r}")
     if mode == "hutchinson":

@@ -28,7 +28,6 @@ Extension points (none needs an edit of the existing samplers):
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from functools import partial
 from typing import Any, NamedTuple
@@ -188,6 +187,45 @@ def _estimate_fn(correction, gradients, metric, adapt_until) -> Callable:
     return run
 
 
+class _Parts(NamedTuple):
+    """The assembled parts of an SGRLD step."""
+
+    schedule: Schedule
+    estimate: Callable
+    precondition: Callable
+    integrator: Integrator
+    scales: Callable
+    corrected: bool
+
+
+def _init(metric: Metric, params: PyTree) -> SGRLDState:
+    params = check_params(params)
+    return SGRLDState(jnp.zeros((), jnp.int32), params, metric.init(params))
+
+
+def _step(
+    parts: _Parts, key: jax.Array, state: SGRLDState, batch: PyTree
+) -> tuple[SGRLDState, SGRLDInfo]:
+    """One SGRLD step: estimate (gradient, metric, Γ̂), precondition, integrate, report."""
+    noise_key, probe_key = jax.random.split(key)
+    params = state.params
+    lr = jnp.asarray(parts.schedule(state.step), jnp.float32)
+    est = parts.estimate(probe_key, params, batch, state.metric_state, state.step)
+    xi = parts.integrator.noise(noise_key, params)
+    d = parts.precondition(est.metric_state, est.grad, xi, est.gamma if parts.corrected else None)
+    new_params = parts.integrator.move(params, d.drift, d.noise, d.gamma, parts.scales(lr))
+    info = step_info(
+        est.value,
+        est.grad,
+        lr,
+        new_params,
+        gamma=d.gamma,
+        fallback=d.fallback,
+        metric_fallbacks=est.metric_state.fallbacks,
+    )
+    return SGRLDState(state.step + 1, new_params, est.metric_state), info
+
+
 def riemannian_langevin(
     potential_fn: Callable[[PyTree, PyTree], jax.Array],
     metric: Metric,
@@ -224,45 +262,25 @@ def riemannian_langevin(
     correction = correction or corrections.none()
     if temperature == 0.0 or metric.statistic is None or correction.scale == 0.0:
         correction = corrections.none()  # Γ̂ would be multiplied by 0: not computed
-    integrator = integrator or euler_maruyama()
     precondition = by_metric(metric)
     if max_drift_norm is not None:
         precondition = limit_drift(precondition, max_drift_norm)
-    gradients = gradient_fn(potential_fn, prior_in_metric)
-    corrected = correction.mode != "none"
-
-    estimate = _estimate_fn(correction, gradients, metric, adapt_until)
-    scales = partial(
-        langevin_scales,
-        temperature=temperature,
-        num_data=num_data,
-        correction_scale=correction.scale,
+    parts = _Parts(
+        schedule=schedule,
+        estimate=_estimate_fn(
+            correction, gradient_fn(potential_fn, prior_in_metric), metric, adapt_until
+        ),
+        precondition=precondition,
+        integrator=integrator or euler_maruyama(),
+        scales=partial(
+            langevin_scales,
+            temperature=temperature,
+            num_data=num_data,
+            correction_scale=correction.scale,
+        ),
+        corrected=correction.mode != "none",
     )
-
-    def init(params: PyTree) -> SGRLDState:
-        params = check_params(params)
-        return SGRLDState(jnp.zeros((), jnp.int32), params, metric.init(params))
-
-    def step(key: jax.Array, state: SGRLDState, batch: PyTree) -> tuple[SGRLDState, SGRLDInfo]:
-        noise_key, probe_key = jax.random.split(key)
-        params = state.params
-        lr = jnp.asarray(schedule(state.step), jnp.float32)
-        est = estimate(probe_key, params, batch, state.metric_state, state.step)
-        xi = integrator.noise(noise_key, params)
-        d = precondition(est.metric_state, est.grad, xi, est.gamma if corrected else None)
-        new_params = integrator.move(params, d.drift, d.noise, d.gamma, scales(lr))
-        info = step_info(
-            est.value,
-            est.grad,
-            lr,
-            new_params,
-            gamma=d.gamma,
-            fallback=d.fallback,
-            metric_fallbacks=est.metric_state.fallbacks,
-        )
-        return SGRLDState(state.step + 1, new_params, est.metric_state), info
-
-    return Sampler(init, step)
+    return Sampler(partial(_init, metric), partial(_step, parts))
 
 
 def sgrld(
@@ -329,11 +347,6 @@ def sgrld(
       Girolami & Calderhead (2011); Patterson & Teh (2013); Ma et al. (2015); Yu et al. (TMLR 2023),
       Eq. 3; Rensmeyer & Niggemann.
     """
-    correction_scale = float(correction_scale)
-    if not math.isfinite(correction_scale):
-        raise ValueError(f"correction_scale must be finite, got {correction_scale}")
-    if int(num_probes) != num_probes or num_probes < 1:
-        raise ValueError(f"num_probes must be an integer >= 1, got {num_probes!r}")
     return riemannian_langevin(
         potential_fn,
         metric,
