@@ -14,7 +14,7 @@ from scipy.stats import kstest, norm
 
 import sgrld
 from sgrld import cli
-from sgrld.experiments import distances, funnel, funnel_runs
+from sgrld.experiments import funnel, funnel_runs, scores
 
 SIGMA = math.sqrt(80.0)
 
@@ -29,19 +29,19 @@ def w1_by_quadrature(x: np.ndarray, scale: float) -> float:
 @pytest.mark.parametrize("shift", [0.0, 3.0, -20.0])
 def test_w1_and_ks_match_references(shift):
     x = np.random.default_rng(0).normal(shift, 5.0, 200)
-    assert distances.w1_to_normal(x, SIGMA) == pytest.approx(w1_by_quadrature(x, SIGMA), abs=1e-3)
+    assert scores.w1_to_normal(x, SIGMA) == pytest.approx(w1_by_quadrature(x, SIGMA), abs=1e-3)
     reference = kstest(x, norm(scale=SIGMA).cdf).statistic
-    assert distances.ks_to_normal(x, SIGMA) == pytest.approx(reference)
+    assert scores.ks_to_normal(x, SIGMA) == pytest.approx(reference)
 
 
 def test_w1_of_exact_and_shifted_samples():
     v = np.random.default_rng(1).normal(0.0, SIGMA, 100_000)
-    assert distances.w1_to_normal(v, SIGMA) < 0.1  # O(σ/√n)
-    assert distances.w1_to_normal(v + 2.0, SIGMA) == pytest.approx(2.0, abs=0.1)
-    assert math.isnan(distances.w1_to_normal(np.zeros(0), SIGMA))
-    scores = funnel_runs.score_v(v.astype(np.float32))
-    assert scores.neck == pytest.approx(norm.cdf(-10.0, scale=SIGMA), abs=0.01)
-    assert scores.std == pytest.approx(SIGMA, rel=0.01)
+    assert scores.w1_to_normal(v, SIGMA) < 0.1  # O(σ/√n)
+    assert scores.w1_to_normal(v + 2.0, SIGMA) == pytest.approx(2.0, abs=0.1)
+    assert math.isnan(scores.w1_to_normal(np.zeros(0), SIGMA))
+    v_scores = funnel_runs.score_v(v.astype(np.float32))
+    assert v_scores.neck == pytest.approx(norm.cdf(-10.0, scale=SIGMA), abs=0.01)
+    assert v_scores.std == pytest.approx(SIGMA, rel=0.01)
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,7 @@
 
 Failure budget. Each statistical test runs with a fixed seed and a stated budget; its tolerance is
 set from the Monte-Carlo noise floor of that budget (the expected TV of the histogram from noise
-alone, :func:`stationary_1d.noise_floor`, about ``2.46/√n_eff`` on these 42 cells; the TV of one
+alone, :func:`scores.noise_floor`, about ``2.46/√n_eff`` on these 42 cells; the TV of one
 histogram fluctuates around its expectation by roughly a fifth of the floor):
 
 * Monge, 512 chains × 5 time units after a burn-in of 10 (the ``--quick`` budget of the CLI):
@@ -37,12 +37,14 @@ import pytest
 from scipy.stats import norm
 
 import sgrld
+from sgrld.experiments import scores
 from sgrld.experiments import stationary_1d as s1
+from sgrld.experiments import stationary_1d_rows as rows1
 from sgrld.experiments import stationary_nd as snd
 
 
 def _curve(key):
-    return next(c for c in s1.curves() if c.key == key)
+    return next(c for c in rows1.curves() if c.key == key)
 
 
 def _cli(module, argv):
@@ -52,36 +54,37 @@ def _cli(module, argv):
 
 
 def test_normalisers_match_the_paper():
-    published = [c for c in s1.curves() if c.variant == s1.VARIANTS[0]]
-    assert [c.family for c in published] == list(s1.FAMILIES)
+    published = [c for c in rows1.curves() if c.variant == rows1.VARIANTS[0]]
+    assert [c.family for c in published] == list(rows1.FAMILIES)
     expected = {"pSGLD": 1.25795, "Monge": 0.5, "Shampoo": 1.25331, "Adam-SGLD": 2.04953}
     for c in published:
-        z = s1.normaliser(c.factor)
+        z = rows1.normaliser(c.factor)
         assert z == pytest.approx(expected[c.family], abs=1e-4), c.family
-        assert z == pytest.approx(s1.PAPER_NORMALISERS[c.family], abs=1e-3), c.family
-    assert s1.normaliser(_curve("monge-c").factor) == pytest.approx(1.0)
+        assert z == pytest.approx(rows1.PAPER_NORMALISERS[c.family], abs=1e-3), c.family
+    assert rows1.normaliser(_curve("monge-c").factor) == pytest.approx(1.0)
 
 
 def test_bin_probabilities_are_exact():
-    p = s1.bin_probabilities(norm.pdf)
-    cdf = norm.cdf(s1.EDGES)
+    p = scores.bin_probabilities(norm.pdf)
+    cdf = norm.cdf(scores.EDGES)
     np.testing.assert_allclose(p[:-1], np.diff(cdf), atol=1e-10)
     assert p[-1] == pytest.approx(2 * norm.sf(2.05), abs=1e-10)
     assert p.sum() == pytest.approx(1.0, abs=1e-10)
     x = np.array([-3.0, -2.0, 0.0, 0.01, 2.06])
-    f = s1.frequencies(x)
-    assert f[-1] == pytest.approx(0.4) and f[s1.EDGES.searchsorted(0.0) - 1] == pytest.approx(0.4)
+    f = scores.frequencies(x)
+    assert f[-1] == pytest.approx(0.4)
+    assert f[scores.EDGES.searchsorted(0.0) - 1] == pytest.approx(0.4)
 
 
 def test_predicted_distances_to_the_target():
     """TV(π, p) on the paper's cells: Adam-SGLD's prediction is within 0.2 of N(0, 1)."""
-    target = s1.bin_probabilities(s1.normal_pdf)
+    target = scores.bin_probabilities(scores.normal_pdf)
     expected = {"psgld": 0.279, "monge": 0.241, "shampoo": 0.302, "adam": 0.177}
     for key, tv in expected.items():
         c = _curve(key)
-        z = s1.normaliser(c.factor)
-        pred = s1.bin_probabilities(lambda t, c=c, z=z: z * c.factor(t) * s1.normal_pdf(t))
-        assert s1.total_variation(pred, target) == pytest.approx(tv, abs=1e-3), key
+        z = rows1.normaliser(c.factor)
+        pred = scores.bin_probabilities(lambda t, c=c, z=z: z * c.factor(t) * scores.normal_pdf(t))
+        assert scores.total_variation(pred, target) == pytest.approx(tv, abs=1e-3), key
 
 
 def test_psgld_tfp_prediction_uses_one_minus_decay():
@@ -103,9 +106,9 @@ def test_noise_floor_is_the_expected_tv_of_noise(rho):
     x[..., 0] = z[..., 0]
     for t in range(1, n):  # AR(1) chains with exact N(0, 1) marginals
         x[..., t] = rho * x[..., t - 1] + math.sqrt(1 - rho**2) * z[..., t]
-    p = s1.bin_probabilities(s1.normal_pdf)
-    tvs = [s1.total_variation(s1.frequencies(r), p) for r in x]
-    floors, n_effs = zip(*(s1.noise_floor(r) for r in x), strict=True)
+    p = scores.bin_probabilities(scores.normal_pdf)
+    tvs = [scores.total_variation(scores.frequencies(r), p) for r in x]
+    floors, n_effs = zip(*(scores.noise_floor(r) for r in x), strict=True)
     assert np.mean(floors) == pytest.approx(np.mean(tvs), rel=0.1)
     assert np.std(floors) < 0.15 * np.mean(floors)
     if rho == 0.0:
@@ -143,10 +146,10 @@ def test_corrected_monge_samples_the_target(one_d):
 
 def test_stabilised_corrected_psgld_samples_the_target():
     key = jax.random.key(3)
-    fixed = s1.run_curve(key, _curve("psgld-s")._replace(burn=1.5), 512, 1.0)
+    fixed = rows1.run_curve(key, _curve("psgld-s")._replace(burn=1.5), 512, 1.0)
     assert fixed.floor < 0.04
     assert fixed.tv_target < 0.06
-    published = s1.run_curve(key, _curve("psgld")._replace(burn=1.5), 128, 0.5)
+    published = rows1.run_curve(key, _curve("psgld")._replace(burn=1.5), 128, 0.5)
     assert published.tv_target > 0.15
     assert published.tv_prediction < published.tv_target
 
@@ -155,17 +158,17 @@ def test_shampoo_as_published_and_stabilised_corrected():
     """Shampoo's 1×1 factor: as published near its prediction and far from φ; with Γ at decay 0.5
     near φ (so a missing, or grossly mis-scaled, Γ through Shampoo's cached roots fails here)."""
     key = jax.random.key(5)
-    fixed = s1.run_curve(key, _curve("shampoo-s")._replace(burn=1.5), 512, 1.0)
+    fixed = rows1.run_curve(key, _curve("shampoo-s")._replace(burn=1.5), 512, 1.0)
     assert fixed.floor < 0.04
     assert fixed.tv_target < 0.06
-    published = s1.run_curve(key, _curve("shampoo"), 512, 1.0)
+    published = rows1.run_curve(key, _curve("shampoo"), 512, 1.0)
     assert published.floor < 0.04
     assert published.tv_prediction < 0.1
     assert published.tv_target > 0.2
 
 
 def test_adam_sgld_samples_its_prediction():
-    r = s1.run_curve(jax.random.key(4), _curve("adam")._replace(burn=1.5), 256, 1.0)
+    r = rows1.run_curve(jax.random.key(4), _curve("adam")._replace(burn=1.5), 256, 1.0)
     assert r.tv_prediction < 0.07
     assert r.tv_target > 0.12
 
@@ -182,7 +185,7 @@ def test_diverging_chains_are_dropped_and_reported():
         burn=1e-5,
         thin=1e-6,
     )
-    r = s1.run_curve(jax.random.key(0), boom, 4, 1e-5)
+    r = rows1.run_curve(jax.random.key(0), boom, 4, 1e-5)
     assert r.diverged == 4 and r.samples == 0 and math.isnan(r.tv_target)
     row = s1.table_rows({"config": {}, "rows": {"boom": r}})[0]
     assert row["tv_target"] is None and row["all_hold"] is False

@@ -27,7 +27,7 @@ Outputs, in ``--out``: ``funnel.png`` (one column per metric: top, 1,000 random 
 funnel draws on the paper's axes; bottom, the histogram of the hard marginal v against its exact
 N(0, 80) density), and ``funnel.md`` / ``funnel.json``, the table also printed: the Wasserstein-1
 distance and the Kolmogorov–Smirnov statistic between the samples of v and N(0, 80), both computed
-exactly against the normal CDF (:mod:`sgrld.experiments.distances`); the mean and standard
+exactly against the normal CDF (:mod:`sgrld.experiments.scores`); the mean and standard
 deviation of v (exact: 0 and √80 ≈ 8.944); the fraction of samples in the neck v < −10 (exact
 0.132), which the paper's figure shows the samplers struggle to reach; the fraction of steps in
 which Monge's drift fallback fired; wall time (compilation included) and steps per second. A chain

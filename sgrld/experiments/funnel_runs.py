@@ -15,8 +15,8 @@ import jax
 import numpy as np
 
 import sgrld
-from sgrld.experiments.distances import ks_to_normal, w1_to_normal
 from sgrld.experiments.reproduction import sample_timed
+from sgrld.experiments.scores import ks_to_normal, w1_to_normal
 
 DIM, MEAN, SIGMA2, GRAD_NOISE = 2, 2.0, 80.0, 1.0
 V_STD = math.sqrt(SIGMA2)
@@ -63,8 +63,8 @@ class VScores(NamedTuple):
     """How far the samples of v are from the exact marginal N(0, 80) (NaN without samples).
 
     Attributes:
-      w1: Wasserstein-1 distance (:func:`~sgrld.experiments.distances.w1_to_normal`).
-      ks: Kolmogorov–Smirnov statistic (:func:`~sgrld.experiments.distances.ks_to_normal`).
+      w1: Wasserstein-1 distance (:func:`~sgrld.experiments.scores.w1_to_normal`).
+      ks: Kolmogorov–Smirnov statistic (:func:`~sgrld.experiments.scores.ks_to_normal`).
       mean: mean of v (exact 0).
       std: standard deviation of v (exact √80).
       neck: fraction of samples in the funnel's neck, ``v < NECK`` (exact ``Φ(NECK/√80)``).

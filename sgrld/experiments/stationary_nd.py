@@ -82,7 +82,7 @@ from jax.flatten_util import ravel_pytree
 
 import sgrld
 from sgrld import report
-from sgrld.experiments.distances import w1_to_normal
+from sgrld.experiments.scores import w1_to_normal
 from sgrld.report import console, finite, markdown_table, print_table
 
 RATIO = 5.0
