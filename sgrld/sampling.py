@@ -1,4 +1,12 @@
-"""Thinned samples from any sampler: :func:`sample`, the simple front end of the chain engine."""
+"""Thinned samples from any sampler: :func:`sample`, the simple front end of the chain engine.
+
+Steps run inside ``jax.lax.scan`` and chains inside ``jax.vmap`` (:mod:`sgrld.engine`); step ``t``
+of chain ``c`` uses the key ``fold_in(chain_key_c, t)``, so results do not depend on the chunking.
+A run is split into ``num_chunks`` jitted calls (default: one, or 20 with ``progress``), between
+which a progress bar advances. A chain that produces a NaN/inf stops at its last finite state;
+after the run a :class:`DivergenceError` names the chain, step and parameter leaf and carries the
+samples taken so far.
+"""
 
 from __future__ import annotations
 
@@ -106,14 +114,7 @@ def sample(
     num_chunks: int | None = None,
 ) -> Samples:
     """Draw thinned samples: ``burn_in`` steps, then ``num_samples × thin`` steps keeping every
-    ``thin``-th.
-
-    Runs on the chain engine (:mod:`sgrld.engine`): steps inside ``jax.lax.scan``, chains inside
-    ``jax.vmap``, step ``t`` of chain ``c`` with the key ``fold_in(chain_key_c, t)`` (so results do
-    not depend on the chunking), split into ``num_chunks`` jitted calls (default: one, or 20 with
-    ``progress``) between which a progress bar advances. A chain that produces a NaN/inf stops at
-    its last finite state; after the run a :class:`DivergenceError` names the chain, step and
-    parameter leaf and carries the samples taken so far.
+    ``thin``-th, on the chain engine (see the module docstring).
 
     Args:
       key: PRNG key.
@@ -140,6 +141,39 @@ def sample(
       >>> out.params.shape
       (4, 100)
     """
+    chains = _check(num_samples, thin, burn_in, num_chains)
+    state = _chain_states(sampler, params, state, chains, single=num_chains is None)
+    start = int(np.asarray(state.step).reshape(-1)[0])
+    engine = Engine(sampler, random_batches(batch_fn), burn_in=start + burn_in, thin=thin)
+    kept: list[Chunk] = []
+
+    def collect(i, carry, chunk, seconds):
+        kept.append(chunk)
+        return bool(np.all(np.asarray(carry.diverged_step) >= 0))
+
+    chunks = max(1, min(int(num_chunks or (20 if progress else 1)), num_samples))
+    steps = _chunk_steps(num_samples, thin, burn_in, chunks)
+    carry = engine.run(
+        engine.init(state),
+        chain_keys(key, chains),
+        None,
+        steps,
+        start=start,
+        callback=collect,
+        progress=progress,
+    )
+    single = (lambda x: x[0]) if num_chains is None else (lambda x: x)
+    out = Samples(
+        *_collect(kept, num_chains is None),
+        jax.tree.map(single, carry.state),
+        single(carry.diverged_step),
+    )
+    _raise_if_diverged(carry, out, start, burn_in, thin)
+    return out
+
+
+def _check(num_samples: int, thin: int, burn_in: int, num_chains: int | None) -> int:
+    """Validate the counts; return the number of chains."""
     for name, value, low in (
         ("num_samples", num_samples, 1),
         ("thin", thin, 1),
@@ -150,37 +184,28 @@ def sample(
     chains = 1 if num_chains is None else int(num_chains)
     if chains < 1:
         raise ValueError(f"num_chains must be None or >= 1, got {num_chains}")
+    return chains
+
+
+def _chain_states(sampler: Sampler, params: PyTree, state: Any, chains: int, single: bool) -> Any:
+    """The starting states with a leading chain axis (``params`` broadcast, or ``state``)."""
     if state is None:
-        state = jax.tree.map(
+        return jax.tree.map(
             lambda x: jnp.broadcast_to(x, (chains, *jnp.shape(x))), sampler.init(params)
         )
-    elif num_chains is None:
-        state = jax.tree.map(lambda x: x[None], state)
-    start = int(np.asarray(state.step).reshape(-1)[0])
-    engine = Engine(sampler, random_batches(batch_fn), burn_in=start + burn_in, thin=thin)
-    carry = engine.init(state)
-    keys = chain_keys(key, chains)
-    kept: list[Chunk] = []
+    return jax.tree.map(lambda x: x[None], state) if single else state
 
-    def collect(i, carry, chunk, seconds):
-        kept.append(chunk)
-        return bool(np.all(np.asarray(carry.diverged_step) >= 0))
 
-    chunks = max(1, min(int(num_chunks or (20 if progress else 1)), num_samples))
-    steps = _chunk_steps(num_samples, thin, burn_in, chunks)
-    carry = engine.run(carry, keys, None, steps, start=start, callback=collect, progress=progress)
-    samples_params, info = _collect(kept, num_chains is None)
-    final = jax.tree.map(lambda x: x[0], carry.state) if num_chains is None else carry.state
-    diverged = carry.diverged_step[0] if num_chains is None else carry.diverged_step
-    out = Samples(samples_params, info, final, diverged)
+def _raise_if_diverged(carry: Any, out: Samples, start: int, burn_in: int, thin: int) -> None:
+    """A :class:`DivergenceError` naming the first chain, step and leaf that went non-finite."""
     bad = first_divergence(carry, leaf_names(jax.tree.map(lambda x: x[0], carry.state.params)))
-    if bad is not None:
-        n_ok = num_kept(start, bad.step, start + burn_in, thin)
-        raise DivergenceError(
-            f"chain {bad.chain} produced a NaN/inf at step {bad.step} (in parameter {bad.leaf}); "
-            f"{bad.count} of {bad.num_chains} chains diverged. Its {n_ok} sample(s) taken "
-            "before that are in this error's .samples "
-            "(later entries repeat the last finite state). " + ADVICE,
-            out,
-        )
-    return out
+    if bad is None:
+        return
+    n_ok = num_kept(start, bad.step, start + burn_in, thin)
+    raise DivergenceError(
+        f"chain {bad.chain} produced a NaN/inf at step {bad.step} (in parameter {bad.leaf}); "
+        f"{bad.count} of {bad.num_chains} chains diverged. Its {n_ok} sample(s) taken "
+        "before that are in this error's .samples "
+        "(later entries repeat the last finite state). " + ADVICE,
+        out,
+    )
