@@ -268,14 +268,18 @@ def _divergence_message(bad: divergence.Divergence, steps: int, out: Path | None
 class _Epochs:
     """The per-epoch callback of the engine: score the epoch's samples, record, write."""
 
-    def __init__(
-        self, setup: _Setup, score: Callable, out: Path | None, save_samples: bool, curvature: bool
-    ):
-        self.setup, self.score, self.out, self.save = setup, score, out, save_samples
-        self.curvature = curvature
+    def __init__(self, setup: _Setup, out: Path | None, save_samples: bool, curvature: bool):
+        self.setup, self.out, self.save, self.curvature = setup, out, save_samples, curvature
+        self.score: Callable | None = None
+        self.compile_s = math.nan
         self.scores = setup.scores
         self.records: list[dict[str, Any]] = []
         self.state = None
+        self.cpu = time.process_time()
+
+    def compile(self) -> None:
+        """Compile the epoch's chunk and scoring functions (timed as ``compile_s``)."""
+        self.score, self.compile_s = _compile(self.setup)
         self.cpu = time.process_time()
 
     def __call__(self, epoch: int, carry: eng.Carry, chunk: eng.Chunk, sample_s: float) -> bool:
@@ -304,6 +308,35 @@ class _Epochs:
             if self.save:
                 results.write_samples(self.out / "samples", epoch + 1, chunk)
         return bool(np.any(np.asarray(carry.diverged_step) >= 0))
+
+
+def _run_epochs(
+    setup: _Setup, epochs: _Epochs, num_epochs: int, out: Path | None, progress: bool, label: str
+) -> tuple[Status, str]:
+    """Compile, then run the epochs on the engine; return the status and its message."""
+    with eng.single_threaded_blas():
+        try:
+            epochs.compile()
+            final = setup.engine.run(
+                setup.carry,
+                setup.keys,
+                setup.train,
+                [setup.steps] * num_epochs,
+                callback=epochs,
+                progress=progress,
+                label=label,
+                unit="epoch",
+                exact_slots=False,
+            )
+        except KeyboardInterrupt:
+            where = f"; partial results in {out}" if out is not None else ""
+            return "interrupted", f"interrupted after epoch {len(epochs.records)}{where}"
+    bad = divergence.first_divergence(final, setup.names)
+    if bad is not None:
+        return "diverged", _divergence_message(bad, setup.steps, out)
+    return "completed", f"completed {len(epochs.records)} epochs" + (
+        f"; results in {out}" if out else ""
+    )
 
 
 def run(
@@ -356,38 +389,9 @@ def run(
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         (out / "metrics.jsonl").write_text("")
-    status: Status = "completed"
-    compile_s = math.nan
-    epochs = None
-    with eng.single_threaded_blas():
-        try:
-            score, compile_s = _compile(setup)
-            epochs = _Epochs(setup, score, out, save_samples, curvature)
-            final = setup.engine.run(
-                setup.carry,
-                setup.keys,
-                setup.train,
-                [setup.steps] * schedule.epochs,
-                callback=epochs,
-                progress=progress,
-                label=label,
-                unit="epoch",
-                exact_slots=False,
-            )
-            bad = divergence.first_divergence(final, setup.names)
-            message = f"completed {len(epochs.records)} epochs" + (
-                f"; results in {out}" if out else ""
-            )
-            if bad is not None:
-                status, message = "diverged", _divergence_message(bad, setup.steps, out)
-        except KeyboardInterrupt:
-            status = "interrupted"
-            done = len(epochs.records) if epochs else 0
-            message = f"interrupted after epoch {done}" + (
-                f"; partial results in {out}" if out is not None else ""
-            )
-    done = epochs.records if epochs else []
-    result = Result(status, message, done, compile_s, epochs.state if epochs else None, out, {})
+    epochs = _Epochs(setup, out, save_samples, curvature)
+    status, message = _run_epochs(setup, epochs, schedule.epochs, out, progress, label)
+    result = Result(status, message, epochs.records, epochs.compile_s, epochs.state, out, {})
     result.summary = records.summary(result, schedule, setup.steps, experiment.meta)
     if out is not None:
         results.write_json(out / "summary.json", result.summary)
