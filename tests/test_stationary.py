@@ -41,6 +41,7 @@ from sgrld.experiments import scores
 from sgrld.experiments import stationary_1d as s1
 from sgrld.experiments import stationary_1d_rows as rows1
 from sgrld.experiments import stationary_nd as snd
+from sgrld.experiments import stationary_nd_runs as snd_runs
 
 
 def _curve(key):
@@ -193,8 +194,10 @@ def test_diverging_chains_are_dropped_and_reported():
 
 def test_covariance_error():
     x = np.random.default_rng(0).normal(size=(200_000, 2)) * [1.0, 2.0]
-    assert snd.covariance_error(x, np.diag([1.0, 4.0])) < 0.02
-    assert snd.covariance_error(x, np.diag([1.0, 1.0])) == pytest.approx(3 / math.sqrt(2), rel=0.02)
+    assert scores.covariance_error(x, np.diag([1.0, 4.0])) < 0.02
+    assert scores.covariance_error(x, np.diag([1.0, 1.0])) == pytest.approx(
+        3 / math.sqrt(2), rel=0.02
+    )
 
 
 # The n-D requirement of issue 3 (Γ makes the covariance error ≥ 5× smaller), at the quick
@@ -231,9 +234,9 @@ def test_corrected_samplers_fix_the_nd_covariance(n_d):
 
 
 def test_nd_rows_cover_every_metric():
-    names = [m.name for m in snd.metric_specs()]
+    names = [m.name for m in snd_runs.metric_specs()]
     assert names == ["Identity", "RMSprop", "Wenzel", "Monge", "Shampoo", "Adam-SGLD"]
-    keys = {p.key: p for p in snd.problems()}
+    keys = {p.key: p for p in snd_runs.problems()}
     assert keys["gaussian-2d"].num_leaves == 2 and keys["gaussian-10d"].num_leaves == 2
     assert keys["funnel"].num_leaves == 1 and not keys["funnel"].gaussian
     with pytest.raises(ValueError, match="unknown metrics"):
@@ -241,7 +244,7 @@ def test_nd_rows_cover_every_metric():
 
 
 def test_nd_budget_per_metric():
-    tenfold = {p.key: p for p in snd.problems()}["gaussian-10d"]
+    tenfold = {p.key: p for p in snd_runs.problems()}["gaussian-10d"]
     assert tenfold.chains_for("Wenzel") == tenfold.chains == 4096
     assert tenfold.chains_for("Shampoo") == 128
     config = {

@@ -146,3 +146,15 @@ def noise_floor(samples: np.ndarray, edges=EDGES, groups: int = GROUPS) -> tuple
     floor = 0.5 * math.sqrt(2.0 / math.pi) * float(sd.sum())
     n_eff = (float(np.sqrt(q * (1.0 - q)).sum()) / float(sd.sum())) ** 2 if sd.sum() > 0 else 0.0
     return floor, n_eff
+
+
+def covariance_error(flat: np.ndarray, cov: np.ndarray) -> float:
+    """``‖Ĉ − Σ‖_F / ‖Σ‖_F`` of samples ``flat`` (``[n, D]``).
+
+    Example:
+      >>> x = np.random.default_rng(0).normal(size=(100_000, 2))
+      >>> covariance_error(x, np.eye(2)) < 0.02
+      True
+    """
+    c = np.cov(np.asarray(flat, np.float64), rowvar=False).reshape(cov.shape)
+    return float(np.linalg.norm(c - cov) / np.linalg.norm(cov))

@@ -167,7 +167,7 @@ def curves() -> tuple[Curve, ...]:
     adam = dict(a=1.0, eps=0.1, decay=0.9, beta=0.5)
 
     def make_adam():
-        return sgrld.adam_sgld(_potential(), 5e-5, num_data=1, **adam)
+        return sgrld.adam_sgld(_potential(), learning_rate=5e-5, num_data=1, **adam)
 
     return (
         _riemannian("psgld", "pSGLD", VARIANTS[0], *rms(0.9), 5e-5, g_rms, 0.1, PUBLISHED),
