@@ -160,7 +160,28 @@ def test_sampler_section_holds_every_option_of_sgrld():
     differs = {k for k in options if fields[k] != options[k]}
     assert differs == {"learning_rate"}  # no default in sgrld(); Yu et al.'s 0.25 in the config
     assert set(SamplerConfig().sampler_options()) == set(options)
-    assert sgrld.correction.MODES == sgrld.config.CORRECTIONS
+    assert not hasattr(sgrld.config, "CORRECTIONS")  # one list: sgrld.correction.MODES
+
+
+def test_correction_modes_are_those_of_sgrld_correction():
+    import sgrld
+
+    for mode in sgrld.correction.MODES:
+        assert load_config(None, [f"sampler.correction={mode}"]).sampler.correction == mode
+    with pytest.raises(ConfigError, match="none, hutchinson, exact"):
+        load_config(None, ["sampler.correction=approximate"])
+
+
+def test_registries_name_the_factories_of_their_modules():
+    import sgrld
+    from sgrld.config import METRICS, PRIORS
+
+    for registry, module in ((METRICS, sgrld.metrics), (PRIORS, sgrld.bnn.priors)):
+        assert all(registry[name] is getattr(module, name) for name in registry)
+    with pytest.raises(KeyError):
+        METRICS["adam"]
+    with pytest.raises(ConfigError, match="prior.kind.*did you mean 'horseshoe'"):
+        load_config(None, ["prior.kind=horsehoe"])
 
 
 def test_every_sampler_option_can_be_set():

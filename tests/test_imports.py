@@ -55,6 +55,18 @@ def test_import_sgrld_loads_no_flax_or_scikit_learn():
     assert run(code).splitlines() == ["[]", "True"]
 
 
+def test_config_loads_no_flax_until_a_prior_is_built():
+    code = (
+        "import sys\n"
+        "from sgrld.config import PRIORS, Config, load_config, to_toml\n"
+        "to_toml(Config()), load_config(None, ['prior.kind=horseshoe']), 'laplace' in PRIORS\n"
+        "print('flax' in sys.modules)\n"
+        "PRIORS['laplace']\n"
+        "print('flax' in sys.modules)"
+    )
+    assert run(code).splitlines() == ["False", "True"]
+
+
 def test_python_dash_m_sgrld():
     out = subprocess.run(
         [sys.executable, "-m", "sgrld", "--help"], capture_output=True, text=True, cwd=ROOT

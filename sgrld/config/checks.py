@@ -1,0 +1,153 @@
+"""The checks every configuration key goes through, each raising a :class:`ConfigError` naming it.
+
+Types are checked against the dataclass annotations of :mod:`sgrld.config.schema`
+(:func:`check_type`), names against a fixed list (:func:`choice`, with the closest match
+suggested), numbers against a bound (:func:`at_least`) and keyword arguments against the
+factory they go to (:func:`check_kwargs`).
+
+Example:
+    >>> check_type("run.epochs", 3, int), check_type("sampler.temperature", 1, float)
+    (3, 1.0)
+    >>> try:
+    ...     choice("model.kind", "mpl", ["mlp", "cnn"])
+    ... except ConfigError as err:
+    ...     print(err)
+    model.kind: unknown value 'mpl' (did you mean 'mlp'?); choose one of mlp, cnn
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import math
+import types
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """An invalid configuration; the message names the key."""
+
+
+def _suggest(name: str, valid: Sequence[str]) -> str:
+    close = difflib.get_close_matches(name, list(valid), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def unknown_key(key: str, valid: Sequence[str], where: str) -> ConfigError:
+    """The error for an unknown ``key``, listing the ``valid`` keys of ``where``.
+
+    Example:
+        >>> print(unknown_key("run.epoks", ["epochs", "thin"], "[run]"))
+        unknown key 'run.epoks' (did you mean 'epochs'?); valid keys in [run]: epochs, thin
+    """
+    name = key.rsplit(".", 1)[-1]
+    listing = ", ".join(sorted(valid)) if valid else "none"
+    return ConfigError(
+        f"unknown key {key!r}{_suggest(name, valid)}; valid keys in {where}: {listing}"
+    )
+
+
+def _type_name(annotation: Any) -> str:
+    return getattr(annotation, "__name__", str(annotation))
+
+
+def _check_scalar(key: str, value: Any, annotation: type) -> Any:
+    ok = {
+        bool: isinstance(value, bool),
+        int: isinstance(value, int) and not isinstance(value, bool),
+        float: isinstance(value, int | float) and not isinstance(value, bool),
+        str: isinstance(value, str),
+    }[annotation]
+    if not ok:
+        raise ConfigError(
+            f"{key}: expected {_type_name(annotation)}, got {type(value).__name__} {value!r}"
+        )
+    if annotation is float:
+        value = float(value)
+        if not math.isfinite(value):
+            raise ConfigError(f"{key}: must be finite, got {value}")
+    return value
+
+
+def check_type(key: str, value: Any, annotation: Any) -> Any:
+    """``value`` converted to ``annotation`` (an int to float, a list to tuple), or an error.
+
+    Args:
+        key: the dotted key, for the message.
+        value: the value read from TOML.
+        annotation: ``bool``, ``int``, ``float``, ``str``, ``X | None``, ``tuple[X, ...]`` or
+            ``dict[str, Any]``.
+
+    Returns:
+        The converted value.
+
+    Raises:
+        ConfigError: naming ``key``, the expected type and the value.
+    """
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        if value is None:
+            return None
+        options = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return check_type(key, value, options[0])
+    if value is None:
+        raise ConfigError(f"{key}: a value is required (TOML has no null; leave the key out)")
+    if origin is tuple:
+        (item,) = {a for a in typing.get_args(annotation) if a is not Ellipsis}
+        if not isinstance(value, list | tuple):
+            raise ConfigError(f"{key}: expected a list of {_type_name(item)}, got {value!r}")
+        return tuple(check_type(f"{key}[{i}]", v, item) for i, v in enumerate(value))
+    if origin is dict:
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{key}: expected a table of keyword arguments, got {value!r}")
+        return dict(value)
+    return _check_scalar(key, value, annotation)
+
+
+def check_kwargs(key: str, factory: Callable[..., Any], params: Mapping[str, Any]) -> None:
+    """Check ``params`` against the factory's signature (names and types), then build it once.
+
+    Example:
+        >>> def gaussian(scale=1.0):
+        ...     return scale
+        >>> check_kwargs("prior.params", gaussian, {"scael": 2.0})
+        Traceback (most recent call last):
+        ...
+        sgrld.config.checks.ConfigError: unknown key 'prior.params.scael' (did you mean 'scale'?)...
+    """
+    signature = inspect.signature(factory)
+    valid = [p.name for p in signature.parameters.values()]
+    for name, value in params.items():
+        if name not in signature.parameters:
+            raise unknown_key(f"{key}.{name}", valid, f"[{key}] of {factory.__name__}()")
+        default = signature.parameters[name].default
+        if default is not inspect.Parameter.empty and default is not None:
+            check_type(f"{key}.{name}", value, type(default))
+    try:
+        factory(**params)
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"{key}: {err}") from err
+
+
+def choice(key: str, value: str, choices: Sequence[str]) -> None:
+    """Check that ``value`` is one of ``choices`` (the closest one suggested if not)."""
+    if value not in choices:
+        raise ConfigError(
+            f"{key}: unknown value {value!r}{_suggest(value, choices)}; choose one of "
+            + ", ".join(choices)
+        )
+
+
+def at_least(key: str, value: float | None, low: float, *, strict: bool = False) -> None:
+    """Check ``value >= low`` (``> low`` if ``strict``); ``None`` (not set) passes.
+
+    Example:
+        >>> at_least("run.thin", 0, 1)
+        Traceback (most recent call last):
+        ...
+        sgrld.config.checks.ConfigError: run.thin: must be >= 1, got 0
+    """
+    if value is not None and (value <= low if strict else value < low):
+        raise ConfigError(f"{key}: must be {'>' if strict else '>='} {low}, got {value}")

@@ -1,0 +1,94 @@
+"""A configuration in files: read TOML with overrides (:func:`load_config`), write it back.
+
+:func:`to_toml` writes every key, its default included, so the written ``config.toml`` says what
+a run used; ``sgrld run --help`` shows ``to_toml(Config())``.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from sgrld.config.checks import ConfigError
+from sgrld.config.schema import Config, from_dict, parse_override, set_dotted
+
+
+def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> Config:
+    """Read a TOML configuration, apply ``key=value`` overrides and validate.
+
+    Args:
+        path: the TOML file (``None``: all defaults).
+        overrides: ``"dotted.key=value"`` strings, applied in order.
+
+    Returns:
+        The validated :class:`Config`.
+
+    Raises:
+        ConfigError: for a missing or malformed file, or a bad key or value (the message names
+            the file or key).
+    """
+    raw: dict[str, Any] = {}
+    if path is not None:
+        try:
+            raw = tomllib.loads(Path(path).read_text())
+        except FileNotFoundError:
+            raise ConfigError(f"config file {path} does not exist") from None
+        except tomllib.TOMLDecodeError as err:
+            raise ConfigError(f"{path}: not valid TOML: {err}") from None
+    for text in overrides:
+        set_dotted(raw, *parse_override(text))
+    return from_dict(raw)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    raise TypeError(f"cannot write {value!r} as a TOML value")
+
+
+def to_toml(config: Config) -> str:
+    """The configuration as TOML; a ``None`` value becomes a comment (TOML has no null).
+
+    Example:
+        >>> from sgrld.config import SamplerConfig
+        >>> c = Config(sampler=SamplerConfig(metric="monge", metric_params={"alpha2": 0.5}))
+        >>> from_dict(tomllib.loads(to_toml(c))) == c
+        True
+    """
+    lines: list[str] = []
+    for name, section in config.to_dict().items():
+        tables = {k: v for k, v in section.items() if isinstance(v, dict)}
+        lines.append(f"[{name}]")
+        lines += [
+            f"{k} = {_toml_value(v)}" if v is not None else f"# {k} is not set (its default)"
+            for k, v in section.items()
+            if k not in tables
+        ]
+        for key, table in tables.items():
+            lines.append(f"[{name}.{key}]")
+            lines += [f"{k} = {_toml_value(v)}" for k, v in table.items() if v is not None]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def write_config(config: Config, folder: str | Path) -> tuple[Path, Path]:
+    """Write the resolved configuration as ``config.toml`` and ``config.json`` into ``folder``.
+
+    Returns:
+        The two paths.
+    """
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    toml_path, json_path = folder / "config.toml", folder / "config.json"
+    toml_path.write_text(to_toml(config))
+    json_path.write_text(json.dumps(config.to_dict(), indent=2) + "\n")
+    return toml_path, json_path

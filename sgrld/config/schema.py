@@ -1,0 +1,285 @@
+"""The sections of a configuration, one frozen dataclass each, and how one is built from dicts.
+
+Every key has a default, so a file lists only what differs. :func:`from_dict` builds a
+:class:`Config` from nested dicts (as :mod:`tomllib` returns them), checking each key's type
+against its annotation and then every value (:func:`sgrld.config.validation.validate`);
+:func:`parse_override` and :func:`set_dotted` apply ``--set key=value`` overrides to those dicts.
+
+Example:
+    >>> Config().with_overrides(["sampler.metric=monge"]).sampler.sampler_options()["correction"]
+    'none'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import tomllib
+import typing
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sgrld.config.checks import ConfigError, check_type, unknown_key
+from sgrld.config.validation import validate
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    """``[data]``: which data set, where it is, how it is split and batched.
+
+    Attributes:
+        name: a name of ``sgrld.data.DATASETS``.
+        data_dir: base data folder (``None``: ``$SGRLD_DATA_DIR``, else ``~/.cache/sgrld/data``).
+        validation_size: training examples held out for validation (``None``: the data set's).
+        train_size: keep only the first ``train_size`` training examples (``None``: all).
+        verify_checksums: check the SHA-256 of every file whose checksum is known (``false``:
+            read the files unchecked, e.g. a re-compressed copy of the data).
+        batch_size: minibatch size B; an epoch is ``n_train // B`` minibatches.
+        split: the published train/test split of a UCI regression set (the other data sets
+            have none and accept only 0).
+    """
+
+    name: str = "mnist"
+    data_dir: str | None = None
+    validation_size: int | None = None
+    train_size: int | None = None
+    verify_checksums: bool = True
+    batch_size: int = 100
+    split: int = 0
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """``[model]``: the network.
+
+    Attributes:
+        kind: ``"mlp"`` (hidden ``widths``), ``"cnn"`` (Li et al.'s CNN, ``widths`` = its dense
+            layers) or ``"regression_mlp"`` (one hidden layer, ``widths = [width]``).
+        widths: hidden layer widths.
+    """
+
+    kind: str = "mlp"
+    widths: tuple[int, ...] = (400, 400)
+
+
+@dataclass(frozen=True)
+class LikelihoodConfig:
+    """``[likelihood]``: the Gaussian likelihood of a regression data set.
+
+    A classification data set always has the categorical (softmax) likelihood and no options.
+
+    Attributes:
+        noise_std: the noise standard deviation σ, fixed, in the units of the targets in the
+            data files; ``None`` samples ``log σ`` with the network (flat prior on ``log σ``,
+            started at the targets' standard deviation).
+    """
+
+    noise_std: float | None = None
+
+
+@dataclass(frozen=True)
+class PriorConfig:
+    """``[prior]``: a factory of :mod:`sgrld.bnn.priors` and its keyword arguments.
+
+    Attributes:
+        kind: a name of :data:`sgrld.config.PRIORS`.
+        params: keyword arguments of the factory (its defaults for those left out).
+    """
+
+    kind: str = "horseshoe"
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SamplerConfig:
+    """``[sampler]``: the metric and every keyword option of :func:`sgrld.sgrld`.
+
+    The fields after ``metric_params`` are exactly the options of :func:`sgrld.sgrld` (all but
+    ``num_data``, which is the training-set size), with its defaults except ``learning_rate``
+    (Yu et al.'s 0.25); a test keeps the two in step. :meth:`sampler_options` passes them on.
+
+    Attributes:
+        metric: a name of :data:`sgrld.config.METRICS`.
+        metric_params: keyword arguments of the metric factory.
+        learning_rate: ``lr = h·N`` (> 0).
+        temperature: T ≥ 0.
+        adapt_until: freeze the metric after this many steps (``None``: never).
+        correction: one of :data:`sgrld.correction.MODES`.
+        correction_scale: the share c of Γ.
+        num_probes: Rademacher probes per step of the ``"hutchinson"`` correction.
+        correction_warmup: metric updates before Γ is applied (``None``: the metric's warm-up).
+        prior_in_metric: whether the prior's gradient enters the metric's statistic.
+        max_drift_norm: identity fallback threshold on ‖G⁻¹g‖ (``None``: no fallback).
+    """
+
+    metric: str = "identity"
+    metric_params: dict[str, Any] = field(default_factory=dict)
+    learning_rate: float = 0.25
+    temperature: float = 1.0
+    adapt_until: int | None = None
+    correction: str = "none"
+    correction_scale: float = 1.0
+    num_probes: int = 1
+    correction_warmup: int | None = None
+    prior_in_metric: bool = True
+    max_drift_norm: float | None = None
+
+    def sampler_options(self) -> dict[str, Any]:
+        """The keyword arguments of :func:`sgrld.sgrld` (all but ``num_data``).
+
+        Example:
+            >>> SamplerConfig(correction="hutchinson").sampler_options()["correction"]
+            'hutchinson'
+        """
+        skip = ("metric", "metric_params")
+        return {
+            f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in skip
+        }
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """``[run]``: the sampling schedule (burn-in and thinning counted in minibatches).
+
+    Attributes:
+        epochs: passes over the shuffled training set.
+        burn_in: global steps before the first sample.
+        thin: step ``s`` is a sample when ``s >= burn_in`` and ``(s + 1) % thin == 0``.
+        chains: independent chains run with ``vmap``.
+        seed: the random seed of initialisation, shuffling and noise.
+        save_samples: write the thinned samples to ``samples/`` (one ``.npz`` per epoch).
+        curvature: score the input-space curvature C(x) of every sample (slow).
+    """
+
+    epochs: int = 400
+    burn_in: int = 1000
+    thin: int = 100
+    chains: int = 1
+    seed: int = 0
+    save_samples: bool = False
+    curvature: bool = False
+
+
+@dataclass(frozen=True)
+class OutConfig:
+    """``[out]``: where results go.
+
+    Attributes:
+        folder: the results folder (created).
+    """
+
+    folder: str = "results/run"
+
+
+@dataclass(frozen=True)
+class Config:
+    """A whole experiment configuration; see the module docstring for the file format."""
+
+    data: DataConfig = field(default_factory=DataConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    likelihood: LikelihoodConfig = field(default_factory=LikelihoodConfig)
+    prior: PriorConfig = field(default_factory=PriorConfig)
+    sampler: SamplerConfig = field(default_factory=SamplerConfig)
+    run: RunConfig = field(default_factory=RunConfig)
+    out: OutConfig = field(default_factory=OutConfig)
+
+    def to_dict(self) -> dict[str, dict[str, Any]]:
+        """The configuration as nested plain dicts (tuples become lists; ``None`` is kept).
+
+        Example:
+            >>> Config().to_dict()["run"]["thin"]
+            100
+        """
+        return json.loads(json.dumps(dataclasses.asdict(self)))
+
+    def with_overrides(self, overrides: Sequence[str]) -> Config:
+        """A validated copy with ``key=value`` overrides applied (see :func:`parse_override`).
+
+        Example:
+            >>> Config().with_overrides(["run.epochs=2"]).run.epochs
+            2
+        """
+        raw = self.to_dict()
+        for text in overrides:
+            set_dotted(raw, *parse_override(text))
+        return from_dict(raw)
+
+
+def _section(name: str, cls: type, raw: Any) -> Any:
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"[{name}] must be a table, got {raw!r}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name for f in dataclasses.fields(cls)}
+    values = {}
+    for key, value in raw.items():
+        if key not in fields:
+            raise unknown_key(f"{name}.{key}", sorted(fields), f"[{name}]")
+        values[key] = check_type(f"{name}.{key}", value, hints[key])
+    return cls(**values)
+
+
+SECTIONS: dict[str, type] = typing.get_type_hints(Config)
+
+
+def from_dict(raw: Mapping[str, Any]) -> Config:
+    """Build and validate a :class:`Config` from nested dicts (as :mod:`tomllib` returns).
+
+    Args:
+        raw: ``{section: {key: value}}``; missing sections and keys take their defaults.
+
+    Returns:
+        The validated configuration.
+
+    Raises:
+        ConfigError: naming the first unknown key, wrong type or bad value.
+
+    Example:
+        >>> from_dict({"run": {"epochs": "ten"}})
+        Traceback (most recent call last):
+        ...
+        sgrld.config.checks.ConfigError: run.epochs: expected int, got str 'ten'
+    """
+    sections = {}
+    for name, value in raw.items():
+        if name not in SECTIONS:
+            raise unknown_key(name, sorted(SECTIONS), "the configuration (sections)")
+        sections[name] = _section(name, SECTIONS[name], value)
+    return validate(Config(**sections))
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """Split ``"key=value"`` and parse the value as a TOML literal (else keep it as a string).
+
+    Example:
+        >>> parse_override("model.widths=[800, 800]")
+        ('model.widths', [800, 800])
+        >>> parse_override("sampler.metric=monge")
+        ('sampler.metric', 'monge')
+    """
+    key, sep, value = text.partition("=")
+    key, value = key.strip(), value.strip()
+    if not sep or not key:
+        raise ConfigError(f"override {text!r} is not of the form key=value (e.g. run.epochs=3)")
+    try:
+        return key, tomllib.loads(f"v = {value}")["v"]
+    except tomllib.TOMLDecodeError:
+        return key, value
+
+
+def set_dotted(raw: dict[str, Any], key: str, value: Any) -> None:
+    """Set ``raw[a][b][c] = value`` for ``key = "a.b.c"``, creating tables on the way.
+
+    Example:
+        >>> raw = {}
+        >>> set_dotted(raw, "sampler.metric_params.alpha2", 1.25)
+        >>> raw
+        {'sampler': {'metric_params': {'alpha2': 1.25}}}
+    """
+    *parents, last = key.split(".")
+    node = raw
+    for i, part in enumerate(parents):
+        node = node.setdefault(part, {})
+        if not isinstance(node, dict):
+            raise ConfigError(f"{'.'.join(parents[: i + 1])} is not a table; cannot set {key}")
+    node[last] = value

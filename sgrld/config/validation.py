@@ -1,0 +1,130 @@
+"""Value checks of a whole configuration, one function per section (types are checked earlier).
+
+Example:
+    >>> from sgrld.config import Config, SamplerConfig
+    >>> validate(Config(sampler=SamplerConfig(num_probes=0)))
+    Traceback (most recent call last):
+    ...
+    sgrld.config.checks.ConfigError: sampler.num_probes: must be >= 1, got 0
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sgrld.config.checks import ConfigError, at_least, check_kwargs, choice
+from sgrld.config.registries import METRICS, MODEL_KINDS, PRIORS
+from sgrld.correction import MODES
+from sgrld.data import DATASETS
+
+if TYPE_CHECKING:
+    from sgrld.config.schema import Config
+
+
+def _validate_data(config: Config) -> None:
+    d = config.data
+    choice("data.name", d.name, sorted(DATASETS))
+    at_least("data.batch_size", d.batch_size, 1)
+    at_least("data.validation_size", d.validation_size, 0)
+    at_least("data.train_size", d.train_size, 1)
+    if DATASETS[d.name].format != "uci" and d.split != 0:
+        raise ConfigError(f"data.split: only the UCI data sets have splits, not {d.name!r}")
+    at_least("data.split", d.split, 0)
+
+
+def _validate_model(config: Config) -> None:
+    name, m = config.data.name, config.model
+    choice("model.kind", m.kind, MODEL_KINDS)
+    if not m.widths:
+        raise ConfigError("model.widths: needs at least one width")
+    for i, width in enumerate(m.widths):
+        at_least(f"model.widths[{i}]", width, 1)
+    if m.kind == "regression_mlp" and len(m.widths) != 1:
+        raise ConfigError(f"model.widths: regression_mlp has one hidden layer, got {m.widths}")
+    regression = DATASETS[name].regression
+    if regression and m.kind == "cnn":
+        raise ConfigError(
+            f"model.kind: 'cnn' classifies images, and data.name = {name!r} is a regression "
+            "data set; use 'regression_mlp' or 'mlp'"
+        )
+    if not regression and m.kind == "regression_mlp":
+        raise ConfigError(
+            f"model.kind: 'regression_mlp' needs a regression data set, and data.name = "
+            f"{name!r} is a classification data set (the UCI sets uci_* are regression)"
+        )
+
+
+def _validate_likelihood(config: Config) -> None:
+    noise_std = config.likelihood.noise_std
+    if noise_std is not None:
+        if not DATASETS[config.data.name].regression:
+            raise ConfigError(
+                f"likelihood.noise_std: {config.data.name!r} is a classification data set, "
+                "whose likelihood (categorical) has no noise"
+            )
+        at_least("likelihood.noise_std", noise_std, 0, strict=True)
+
+
+def _validate_prior(config: Config) -> None:
+    prior = config.prior
+    choice("prior.kind", prior.kind, sorted(PRIORS))
+    if prior.params:  # the factory, and with it sgrld.bnn and Flax, only loads to check them
+        check_kwargs("prior.params", PRIORS[prior.kind], prior.params)
+
+
+def _validate_sampler(config: Config) -> None:
+    s = config.sampler
+    choice("sampler.metric", s.metric, sorted(METRICS))
+    check_kwargs("sampler.metric_params", METRICS[s.metric], s.metric_params)
+    at_least("sampler.learning_rate", s.learning_rate, 0, strict=True)
+    at_least("sampler.temperature", s.temperature, 0)
+    choice("sampler.correction", s.correction, MODES)
+    at_least("sampler.adapt_until", s.adapt_until, 0)
+    at_least("sampler.num_probes", s.num_probes, 1)
+    at_least("sampler.correction_warmup", s.correction_warmup, 0)
+    at_least("sampler.max_drift_norm", s.max_drift_norm, 0, strict=True)
+
+
+def _validate_run(config: Config) -> None:
+    r = config.run
+    at_least("run.epochs", r.epochs, 1)
+    at_least("run.burn_in", r.burn_in, 0)
+    at_least("run.thin", r.thin, 1)
+    at_least("run.chains", r.chains, 1)
+    if not config.out.folder:
+        raise ConfigError("out.folder: must not be empty")
+
+
+SECTION_CHECKS = (
+    _validate_data,
+    _validate_model,
+    _validate_likelihood,
+    _validate_prior,
+    _validate_sampler,
+    _validate_run,
+)
+"""The section checks, in the order of the file (the first error is the one reported)."""
+
+
+def validate(config: Config) -> Config:
+    """Check the values of a configuration (types are checked when it is built).
+
+    Args:
+        config: the configuration.
+
+    Returns:
+        ``config``, unchanged.
+
+    Raises:
+        ConfigError: naming the first bad key.
+
+    Example:
+        >>> from sgrld.config import Config, SamplerConfig
+        >>> validate(Config(sampler=SamplerConfig(learning_rate=-0.1)))
+        Traceback (most recent call last):
+        ...
+        sgrld.config.checks.ConfigError: sampler.learning_rate: must be > 0, got -0.1
+    """
+    for check in SECTION_CHECKS:
+        check(config)
+    return config
