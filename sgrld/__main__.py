@@ -1,7 +1,8 @@
-"""``python -m sgrld …``: the ``sgrld`` command."""
+"""``python -m sgrld …``: the ``sgrld`` command (:func:`sgrld.cli.main`)."""
 
 import sys
 
 from sgrld.cli import main
 
-sys.exit(main())
+if __name__ == "__main__":
+    sys.exit(main())
