@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any, NamedTuple
 
 import jax
@@ -66,41 +67,51 @@ def adam_sgld(
     Example:
       >>> import jax, jax.numpy as jnp, sgrld
       >>> t = sgrld.targets.standard_normal()
-      >>> s = sgrld.adam_sgld(t.potential, 5e-5, num_data=1)
-      >>> state, info = s.step(
-      ...     jax.random.key(0), s.init(t.init_params), t.batch_fn(jax.random.key(1))
-      ... )
+      >>> s, k = sgrld.adam_sgld(t.potential, 5e-5, num_data=1), jax.random.key(0)
+      >>> state, info = s.step(k, s.init(t.init_params), t.batch_fn(k))
       >>> bool(info.is_finite)
       True
 
     References:
       Kim, Song & Liang (2022); Rensmeyer & Niggemann, Sec. 2.2 and 3.2.
     """
-    schedule = as_schedule(learning_rate)
-    num_data = check_num_data(num_data)
-    temperature = check_temperature(temperature)
-    a = check_nonnegative(a, "a")
-    beta = check_decay(beta, "beta")
-    decay = check_decay(decay, "decay")
-    eps = check_nonnegative(eps, "eps")
-    integrator = euler_maruyama()
+    options = _Options(
+        as_schedule(learning_rate),
+        check_num_data(num_data),
+        check_temperature(temperature),
+        check_nonnegative(a, "a"),
+        check_decay(beta, "beta"),
+        check_decay(decay, "decay"),
+        check_nonnegative(eps, "eps"),
+    )
+    return Sampler(_init, partial(_step, potential_fn, options, euler_maruyama()))
 
-    def init(params):
-        params = check_params(params)
-        zeros = jax.tree.map(jnp.zeros_like, params)
-        return AdamSGLDState(jnp.zeros((), jnp.int32), params, zeros, zeros)
 
-    def step(key, state, batch):
-        lr = jnp.asarray(schedule(state.step), jnp.float32)
-        value, g = jax.value_and_grad(potential_fn)(state.params, batch)
-        m = jax.tree.map(lambda m, g: beta * m + (1 - beta) * g, state.momentum, g)
-        v = jax.tree.map(lambda v, g: decay * v + (1 - decay) * g**2, state.second_moment, g)
-        drift = jax.tree.map(
-            lambda g, m, v: g + (a / num_data) * m / (eps / num_data + jnp.sqrt(v)), g, m, v
-        )
-        scales = langevin_scales(lr, temperature=temperature, num_data=num_data, correction_scale=0)
-        xi = integrator.noise(key, state.params)
-        params = integrator.move(state.params, drift, xi, None, scales)
-        return AdamSGLDState(state.step + 1, params, m, v), step_info(value, g, lr, params)
+class _Options(NamedTuple):
+    schedule: Callable
+    num_data: int
+    temperature: float
+    a: float
+    beta: float
+    decay: float
+    eps: float
 
-    return Sampler(init, step)
+
+def _init(params: PyTree) -> AdamSGLDState:
+    params = check_params(params)
+    zeros = jax.tree.map(jnp.zeros_like, params)
+    return AdamSGLDState(jnp.zeros((), jnp.int32), params, zeros, zeros)
+
+
+def _step(potential_fn, o: _Options, integrator, key, state, batch):
+    """One step: the averages m and V, the drift ``g + (a/N)·m ⊘ (eps/N + √V)``, the update."""
+    lr = jnp.asarray(o.schedule(state.step), jnp.float32)
+    value, g = jax.value_and_grad(potential_fn)(state.params, batch)
+    m = jax.tree.map(lambda m, g: o.beta * m + (1 - o.beta) * g, state.momentum, g)
+    v = jax.tree.map(lambda v, g: o.decay * v + (1 - o.decay) * g**2, state.second_moment, g)
+    n = o.num_data
+    drift = jax.tree.map(lambda g, m, v: g + (o.a / n) * m / (o.eps / n + jnp.sqrt(v)), g, m, v)
+    scales = langevin_scales(lr, temperature=o.temperature, num_data=n, correction_scale=0)
+    xi = integrator.noise(key, state.params)
+    params = integrator.move(state.params, drift, xi, None, scales)
+    return AdamSGLDState(state.step + 1, params, m, v), step_info(value, g, lr, params)

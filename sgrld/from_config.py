@@ -78,22 +78,26 @@ def build_experiment(config: Config) -> Experiment:
             params["likelihood"] = bnn.likelihoods.init_likelihood_params()
         return params
 
-    common = dict(sampler=sampler, init_fn=init_fn, train=(x_train, y_train))
     meta = {"config": config.to_dict()}
+    common = dict(sampler=sampler, init_fn=init_fn, train=(x_train, y_train), meta=meta)
+    return _experiment(ds, apply, regression, fixed, **common)
+
+
+def _experiment(ds, apply, regression: bool, fixed: float | None, **common) -> Experiment:
+    """The experiment's predictor and evaluation sets: logits, or the Gaussian predictive in the
+    targets' own units (σ fixed, or sampled as ``params["likelihood"]["log_noise"]``)."""
     eval_sets = {"test": (ds.x_test, ds.y_test), "val": (ds.x_val, ds.y_val)}
     if not regression:
         predict = lambda params, x: apply(params["net"], x)
-        return Experiment(**common, predict_fn=predict, eval_sets=eval_sets, meta=meta)
+        return Experiment(**common, predict_fn=predict, eval_sets=eval_sets)
     shift, scale = ds.target_mean, ds.target_std
 
-    def predict_fn(params, x):  # in the targets' own units
-        sigma = fixed if noise_std is not None else jnp.exp(params["likelihood"]["log_noise"])
+    def predict_fn(params, x):
+        sigma = fixed if fixed is not None else jnp.exp(params["likelihood"]["log_noise"])
         return apply(params["net"], x)[:, 0] * scale + shift, sigma * scale
 
     units = {name: (x, y * scale + shift) for name, (x, y) in eval_sets.items()}
-    return Experiment(
-        **common, predict_fn=predict_fn, eval_sets=units, kind="regression", meta=meta
-    )
+    return Experiment(**common, predict_fn=predict_fn, eval_sets=units, kind="regression")
 
 
 def _load(config: Config):
