@@ -16,9 +16,11 @@ import textwrap
 from sgrld import report, runner
 from sgrld.config import Config, ConfigError, load_config, to_toml
 from sgrld.data import DataError
+from sgrld.experiments.reproduction import Reproduction
 from sgrld.from_config import run_config
 
-# name -> (module, one-line help); each module defines add_arguments(parser) and run(args) -> int.
+# name -> (module, one-line help); each module defines REPRODUCTION, a
+# sgrld.experiments.reproduction.Reproduction (its options and its run).
 REPRODUCTIONS = {
     "funnel": (
         "sgrld.experiments.funnel",
@@ -114,9 +116,14 @@ def build_parser() -> argparse.ArgumentParser:
     experiments = rep.add_subparsers(dest="experiment", required=True, metavar="EXPERIMENT")
     for name, (module, help_text) in REPRODUCTIONS.items():
         p = experiments.add_parser(name, help=help_text, description=help_text)
-        importlib.import_module(module).add_arguments(p)
+        _reproduction(module).add_arguments(p)
         p.set_defaults(module=module)
     return parser
+
+
+def _reproduction(module: str) -> Reproduction:
+    """The :class:`~sgrld.experiments.reproduction.Reproduction` of ``module``."""
+    return importlib.import_module(module).REPRODUCTION
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -144,8 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "run":
             return run_command(args)
-        module = "sgrld.experiments.demo" if args.command == "demo" else args.module
-        return importlib.import_module(module).run(args)
+        if args.command == "demo":
+            return importlib.import_module("sgrld.experiments.demo").run(args)
+        return _reproduction(args.module).run(args)
     except (ConfigError, DataError) as err:
         print(f"sgrld: error: {err}", file=sys.stderr)
         return 2

@@ -195,11 +195,7 @@ def plot_curves(
     Returns:
         ``path``. Regression runs plot the test NLL and RMSE instead.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     first = next((r[0] for r in runs.values() if r), {})
     panels = (
         [("test_log_likelihood", "test log p(y|X)"), ("test_accuracy", "test accuracy")]
@@ -222,8 +218,23 @@ def plot_curves(
         axes[0].legend(fontsize=8)
     if title:
         fig.suptitle(title, fontsize=10)
+    return save_figure(fig, path, dpi=120)
+
+
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` on the Agg backend (files only, no display), imported on first use."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(fig: Any, path: str | Path, dpi: int) -> Path:
+    """Save ``fig`` as ``path`` (its folder created if need be), close it; return the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    fig.savefig(path, dpi=dpi)
+    pyplot().close(fig)
     return path

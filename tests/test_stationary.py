@@ -50,8 +50,8 @@ def _curve(key):
 
 def _cli(module, argv):
     parser = argparse.ArgumentParser()
-    module.add_arguments(parser)
-    return module.run(parser.parse_args(argv))
+    module.REPRODUCTION.add_arguments(parser)
+    return module.REPRODUCTION.run(parser.parse_args(argv))
 
 
 def test_normalisers_match_the_paper():

@@ -57,8 +57,8 @@ from sgrld.experiments.funnel_runs import (
     funnel_target,
     run_metric,
 )
-from sgrld.experiments.reproduction import OnResult, Reproduction, Results, positive_int
-from sgrld.report import columns, finite
+from sgrld.experiments.reproduction import OnResult, Reproduction, Results, ignore, positive_int
+from sgrld.report import columns, finite, pyplot, save_figure
 
 FULL_SAMPLES = 2_000_000
 QUICK_SAMPLES, QUICK_CHAINS = 20_000, 4
@@ -75,7 +75,7 @@ def reproduce(
     correction: str | None,
     *,
     progress: bool = False,
-    on_result: OnResult | None = None,
+    on_result: OnResult = ignore,
 ) -> Results:
     """Run the four metrics of Fig. 2 and score them.
 
@@ -119,11 +119,10 @@ def reproduce(
     }
     key = jax.random.key(seed)
     for i, setting in enumerate(SETTINGS):
-        metric_key = jax.random.fold_in(key, i)
-        result = run_metric(metric_key, setting, per_chain, chains, correction, progress=progress)
-        results["metrics"][setting.name] = result
-        if on_result is not None:
-            on_result(results)
+        results["metrics"][setting.name] = run_metric(
+            jax.random.fold_in(key, i), setting, per_chain, chains, correction, progress=progress
+        )
+        on_result(results)
     return results
 
 
@@ -192,11 +191,7 @@ NOTES = (
 
 def plot(results: Results, out: Path) -> Path:
     """Draw Fig. 2 into ``out/funnel.png`` (random picks seeded by the run's seed); its path."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     seed = results["config"]["seed"]
     rng = np.random.default_rng(seed)
     exact = np.asarray(funnel_target().sample(jax.random.key(seed), EXACT_POINTS))
@@ -231,13 +226,10 @@ def plot(results: Results, out: Path) -> Path:
         )
     axes[0, 0].legend(loc="lower right", fontsize=8, markerscale=4)
     axes[1, 0].legend(loc="upper right", fontsize=8)
-    path = out / "funnel.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, out / "funnel.png", dpi=120)
 
 
-def _options(parser: argparse.ArgumentParser) -> None:
+def options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--samples",
         type=positive_int,
@@ -267,7 +259,7 @@ def _budget(args: argparse.Namespace) -> tuple[int, int]:
     return num_samples, args.chains or (QUICK_CHAINS if args.quick else 1)
 
 
-def _header(args: argparse.Namespace) -> str:
+def header(args: argparse.Namespace) -> str:
     num_samples, chains = _budget(args)
     return (
         f"Funnel (Yu et al. 2023, Fig. 2): {num_samples:,} samples per metric, {chains} chain(s), "
@@ -275,34 +267,24 @@ def _header(args: argparse.Namespace) -> str:
     )
 
 
-def _compute(args: argparse.Namespace, on_result: OnResult) -> Results:
+def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
     correction = None if args.correction == "none" else args.correction
     return reproduce(*_budget(args), args.seed, correction, progress=True, on_result=on_result)
 
 
-def _progress(results: Results) -> str:
+def progress(results: Results) -> str:
     name, r = list(results["metrics"].items())[-1]
     return (
         f"{name}: W1(v) {r.scores.w1:.3f}, std v {r.scores.std:.3f}, {r.status()}, {r.wall_s:.1f} s"
     )
 
 
-REPRODUCTION = Reproduction(
+REPRODUCTION = Reproduction.from_module(
+    globals(),
     stem="funnel",
-    columns=COLUMNS,
-    notes=NOTES,
-    caption=caption,
-    rows=table_rows,
-    options=_options,
-    header=_header,
-    compute=_compute,
-    progress=_progress,
     quick_help=f"a small run (under a minute): {QUICK_SAMPLES:,} samples per metric in "
     f"{QUICK_CHAINS} chains",
     out="results/funnel",
     seed=1,
     rows_key="metrics",
-    plot=plot,
 )
-add_arguments = REPRODUCTION.add_arguments
-run = REPRODUCTION.run

@@ -132,6 +132,19 @@ def funnel_target() -> sgrld.targets.Target:
     return sgrld.targets.funnel(dim=DIM, mean=MEAN, sigma2=SIGMA2, grad_noise=GRAD_NOISE)
 
 
+def _before_divergence(diverged_at: np.ndarray, n: int) -> np.ndarray:
+    """``[chains, n]`` mask of the samples taken before each chain diverged (all if it did not).
+
+    Thin 1: sample j is the state after step j, so a chain that diverged at step d has d samples.
+
+    Example:
+      >>> _before_divergence(np.array([-1, 2]), 3).astype(int).tolist()
+      [[1, 1, 1], [1, 1, 0]]
+    """
+    n_ok = np.where(diverged_at >= 0, np.minimum(diverged_at, n), n)
+    return np.arange(n)[None, :] < n_ok[:, None]
+
+
 def run_metric(
     key: jax.Array,
     setting: Setting,
@@ -176,9 +189,7 @@ def run_metric(
     )
     params = np.asarray(out.params, np.float32)  # [chains, n, 2]
     diverged_at = np.asarray(out.diverged_at).reshape(chains)
-    # Thin 1: sample j is the state after step j, so a chain that diverged at step d has d samples.
-    n_ok = np.where(diverged_at >= 0, np.minimum(diverged_at, params.shape[1]), params.shape[1])
-    keep = np.arange(params.shape[1])[None, :] < n_ok[:, None]
+    keep = _before_divergence(diverged_at, params.shape[1])
     samples = params[keep]
     fallback = None
     if setting.max_drift_norm is not None and samples.size:

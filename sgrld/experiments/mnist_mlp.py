@@ -80,61 +80,50 @@ class Paper(NamedTuple):
 
 
 IDENTITY_OPTIMAL = Paper(None)
-
-TABLES = """
-prior      W     metric    lr       α²     test log p(y|X)    test accuracy     C(θ)    s/epoch
-gaussian   400   identity  0.05     —      -0.1310 ± 0.0004   0.9685 ± 0.0005   5.93    8.1
-gaussian   400   wenzel    0.075    —      -0.1315 ± 0.0002   0.9686 ± 0.0003   5.82    7.7
-gaussian   400   rmsprop   0.00025  —      -0.1307 ± 0.0005   0.9689 ± 0.0004   6.30    8.8
-gaussian   400   monge     —
-gaussian   400   shampoo   0.0025   —      -0.1286 ± 0.0003   0.9689 ± 0.0004   6.28    18.8
-gaussian   800   identity  0.05     —      -0.1667 ± 0.0004   0.9587 ± 0.0003   4.69    19.9
-gaussian   800   wenzel    0.05     —      -0.1667 ± 0.0004   0.9583 ± 0.0005   4.68    20.3
-gaussian   800   rmsprop   0.0005   —      -0.1643 ± 0.0003   0.9614 ± 0.0003   4.67    24.2
-gaussian   800   monge     —
-gaussian   800   shampoo   0.0075   —      -0.1620 ± 0.0004   0.9605 ± 0.0003   4.53    46.5
-gaussian   1200  identity  0.025    —      -0.1932 ± 0.0004   0.9514 ± 0.0004   4.16    43.5
-gaussian   1200  wenzel    0.05     —      -0.1933 ± 0.0004   0.9519 ± 0.0003   4.10    49.1
-gaussian   1200  rmsprop   0.0005   —      -0.1886 ± 0.0005   0.9568 ± 0.0003   4.11    56.9
-gaussian   1200  monge     0.025    0.75   -0.1780 ± 0.0005   0.9560 ± 0.0005   6.92    59.2
-gaussian   1200  shampoo   0.0075   —      -0.1854 ± 0.0003   0.9559 ± 0.0004   3.93    92.9
-horseshoe  400   identity  0.25     —      -0.0750 ± 0.0004   0.9823 ± 0.0003   14.65   8.3
-horseshoe  400   wenzel    0.75     —      -0.0768 ± 0.0009   0.9807 ± 0.0003   14.79   9.5
-horseshoe  400   rmsprop   0.0005   —      -0.0678 ± 0.0011   0.9798 ± 0.0008   25.76   10.7
-horseshoe  400   monge     0.25     1.25   -0.0629 ± 0.0009   0.9831 ± 0.0005   15.08   12.9
-horseshoe  400   shampoo   0.005    —      -0.0641 ± 0.0009   0.9820 ± 0.0006   17.84   20.1
-horseshoe  800   identity  0.5      —      -0.0798 ± 0.0003   0.9818 ± 0.0004   15.01   24.8
-horseshoe  800   wenzel    0.5      —      -0.0839 ± 0.0008   0.9789 ± 0.0003   14.45   26.2
-horseshoe  800   rmsprop   0.0005   —      -0.0656 ± 0.0013   0.9800 ± 0.0005   20.09   29.3
-horseshoe  800   monge     0.25     0.5    -0.0612 ± 0.0014   0.9834 ± 0.0008   12.09   32.1
-horseshoe  800   shampoo   0.005    —      -0.0603 ± 0.0011   0.9824 ± 0.0004   12.74   53.3
-horseshoe  1200  identity  0.25     —      -0.0809 ± 0.0004   0.9814 ± 0.0002   15.28   56.3
-horseshoe  1200  wenzel    0.25     —      -0.1006 ± 0.0009   0.9746 ± 0.0005   11.41   58.2
-horseshoe  1200  rmsprop   0.0005   —      -0.0631 ± 0.0011   0.9808 ± 0.0007   16.96   58.3
-horseshoe  1200  monge     0.25     0.075  -0.0694 ± 0.0005   0.9833 ± 0.0004   16.78   60.1
-horseshoe  1200  shampoo   0.005    —      -0.0564 ± 0.0007   0.9834 ± 0.0005   10.07   89.1
-"""
-"""Tables 1, 2 and 4 and Sec. 4.3 of Yu et al. (2023): per setting and metric the learning rate
-(Table 4), Monge's α² (Sec. 4.3), test log p(y|X) and accuracy (mean ± std over 10 runs, Table 1),
-curvature and seconds per epoch (Table 2); a row with only "—" is Monge where α² = 0 (Identity)
-was optimal."""
-
-
-def _papers(text: str) -> dict[tuple[str, int], dict[str, Paper]]:
-    """:data:`TABLES` as ``{(prior, W): {metric: Paper}}``."""
-    out: dict[tuple[str, int], dict[str, Paper]] = {}
-    number = lambda cell: None if cell == "—" else float(cell)
-    for line in text.strip().splitlines()[1:]:
-        prior, width, metric, *cells = line.replace("±", " ").split()
-        paper = IDENTITY_OPTIMAL
-        if cells != ["—"]:
-            lr, alpha2, log_lik, log_lik_sd, acc, acc_sd, curvature, seconds = map(number, cells)
-            paper = Paper(lr, alpha2, (log_lik, log_lik_sd), (acc, acc_sd), curvature, seconds)
-        out.setdefault((prior, int(width)), {})[metric] = paper
-    return out
-
-
-PAPER = _papers(TABLES)
+PAPER: dict[tuple[str, int], dict[str, Paper]] = {
+    ("gaussian", 400): {
+        "identity": Paper(0.05, None, (-0.1310, 0.0004), (0.9685, 0.0005), 5.93, 8.1),
+        "wenzel": Paper(0.075, None, (-0.1315, 0.0002), (0.9686, 0.0003), 5.82, 7.7),
+        "rmsprop": Paper(0.00025, None, (-0.1307, 0.0005), (0.9689, 0.0004), 6.30, 8.8),
+        "monge": IDENTITY_OPTIMAL,
+        "shampoo": Paper(0.0025, None, (-0.1286, 0.0003), (0.9689, 0.0004), 6.28, 18.8),
+    },
+    ("gaussian", 800): {
+        "identity": Paper(0.05, None, (-0.1667, 0.0004), (0.9587, 0.0003), 4.69, 19.9),
+        "wenzel": Paper(0.05, None, (-0.1667, 0.0004), (0.9583, 0.0005), 4.68, 20.3),
+        "rmsprop": Paper(0.0005, None, (-0.1643, 0.0003), (0.9614, 0.0003), 4.67, 24.2),
+        "monge": IDENTITY_OPTIMAL,
+        "shampoo": Paper(0.0075, None, (-0.1620, 0.0004), (0.9605, 0.0003), 4.53, 46.5),
+    },
+    ("gaussian", 1200): {
+        "identity": Paper(0.025, None, (-0.1932, 0.0004), (0.9514, 0.0004), 4.16, 43.5),
+        "wenzel": Paper(0.05, None, (-0.1933, 0.0004), (0.9519, 0.0003), 4.10, 49.1),
+        "rmsprop": Paper(0.0005, None, (-0.1886, 0.0005), (0.9568, 0.0003), 4.11, 56.9),
+        "monge": Paper(0.025, 0.75, (-0.1780, 0.0005), (0.9560, 0.0005), 6.92, 59.2),
+        "shampoo": Paper(0.0075, None, (-0.1854, 0.0003), (0.9559, 0.0004), 3.93, 92.9),
+    },
+    ("horseshoe", 400): {
+        "identity": Paper(0.25, None, (-0.0750, 0.0004), (0.9823, 0.0003), 14.65, 8.3),
+        "wenzel": Paper(0.75, None, (-0.0768, 0.0009), (0.9807, 0.0003), 14.79, 9.5),
+        "rmsprop": Paper(0.0005, None, (-0.0678, 0.0011), (0.9798, 0.0008), 25.76, 10.7),
+        "monge": Paper(0.25, 1.25, (-0.0629, 0.0009), (0.9831, 0.0005), 15.08, 12.9),
+        "shampoo": Paper(0.005, None, (-0.0641, 0.0009), (0.9820, 0.0006), 17.84, 20.1),
+    },
+    ("horseshoe", 800): {
+        "identity": Paper(0.5, None, (-0.0798, 0.0003), (0.9818, 0.0004), 15.01, 24.8),
+        "wenzel": Paper(0.5, None, (-0.0839, 0.0008), (0.9789, 0.0003), 14.45, 26.2),
+        "rmsprop": Paper(0.0005, None, (-0.0656, 0.0013), (0.9800, 0.0005), 20.09, 29.3),
+        "monge": Paper(0.25, 0.5, (-0.0612, 0.0014), (0.9834, 0.0008), 12.09, 32.1),
+        "shampoo": Paper(0.005, None, (-0.0603, 0.0011), (0.9824, 0.0004), 12.74, 53.3),
+    },
+    ("horseshoe", 1200): {
+        "identity": Paper(0.25, None, (-0.0809, 0.0004), (0.9814, 0.0002), 15.28, 56.3),
+        "wenzel": Paper(0.25, None, (-0.1006, 0.0009), (0.9746, 0.0005), 11.41, 58.2),
+        "rmsprop": Paper(0.0005, None, (-0.0631, 0.0011), (0.9808, 0.0007), 16.96, 58.3),
+        "monge": Paper(0.25, 0.075, (-0.0694, 0.0005), (0.9833, 0.0004), 16.78, 60.1),
+        "shampoo": Paper(0.005, None, (-0.0564, 0.0007), (0.9834, 0.0005), 10.07, 89.1),
+    },
+}
 """Tables 1, 2 and 4 and Sec. 4.3 of Yu et al. (2023), by (prior, W) and metric."""
 
 QUICK = {"train_size": 10_000, "epochs": 4, "burn_in": 200, "thin": 25}
@@ -258,7 +247,7 @@ def table_row(prior: str, width: int, metric: str, result: runner.Result | None)
     }
 
 
-def _options(parser: argparse.ArgumentParser) -> None:
+def options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--epochs", type=int, help="epochs per run (default: 400 as the paper, 4 with --quick)"
     )
@@ -286,15 +275,15 @@ def _epochs(args: argparse.Namespace) -> int:
     return args.epochs or (QUICK["epochs"] if args.quick else 400)
 
 
-def _header(args: argparse.Namespace) -> str:
+def header(args: argparse.Namespace) -> str:
     return f"MNIST MLP, {_epochs(args)} epochs{' (--quick: a smoke test)' if args.quick else ''}"
 
 
-def _compute(args: argparse.Namespace, on_result: OnResult) -> Results:
+def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
     """Run the requested cells in turn (Monge where α² = 0 is optimal is not run)."""
     results: Results = {
         "config": {
-            "title": _header(args),
+            "title": header(args),
             "epochs": _epochs(args),
             "quick": args.quick,
             "seed": args.seed,
@@ -329,7 +318,7 @@ def _compute(args: argparse.Namespace, on_result: OnResult) -> Results:
     return results
 
 
-def _progress(results: Results) -> str | None:
+def progress(results: Results) -> str | None:
     last = results["runs"][-1]
     return None if last.status == "completed" else last.message
 
@@ -344,23 +333,25 @@ def plot(results: Results, out: Path) -> list[Path]:
     ]
 
 
-REPRODUCTION = Reproduction(
+def caption(results: Results) -> str:
+    """The title of the run and what ▼ marks."""
+    return f"{results['config']['title']}. ▼: below the paper's mean − 2 std (10 runs)."
+
+
+def table_rows(results: Results) -> list[dict[str, str]]:
+    """The rows of the table so far (:func:`table_row`)."""
+    return results["rows"]
+
+
+def exit_code(results: Results) -> int:
+    """The largest exit code of the runs (:data:`sgrld.runner.EXIT_CODES`), 0 without any."""
+    return max([0] + [runner.EXIT_CODES[r.status] for r in results["runs"]])
+
+
+REPRODUCTION = Reproduction.from_module(
+    globals(),
     stem="mnist_mlp",
-    columns=COLUMNS,
-    notes=NOTES,
-    caption=lambda results: (
-        f"{results['config']['title']}. ▼: below the paper's mean − 2 std (10 runs)."
-    ),
-    rows=lambda results: results["rows"],
-    options=_options,
-    header=_header,
-    compute=_compute,
-    progress=_progress,
     quick_help="a smoke test in a few minutes: the first 10 000 training images, 4 epochs, "
     "burn-in 200, a sample every 25 (with the default W=400 and horseshoe prior)",
     out="results/mnist-mlp",
-    plot=plot,
-    exit_code=lambda results: max([0] + [runner.EXIT_CODES[r.status] for r in results["runs"]]),
 )
-add_arguments = REPRODUCTION.add_arguments
-run = REPRODUCTION.run

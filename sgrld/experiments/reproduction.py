@@ -12,16 +12,20 @@ A reproduction is described by a :class:`Reproduction`: how its options become a
 
 The results are a dict with a ``"config"`` entry (what was run, written to the JSON as is) and
 whatever else the reproduction keeps; ``rows(results)`` makes its JSON-ready table rows, written to
-the JSON under ``rows_key``. To add a reproduction: a module with its computation, a
-``REPRODUCTION = Reproduction(...)``, ``add_arguments = REPRODUCTION.add_arguments`` and
-``run = REPRODUCTION.run``, and an entry in :data:`sgrld.cli.REPRODUCTIONS`.
+the JSON under ``rows_key``.
+
+To add a reproduction: a module that defines the parts under the names of
+:data:`MODULE_NAMES` (``COLUMNS``, ``NOTES``, ``caption``, ``table_rows``, ``options``,
+``header``, ``compute``, ``progress``, and ``plot`` or ``exit_code`` where it has them), ends with
+``REPRODUCTION = Reproduction.from_module(globals(), stem=..., quick_help=..., out=...)``, and an
+entry in :data:`sgrld.cli.REPRODUCTIONS`.
 """
 
 from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,44 +38,88 @@ from sgrld import report
 Results = dict[str, Any]
 OnResult = Callable[[Results], None]
 
+MODULE_NAMES = {
+    "columns": "COLUMNS",
+    "notes": "NOTES",
+    "caption": "caption",
+    "rows": "table_rows",
+    "options": "options",
+    "header": "header",
+    "compute": "compute",
+    "progress": "progress",
+    "plot": "plot",
+    "exit_code": "exit_code",
+}
+"""Field of :class:`Reproduction` -> the name of that part in a reproduction's module."""
 
-@dataclass(frozen=True)
+
+def ignore(results: Results) -> None:
+    """The default ``on_result`` of a computation: nothing to do after a row."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class Reproduction:
     """How one reproduction runs and reports.
 
     Attributes:
       stem: the files' name: ``<stem>.md``, ``<stem>.json`` in ``--out``.
-      columns: the table's columns (:func:`sgrld.report.columns`).
-      notes: what the columns mean, below the Markdown table.
-      caption: ``results -> str``, one line describing the run, above the table.
-      rows: ``results -> rows``, one JSON-ready dict per row (the table and the JSON).
       options: adds the reproduction's own options to a parser.
+      quick_help: help of ``--quick``.
+      seed: the default random seed.
+      out: the default results folder.
       header: ``args -> str``, printed before the run.
       compute: ``(args, on_result) -> results``; calls ``on_result(results)`` after each row.
       progress: ``results -> str | None``, printed after each row (None: nothing).
-      quick_help: help of ``--quick``.
-      out: the default results folder.
-      seed: the default random seed.
-      rows_key: key of the rows in the JSON, next to ``"config"``.
       plot: ``(results, out) -> path(s)`` of the figure(s) it draws, or None.
+      rows_key: key of the rows in the JSON, next to ``"config"``.
+      columns: the table's columns (:func:`sgrld.report.columns`).
+      rows: ``results -> rows``, one JSON-ready dict per row (the table and the JSON).
+      caption: ``results -> str``, one line describing the run, above the table.
+      notes: what the columns mean, below the Markdown table.
       exit_code: ``results -> int``, the command's exit code.
     """
 
     stem: str
-    columns: Sequence[report.Column]
-    notes: str
-    caption: Callable[[Results], str]
-    rows: Callable[[Results], list[dict[str, Any]]]
     options: Callable[[argparse.ArgumentParser], None]
+    quick_help: str
+    seed: int = 0
+    out: str
     header: Callable[[argparse.Namespace], str]
     compute: Callable[[argparse.Namespace, OnResult], Results]
     progress: Callable[[Results], str | None]
-    quick_help: str
-    out: str
-    seed: int = 0
-    rows_key: str = "rows"
     plot: Callable[[Results, Path], Path | Sequence[Path]] | None = None
+    rows_key: str = "rows"
+    columns: Sequence[report.Column]
+    rows: Callable[[Results], list[dict[str, Any]]]
+    caption: Callable[[Results], str]
+    notes: str
     exit_code: Callable[[Results], int] = lambda results: 0
+
+    @classmethod
+    def from_module(cls, namespace: Mapping[str, Any], **settings: Any) -> Reproduction:
+        """The reproduction whose parts a module defines under :data:`MODULE_NAMES`.
+
+        Args:
+          namespace: the module's ``globals()``.
+          **settings: the other fields (``stem``, ``quick_help``, ``out``, ...).
+
+        Example:
+          >>> parts = dict(
+          ...     COLUMNS=report.columns("x  x  {:d}"), NOTES="", caption=lambda r: "toy",
+          ...     table_rows=lambda r: [{"x": 1}], options=lambda p: None, header=lambda a: "",
+          ...     compute=lambda a, on_result: {"config": {}}, progress=lambda r: None)
+          >>> toy = Reproduction.from_module(parts, stem="toy", quick_help="", out="results/toy")
+          >>> print(toy.markdown({"config": {}}), end="")
+          toy
+          <BLANKLINE>
+          | x |
+          |---|
+          | 1 |
+        """
+        parts = {
+            field: namespace[name] for field, name in MODULE_NAMES.items() if name in namespace
+        }
+        return cls(**parts, **settings)
 
     def markdown(self, results: Results) -> str:
         """The table as Markdown, with its caption and notes."""

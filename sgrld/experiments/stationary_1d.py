@@ -73,7 +73,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from sgrld.experiments.reproduction import OnResult, Reproduction, Results, subset_option
+from sgrld.experiments.reproduction import OnResult, Reproduction, Results, ignore, subset_option
 from sgrld.experiments.scores import EDGES, GROUPS, WIDTH, normal_pdf
 from sgrld.experiments.stationary_1d_rows import (
     FAMILIES,
@@ -82,7 +82,7 @@ from sgrld.experiments.stationary_1d_rows import (
     curves,
     run_curve,
 )
-from sgrld.report import columns, finite
+from sgrld.report import columns, finite, pyplot, save_figure
 
 FULL_CHAINS, QUICK_CHAINS = 2048, 128
 QUICK_SPAN_FRACTION = 0.25
@@ -95,7 +95,7 @@ def reproduce(
     quick: bool = False,
     only: tuple[str, ...] | None = None,
     progress: bool = False,
-    on_result: OnResult | None = None,
+    on_result: OnResult = ignore,
 ) -> Results:
     """Run the rows of the table.
 
@@ -138,8 +138,7 @@ def reproduce(
         span = curve.span * (QUICK_SPAN_FRACTION if quick else 1.0)
         result = run_curve(jax.random.fold_in(key, i), curve, chains, span, progress=progress)
         results["rows"][curve.key] = result
-        if on_result is not None:
-            on_result(results)
+        on_result(results)
     return results
 
 
@@ -224,11 +223,7 @@ NOTES = (
 
 def plot(results: Results, out: Path) -> Path:
     """Draw the figure into ``out/stationary_1d.png`` (rows: variants, columns: samplers)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     grid = np.linspace(-2.5, 2.5, 501)
     fig, axes = plt.subplots(
         len(VARIANTS),
@@ -254,13 +249,10 @@ def plot(results: Results, out: Path) -> Path:
         ax.set_title(f"{c.label}\nlr {c.learning_rate:g}; {tv}", fontsize=9)
         ax.set(xlim=(-2.5, 2.5), ylim=(0.0, 0.8), xlabel="θ", ylabel="density")
         ax.legend(fontsize=7, loc="upper right")
-    path = out / "stationary_1d.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, out / "stationary_1d.png", dpi=110)
 
 
-def _options(parser: argparse.ArgumentParser) -> None:
+def options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--chains",
         type=int,
@@ -277,14 +269,14 @@ def _chains(args: argparse.Namespace) -> int:
     return chains
 
 
-def _header(args: argparse.Namespace) -> str:
+def header(args: argparse.Namespace) -> str:
     return (
         f"Stationary densities on N(0, 1): {_chains(args):,} chains per row, seed {args.seed}"
         f"{', quick' if args.quick else ''}"
     )
 
 
-def _compute(args: argparse.Namespace, on_result: OnResult) -> Results:
+def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
     only = tuple(args.only) if args.only else None
     return reproduce(
         _chains(args),
@@ -296,7 +288,7 @@ def _compute(args: argparse.Namespace, on_result: OnResult) -> Results:
     )
 
 
-def _progress(results: Results) -> str:
+def progress(results: Results) -> str:
     r = list(results["rows"].values())[-1]
     return (
         f"{r.curve.label}: TV to target {r.tv_target:.4f}, to prediction "
@@ -304,20 +296,10 @@ def _progress(results: Results) -> str:
     )
 
 
-REPRODUCTION = Reproduction(
+REPRODUCTION = Reproduction.from_module(
+    globals(),
     stem="stationary_1d",
-    columns=COLUMNS,
-    notes=NOTES,
-    caption=caption,
-    rows=table_rows,
-    options=_options,
-    header=_header,
-    compute=_compute,
-    progress=_progress,
     quick_help=f"a small run for CI: {QUICK_CHAINS} chains per row sampling a quarter of the "
     "time span (the TVs are then dominated by noise; see the floor column)",
     out="results/stationary-1d",
-    plot=plot,
 )
-add_arguments = REPRODUCTION.add_arguments
-run = REPRODUCTION.run

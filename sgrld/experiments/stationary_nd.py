@@ -75,7 +75,7 @@ from typing import Any
 
 import jax
 
-from sgrld.experiments.reproduction import OnResult, Reproduction, Results, subset_option
+from sgrld.experiments.reproduction import OnResult, Reproduction, Results, ignore, subset_option
 from sgrld.experiments.stationary_nd_runs import (
     FUNNEL_SIGMA2,
     MetricSpec,
@@ -101,7 +101,7 @@ def reproduce(
     only: tuple[str, ...] | None = None,
     metrics: tuple[str, ...] | None = None,
     progress: bool = False,
-    on_result: OnResult | None = None,
+    on_result: OnResult = ignore,
 ) -> Results:
     """Run every metric with and without Γ on the chosen problems.
 
@@ -148,7 +148,7 @@ def reproduce(
             spec_key = jax.random.fold_in(jax.random.fold_in(key, i), j)
             row = _row(spec_key, problem, spec, span, quick=quick, progress=progress)
             results["rows"].append(row)
-            if "skipped" not in row and on_result is not None:
+            if "skipped" not in row:
                 on_result(results)
     return results
 
@@ -269,18 +269,6 @@ COLUMNS = columns(
     """
 )
 
-NOTES = (
-    "error: ‖Ĉ − Σ‖_F/‖Σ‖_F for the Gaussians, W1 of the samples of v to N(0, "
-    f"{FUNNEL_SIGMA2:g}) for the funnel; the Identity row (SGLD) is the discretisation and "
-    "Monte-Carlo floor at that step size. ratio: error without Γ / error with Γ "
-    f"(requirement ≥ {RATIO:g} on the Gaussians). µs/step: one step of all chains (vmapped), "
-    "the fastest of several timed calls, with and without Γ in turn, compilation excluded; "
-    "Γ cost: their ratio "
-    "(one forward-over-reverse pass and one Rademacher probe per step). diverged: chains with a "
-    "NaN/inf (without Γ / with Γ), dropped from the scores. wall: sampling with and without Γ, "
-    "compilation included."
-)
-
 
 def caption(results: Results) -> str:
     """One line describing the run."""
@@ -300,12 +288,29 @@ def caption(results: Results) -> str:
     )
 
 
-def _options(parser: argparse.ArgumentParser) -> None:
+NOTES = (
+    "error: ‖Ĉ − Σ‖_F/‖Σ‖_F for the Gaussians, W1 of the samples of v to N(0, "
+    f"{FUNNEL_SIGMA2:g}) for the funnel; the Identity row (SGLD) is the discretisation and "
+    "Monte-Carlo floor at that step size. ratio: error without Γ / error with Γ "
+    f"(requirement ≥ {RATIO:g} on the Gaussians). µs/step: one step of all chains (vmapped), "
+    "the fastest of several timed calls, with and without Γ in turn, compilation excluded; "
+    "Γ cost: their ratio (one forward-over-reverse pass and one Rademacher probe per step). "
+    "diverged: chains with a "
+    "NaN/inf (without Γ / with Γ), dropped from the scores. wall: sampling with and without Γ, "
+    "compilation included."
+)
+
+
+def options(parser: argparse.ArgumentParser) -> None:
     subset_option(parser, "--only", "PROBLEM", "problems", [p.key for p in problems()])
     subset_option(parser, "--metrics", "METRIC", "samplers", [m.name for m in metric_specs()])
 
 
-def _compute(args: argparse.Namespace, on_result: OnResult) -> Results:
+def header(args: argparse.Namespace) -> str:
+    return f"SGRLD with and without Γ: seed {args.seed}{', quick' if args.quick else ''}"
+
+
+def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
     return reproduce(
         args.seed,
         quick=args.quick,
@@ -316,27 +321,16 @@ def _compute(args: argparse.Namespace, on_result: OnResult) -> Results:
     )
 
 
-def _progress(results: Results) -> str:
+def progress(results: Results) -> str:
     row = results["rows"][-1]
     errors = ", ".join(f"{mode} {r.error:.3f}" for mode, r in row["runs"].items())
     return f"{row['problem'].key} / {row['spec'].name}: error {errors}"
 
 
-REPRODUCTION = Reproduction(
+REPRODUCTION = Reproduction.from_module(
+    globals(),
     stem="stationary_nd",
-    columns=COLUMNS,
-    notes=NOTES,
-    caption=caption,
-    rows=table_rows,
-    options=_options,
-    header=lambda args: (
-        f"SGRLD with and without Γ: seed {args.seed}{', quick' if args.quick else ''}"
-    ),
-    compute=_compute,
-    progress=_progress,
     quick_help="a small run for CI: a tenth of the chains and of the sampling span, on "
     f"{', '.join(QUICK_PROBLEMS)} unless --only is given",
     out="results/stationary-nd",
 )
-add_arguments = REPRODUCTION.add_arguments
-run = REPRODUCTION.run
