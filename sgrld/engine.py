@@ -67,18 +67,22 @@ class Source(NamedTuple):
     """Where a chain's minibatches come from.
 
     Attributes:
-      prepare: ``(data, data_keys [n], start) -> xs``: one chain's per-step inputs of a chunk of
-        ``n`` steps from global step ``start``, stacked on a leading axis.
-      batch: ``(data, x) -> batch``: the minibatch of one step from its input.
+      prepare: ``(data, key, start, n) -> xs``: one chain's per-step inputs of a chunk of ``n``
+        steps from global step ``start`` (an array with a leading axis ``n``); ``key`` is the data
+        key of the chunk's first step.
+      batch: ``(data, x, data_key) -> batch``: the minibatch of one step from its input and key.
     """
 
-    prepare: Callable[[PyTree, jax.Array, jax.Array], PyTree]
-    batch: Callable[[PyTree, PyTree], PyTree]
+    prepare: Callable[[PyTree, jax.Array, jax.Array, int], jax.Array]
+    batch: Callable[[PyTree, jax.Array, jax.Array], PyTree]
 
 
 def random_batches(batch_fn: Callable[[jax.Array], PyTree]) -> Source:
     """Each step's batch is ``batch_fn(data_key)`` (``data`` unused: ``batch_fn`` holds it)."""
-    return Source(lambda data, keys, start: keys, lambda data, key: batch_fn(key))
+    return Source(
+        lambda data, key, start, n: jnp.zeros((n, 0), jnp.int32),
+        lambda data, x, key: batch_fn(key),
+    )
 
 
 def epochs(num_examples: int, batch_size: int) -> Source:
@@ -91,11 +95,11 @@ def epochs(num_examples: int, batch_size: int) -> Source:
     """
     steps = num_examples // batch_size
 
-    def prepare(data, keys, start):
-        order = jax.random.permutation(keys[0], num_examples)[: steps * batch_size]
+    def prepare(data, key, start, n):
+        order = jax.random.permutation(key, num_examples)[: steps * batch_size]
         return order.reshape(steps, batch_size)
 
-    return Source(prepare, lambda data, idx: jax.tree.map(lambda a: a[idx], data))
+    return Source(prepare, lambda data, idx, key: jax.tree.map(lambda a: a[idx], data))
 
 
 class Carry(NamedTuple):
@@ -153,38 +157,66 @@ def num_kept(start: int, stop: int, burn_in: int, thin: int) -> int:
     return before(stop) - before(first) if stop > first else 0
 
 
+_ENGINE_FIELDS = ("is_finite", "nonfinite_leaf")
+
+
+def _summary_init(info: Any) -> dict[str, jax.Array]:
+    """Empty per-chain accumulators for ``info`` (fields ``[K]``, shapes only)."""
+    k = info.is_finite.shape
+    acc = {"steps": jnp.zeros(k, jnp.float32)}
+    for name, x in info._asdict().items():
+        if name in _ENGINE_FIELDS:
+            continue
+        if x.dtype == bool:
+            acc[f"{name}_count"] = jnp.zeros(k, jnp.int32)
+        elif jnp.issubdtype(x.dtype, jnp.integer):
+            acc[f"{name}_last"] = jnp.zeros(k, x.dtype)
+        else:
+            acc[f"{name}_sum"] = jnp.zeros(k, jnp.float32)
+            acc[f"{name}_max"] = jnp.full(k, -jnp.inf, jnp.float32)
+    return acc
+
+
+def _summary_update(acc: dict, info: Any, ok: jax.Array) -> dict[str, jax.Array]:
+    """Fold one step (fields ``[K]``) into the accumulators; only ``ok`` chains count."""
+    out = {"steps": acc["steps"] + ok}
+    for name, x in info._asdict().items():
+        if name in _ENGINE_FIELDS:
+            continue
+        if x.dtype == bool:
+            out[f"{name}_count"] = acc[f"{name}_count"] + (x & ok)
+        elif jnp.issubdtype(x.dtype, jnp.integer):
+            out[f"{name}_last"] = x
+        else:  # not x * ok: a NaN times 0 is NaN
+            out[f"{name}_sum"] = acc[f"{name}_sum"] + jnp.where(ok, x, 0.0)
+            out[f"{name}_max"] = jnp.maximum(acc[f"{name}_max"], jnp.where(ok, x, -jnp.inf))
+    return out
+
+
+def _summary_final(acc: dict) -> dict[str, jax.Array]:
+    """Over chains: sums, counts and last values added, maxima maximised."""
+    return {k: jnp.max(v) if k.endswith("_max") else jnp.sum(v) for k, v in acc.items()}
+
+
 def summarise(info: Any, ok: jax.Array) -> dict[str, jax.Array]:
-    """Per-chunk summary of a sampler's ``info`` (fields ``[n, K]``) over its ``ok`` steps.
+    """Summary of a sampler's ``info`` over steps (fields ``[n, K]``) and chains, ``ok`` steps only.
 
     Float fields give ``NAME_sum`` and ``NAME_max``, boolean fields ``NAME_count``, integer
     fields (cumulative counters) ``NAME_last``, the sum over chains of the last step's value;
     ``steps`` counts the ok steps. ``is_finite`` and ``nonfinite_leaf`` are the engine's own.
+    The engine folds each step in as it runs (nothing per step is stored).
     """
-    out = {"steps": jnp.sum(ok.astype(jnp.float32))}
-    for name, x in info._asdict().items():
-        if name in ("is_finite", "nonfinite_leaf"):
-            continue
-        if x.dtype == bool:
-            out[f"{name}_count"] = jnp.sum(x & ok)
-        elif jnp.issubdtype(x.dtype, jnp.integer):
-            out[f"{name}_last"] = jnp.sum(x[-1])
-        else:  # not x * ok: a NaN times 0 is NaN
-            out[f"{name}_sum"] = jnp.sum(jnp.where(ok, x, 0.0))
-            out[f"{name}_max"] = jnp.max(jnp.where(ok, x, -jnp.inf))
-    return out
+    first = jax.tree.map(lambda x: x[0], info)
+    acc, _ = jax.lax.scan(
+        lambda a, xs: (_summary_update(a, *xs), None), _summary_init(first), (info, ok)
+    )
+    return _summary_final(acc)
 
 
 def _select(mask: jax.Array, new: PyTree, old: PyTree) -> PyTree:
     """Per chain: ``new`` where ``mask`` (shape [K]) is True, else ``old``."""
     return jax.tree.map(
         lambda n, o: jnp.where(mask.reshape(mask.shape + (1,) * (n.ndim - 1)), n, o), new, old
-    )
-
-
-def _step_keys(chain_key: jax.Array, start: jax.Array, n: int) -> jax.Array:
-    """``[n, 2]`` keys ``split(fold_in(chain_key, t))`` for t = start, …, start + n − 1."""
-    return jax.vmap(lambda t: jax.random.split(jax.random.fold_in(chain_key, t)))(
-        start + jnp.arange(n, dtype=jnp.int32)
     )
 
 
@@ -217,11 +249,12 @@ def _chunk_fn(
             valid.at[slot].set(alive),
         ), slot + 1
 
-    def body(data, loop, inputs):
-        carry, buffer, slot = loop
-        x, keys, s = inputs
-        batch = jax.vmap(source.batch, (None, 0))(data, x)
-        new_state, info = step_chains(keys, carry.state, batch)
+    def body(data, chain_keys, loop, inputs):
+        carry, buffer, slot, acc = loop
+        x, s = inputs
+        keys = jax.vmap(lambda k: jax.random.split(jax.random.fold_in(k, s)))(chain_keys)
+        batch = jax.vmap(source.batch, (None, 0, 0))(data, x, keys[:, 1])
+        new_state, info = step_chains(keys[:, 0], carry.state, batch)
         alive = carry.diverged_step < 0
         ok = alive & info.is_finite
         newly_bad = alive & ~info.is_finite
@@ -238,20 +271,18 @@ def _chunk_fn(
             buffer,
             slot,
         )
-        return (carry, buffer, slot), (info, ok)
+        return (carry, buffer, slot, _summary_update(acc, info, ok)), None
 
     def run(carry, start, keys, data):
-        step_keys = jax.vmap(_step_keys, (0, None, None))(keys, start, n)  # [K, n, 2]
-        xs = jax.vmap(source.prepare, (None, 0, None))(data, step_keys[:, :, 1], start)
-        swap = lambda a: jnp.swapaxes(a, 0, 1)
-        first = jax.vmap(source.batch, (None, 0))(data, jax.tree.map(lambda a: a[:, 0], xs))
-        info = jax.eval_shape(step_chains, step_keys[:, 0, 0], carry.state, first)[1]
-        buffer = _empty_buffer(slots, carry.state.params, info)
-        inputs = (jax.tree.map(swap, xs), swap(step_keys[:, :, 0]), start + jnp.arange(n))
-        (carry, buffer, _), (infos, ok) = jax.lax.scan(
-            partial(body, data), (carry, buffer, jnp.zeros((), jnp.int32)), inputs
-        )
-        return carry, Chunk(*buffer, summarise(infos, ok))
+        first_keys = jax.vmap(lambda k: jax.random.split(jax.random.fold_in(k, start))[1])(keys)
+        xs = jax.vmap(source.prepare, (None, 0, None, None))(data, first_keys, start, n)
+        first = jax.vmap(source.batch, (None, 0, 0))(data, xs[:, 0], first_keys)
+        info = jax.eval_shape(step_chains, first_keys, carry.state, first)[1]
+        loop = (carry, _empty_buffer(slots, carry.state.params, info), jnp.int32(0))
+        loop += (_summary_init(info),)
+        inputs = (jnp.swapaxes(xs, 0, 1), start + jnp.arange(n, dtype=jnp.int32))
+        (carry, buffer, _, acc), _ = jax.lax.scan(partial(body, data, keys), loop, inputs)
+        return carry, Chunk(*buffer, _summary_final(acc))
 
     return run
 

@@ -74,8 +74,8 @@ def test_epochs_source_walks_a_permutation_per_chain_and_epoch():
     carry = eng.init(sampler.init(jnp.zeros(())), num_chains=2)
     source = engine.epochs(n, b)
     for epoch in range(2):
-        step_keys = jax.vmap(lambda k, e=epoch: engine._step_keys(k, jnp.int32(4 * e), 4))(keys)
-        order = jax.vmap(source.prepare, (None, 0, None))(data, step_keys[:, :, 1], 0)
+        first = jax.vmap(lambda k, e=epoch: jax.random.split(jax.random.fold_in(k, 4 * e))[1])(keys)
+        order = jax.vmap(source.prepare, (None, 0, None, None))(data, first, 4 * epoch, 4)
         assert order.shape == (2, 4, b)
         for c in range(2):
             flat = np.asarray(order[c]).ravel()
