@@ -21,7 +21,7 @@ Every run of chains (:func:`sgrld.sample`, the experiment runner, the reproducti
   an Identity MLP epoch and 30% of a Shampoo one); a chunk in which a chain diverged runs again
   from the same carry with it (``freeze``), as does every later chunk;
 * **diagnostics**: every field of the sampler's ``info`` is summarised per chunk over the finite
-  steps of live chains (:func:`summarise`);
+  steps of live chains (:func:`sgrld.summaries.summarise`);
 * **progress**: one rich progress bar over steps, with an ETA;
 * a **callback** after each chunk, ``callback(index, carry, chunk, seconds) -> stop``, which the
   runner uses to score the chunk's samples and write its records.
@@ -59,6 +59,7 @@ import threadpoolctl
 
 from sgrld.progress import progress_bar
 from sgrld.sampler import Sampler
+from sgrld.summaries import summary_final, summary_init, summary_update
 
 PyTree = Any
 
@@ -124,7 +125,7 @@ class Chunk(NamedTuple):
       info: the step diagnostics of the kept steps, ``[slots, K]``.
       steps: the global step of each slot, −1 for an unused slot.
       valid: ``[slots, K]``, False for a chain that had diverged (not a sample).
-      summary: :func:`summarise` of the chunk's steps.
+      summary: :func:`sgrld.summaries.summarise` of the chunk's steps.
     """
 
     params: PyTree
@@ -155,62 +156,6 @@ def num_kept(start: int, stop: int, burn_in: int, thin: int) -> int:
     first = max(start, burn_in)
     before = lambda s: max(0, (s - burn_in) // thin)  # kept steps in [burn_in, s)
     return before(stop) - before(first) if stop > first else 0
-
-
-_ENGINE_FIELDS = ("is_finite", "nonfinite_leaf")
-
-
-def _summary_init(info: Any) -> dict[str, jax.Array]:
-    """Empty per-chain accumulators for ``info`` (fields ``[K]``, shapes only)."""
-    k = info.is_finite.shape
-    acc = {"steps": jnp.zeros(k, jnp.float32)}
-    for name, x in info._asdict().items():
-        if name in _ENGINE_FIELDS:
-            continue
-        if x.dtype == bool:
-            acc[f"{name}_count"] = jnp.zeros(k, jnp.int32)
-        elif jnp.issubdtype(x.dtype, jnp.integer):
-            acc[f"{name}_last"] = jnp.zeros(k, x.dtype)
-        else:
-            acc[f"{name}_sum"] = jnp.zeros(k, jnp.float32)
-            acc[f"{name}_max"] = jnp.full(k, -jnp.inf, jnp.float32)
-    return acc
-
-
-def _summary_update(acc: dict, info: Any, ok: jax.Array) -> dict[str, jax.Array]:
-    """Fold one step (fields ``[K]``) into the accumulators; only ``ok`` chains count."""
-    out = {"steps": acc["steps"] + ok}
-    for name, x in info._asdict().items():
-        if name in _ENGINE_FIELDS:
-            continue
-        if x.dtype == bool:
-            out[f"{name}_count"] = acc[f"{name}_count"] + (x & ok)
-        elif jnp.issubdtype(x.dtype, jnp.integer):
-            out[f"{name}_last"] = x
-        else:  # not x * ok: a NaN times 0 is NaN
-            out[f"{name}_sum"] = acc[f"{name}_sum"] + jnp.where(ok, x, 0.0)
-            out[f"{name}_max"] = jnp.maximum(acc[f"{name}_max"], jnp.where(ok, x, -jnp.inf))
-    return out
-
-
-def _summary_final(acc: dict) -> dict[str, jax.Array]:
-    """Over chains: sums, counts and last values added, maxima maximised."""
-    return {k: jnp.max(v) if k.endswith("_max") else jnp.sum(v) for k, v in acc.items()}
-
-
-def summarise(info: Any, ok: jax.Array) -> dict[str, jax.Array]:
-    """Summary of a sampler's ``info`` over steps (fields ``[n, K]``) and chains, ``ok`` steps only.
-
-    Float fields give ``NAME_sum`` and ``NAME_max``, boolean fields ``NAME_count``, integer
-    fields (cumulative counters) ``NAME_last``, the sum over chains of the last step's value;
-    ``steps`` counts the ok steps. ``is_finite`` and ``nonfinite_leaf`` are the engine's own.
-    The engine folds each step in as it runs (nothing per step is stored).
-    """
-    first = jax.tree.map(lambda x: x[0], info)
-    acc, _ = jax.lax.scan(
-        lambda a, xs: (_summary_update(a, *xs), None), _summary_init(first), (info, ok)
-    )
-    return _summary_final(acc)
 
 
 def _select(mask: jax.Array, new: PyTree, old: PyTree) -> PyTree:
@@ -271,7 +216,7 @@ def _chunk_fn(
             buffer,
             slot,
         )
-        return (carry, buffer, slot, _summary_update(acc, info, ok)), None
+        return (carry, buffer, slot, summary_update(acc, info, ok)), None
 
     def run(carry, start, keys, data):
         first_keys = jax.vmap(lambda k: jax.random.split(jax.random.fold_in(k, start))[1])(keys)
@@ -279,10 +224,10 @@ def _chunk_fn(
         first = jax.vmap(source.batch, (None, 0, 0))(data, xs[:, 0], first_keys)
         info = jax.eval_shape(step_chains, first_keys, carry.state, first)[1]
         loop = (carry, _empty_buffer(slots, carry.state.params, info), jnp.int32(0))
-        loop += (_summary_init(info),)
+        loop += (summary_init(info),)
         inputs = (jnp.swapaxes(xs, 0, 1), start + jnp.arange(n, dtype=jnp.int32))
         (carry, buffer, _, acc), _ = jax.lax.scan(partial(body, data, keys), loop, inputs)
-        return carry, Chunk(*buffer, _summary_final(acc))
+        return carry, Chunk(*buffer, summary_final(acc))
 
     return run
 

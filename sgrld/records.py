@@ -18,7 +18,7 @@ from sgrld import scoring
 
 
 def diagnostics(summary: dict[str, Any]) -> dict[str, float]:
-    """The sampler diagnostics of a record, from a chunk summary (:func:`sgrld.engine.summarise`).
+    """The sampler diagnostics of a record, from a chunk summary (:mod:`sgrld.summaries`).
 
     Float fields of ``info`` become their mean over the epoch's finite steps (``potential``,
     ``grad_norm``, ``gamma_norm``, ``learning_rate``) and ``NAME_max``; boolean fields the count

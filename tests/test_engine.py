@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import sgrld
-from sgrld import engine, runner
+from sgrld import engine, runner, summaries
 from sgrld.metrics import Metric
 from tests.test_runner import SCHEDULE, logistic_experiment
 
@@ -43,7 +43,7 @@ def test_summarise_counts_only_finite_steps_of_live_chains():
         nonfinite_leaf=jnp.zeros((3, 2), jnp.int32),
     )
     ok = jnp.array([[True, False], [True, True], [False, True]])
-    s = engine.summarise(info, ok)
+    s = summaries.summarise(info, ok)
     assert float(s["steps"]) == 4
     assert float(s["potential_sum"]) == 1 + 3 + 4 + 6
     assert float(s["gamma_norm_max"]) == 1.5  # 9.0 and 2.0 are not ok steps
