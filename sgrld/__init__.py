@@ -8,7 +8,7 @@ and its configuration load on first use, so ``import sgrld`` imports neither Fla
 import importlib
 from typing import Any
 
-from sgrld import correction, engine, integrators, metrics, noise, preconditioning
+from sgrld import correction, engine, integrators, metrics, noise, per_example, preconditioning
 from sgrld.adam_sgld import AdamSGLDState, adam_sgld
 from sgrld.potential import Potential, potential
 from sgrld.sampler import Sampler, SGRLDInfo, SGRLDState, riemannian_langevin, sgrld
@@ -43,6 +43,7 @@ __all__ = [
     "metrics",
     "minibatch_fn",
     "noise",
+    "per_example",
     "potential",
     "preconditioning",
     "riemannian_langevin",

@@ -45,6 +45,7 @@ from sgrld.checks import (
 )
 from sgrld.integrators import Integrator, euler_maruyama, langevin_scales
 from sgrld.metrics.base import Metric, MetricState, branch_over_chains, tree_vdot
+from sgrld.metrics.identity import identity
 from sgrld.potential import Potential
 from sgrld.preconditioning import by_metric, limit_drift
 
@@ -121,16 +122,27 @@ def step_info(
     )
 
 
-def gradient_fn(potential_fn: Callable, prior_in_metric: bool) -> Callable:
-    """``(params, batch) -> (Û/N, ∇Û/N, the gradient the metric's statistic sees)``.
+def gradient_fn(potential_fn: Callable, prior_in_metric: bool, metric: Metric) -> Callable:
+    """``(params, batch, key) -> (Û/N, ∇Û/N, the metric's observation)``.
 
-    With ``prior_in_metric=False`` the metric sees the likelihood's gradient only, which needs a
-    :class:`~sgrld.Potential` (it knows its prior term).
+    The observation is the gradient the metric's statistic sees: with ``prior_in_metric=False``
+    the likelihood's only, which needs a :class:`~sgrld.Potential` (it knows its prior term). A
+    metric with an :attr:`~sgrld.metrics.Metric.observation_fn` (the Fisher metrics) computes its
+    own observation from the potential's per-example log-likelihoods, with ``key`` for any labels
+    it draws; its statistic never includes the prior.
     """
+    if metric.observation_fn is not None:
+        if not isinstance(potential_fn, Potential):
+            raise TypeError(
+                "this metric builds its statistic from per-example log-likelihoods: it needs a "
+                "potential built by sgrld.potential(loglik_fn, logprior_fn, num_data)"
+            )
+        return metric.observation_fn(potential_fn)
     if not prior_in_metric and not isinstance(potential_fn, Potential):
         raise TypeError("prior_in_metric=False needs a potential built by sgrld.potential(...)")
 
-    def gradients(params, batch):
+    def gradients(params, batch, key):
+        del key
         value, g = jax.value_and_grad(potential_fn)(params, batch)
         if jnp.shape(value) != ():
             raise ValueError(f"potential_fn must return a scalar, got shape {jnp.shape(value)}")
@@ -165,13 +177,20 @@ def _check(potential_fn, metric, learning_rate, num_data, temperature, adapt_unt
     return schedule, num_data, check_temperature(temperature)
 
 
-def _estimate_fn(correction, gradients, metric, adapt_until) -> Callable:
+def _estimate_fn(correction, potential_fn, prior_in_metric, metric, adapt_until) -> Callable:
     """``(key, params, batch, metric_state, step) -> Estimate``; after ``adapt_until`` steps the
-    metric is frozen (a real branch over vmapped chains, :func:`branch_over_chains`)."""
+    metric is frozen (a real branch over vmapped chains, :func:`branch_over_chains`) and only the
+    mean gradient is computed."""
+    gradients = gradient_fn(potential_fn, prior_in_metric, metric)
+
+    frozen_gradients = gradient_fn(potential_fn, True, identity())
 
     def estimate(key, params, batch, metric_state, adapting):
-        fn = correction.estimate if adapting else _frozen
-        return fn(key, partial(gradients, batch=batch), params, metric, metric_state)
+        if not adapting:  # the metric's observation is not needed
+            grad_fn = partial(frozen_gradients, batch=batch, key=key)
+            return _frozen(key, grad_fn, params, metric, metric_state)
+        grad_fn = partial(gradients, batch=batch, key=jax.random.fold_in(key, 1))
+        return correction.estimate(key, grad_fn, params, metric, metric_state)
 
     def run(key, params, batch, metric_state, step):
         operands = (key, params, batch, metric_state)
@@ -267,9 +286,7 @@ def riemannian_langevin(
         precondition = limit_drift(precondition, max_drift_norm)
     parts = _Parts(
         schedule=schedule,
-        estimate=_estimate_fn(
-            correction, gradient_fn(potential_fn, prior_in_metric), metric, adapt_until
-        ),
+        estimate=_estimate_fn(correction, potential_fn, prior_in_metric, metric, adapt_until),
         precondition=precondition,
         integrator=integrator or euler_maruyama(),
         scales=partial(

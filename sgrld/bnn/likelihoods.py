@@ -5,6 +5,9 @@ The samplers build the per-datum potential ``U/N = mean NLL over the batch - log
 of which a likelihood reads ``params["net"]`` (passed to ``apply_fn``) and, for regression with a
 sampled noise level, ``params["likelihood"]``.
 
+Each returned ``loglik_fn`` also has ``loglik_fn.sample(key, params, x) -> ỹ ~ p(ỹ|x, θ)``, the
+model labels of the Fisher metrics (:func:`sgrld.metrics.fisher_diag` with ``labels="model"``).
+
 ``apply_fn(net_params, x) -> outputs`` may be any function (e.g. :func:`sgrld.bnn.models.apply_fn`
 of a Flax module). Shapes are checked when the function is traced and mismatches raise a
 ``ValueError``, so broadcasting never silently turns ``[B]`` against ``[B, 1]`` into ``[B, B]``.
@@ -71,6 +74,11 @@ def categorical(apply_fn: ApplyFn) -> LoglikFn:
         picked = jnp.take_along_axis(log_probs, y[:, None], axis=-1, mode="fill")[:, 0]
         return jnp.where((y >= 0) & (y < num_classes), picked, jnp.nan)
 
+    def sample(key: jax.Array, params: PyTree, x: jax.Array) -> jax.Array:
+        """Labels ``ỹ ~ softmax(f_θ(x))``, int32 ``[B]`` (the Fisher metrics' model labels)."""
+        return jax.random.categorical(key, apply_fn(params["net"], x), axis=-1).astype(jnp.int32)
+
+    loglik_fn.sample = sample
     return loglik_fn
 
 
@@ -150,4 +158,11 @@ def gaussian(apply_fn: ApplyFn, noise_std: float | None = None) -> LoglikFn:
             ) from err
         return stats.norm.logpdf(y, mean, jnp.exp(log_noise))
 
+    def sample(key: jax.Array, params: PyTree, x: jax.Array) -> jax.Array:
+        """Targets ``ỹ ~ N(f_θ(x), σ²)``, ``[B]`` (the Fisher metrics' model labels)."""
+        mean = _squeeze_trailing_one(apply_fn(params["net"], x), "predictions", jnp.shape(x)[0])
+        sigma = noise_std if noise_std is not None else jnp.exp(params["likelihood"]["log_noise"])
+        return mean + sigma * jax.random.normal(key, mean.shape, mean.dtype)
+
+    loglik_fn.sample = sample
     return loglik_fn

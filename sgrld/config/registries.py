@@ -48,7 +48,19 @@ class Registry(Mapping[str, Callable[..., Any]]):
         return f"Registry({self.module!r}, {self.names!r})"
 
 
-METRICS = Registry("sgrld.metrics", ("identity", "rmsprop", "wenzel", "monge", "shampoo"))
+METRICS = Registry(
+    "sgrld.metrics",
+    (
+        "identity",
+        "rmsprop",
+        "wenzel",
+        "monge",
+        "shampoo",
+        "fisher_diag",
+        "fisher_qdiag",
+        "fisher_full",
+    ),
+)
 """``sampler.metric``: the metric factories of :mod:`sgrld.metrics`."""
 
 PRIORS = Registry(

@@ -5,7 +5,10 @@ and the noise factor ``inv_sqrt(state, ξ) = G^{-1/2}ξ``. Every adaptive metric
 function of an exponential moving average (EMA) ``S`` of a gradient *statistic* ``s(g)``
 (g² for RMSprop and Wenzel, g for Monge, the Kronecker factors for Shampoo)::
 
-    S_t = decay · S_{t-1} + (1 - decay) · s(g_t),        G⁻¹ = F(S_t).
+    S_t = decay · S_{t-1} + (1 - decay) · s(g_t),        G⁻¹ = F(S_t),
+
+or, with ``decay="inverse_sqrt"`` (Marceau-Caron & Ollivier's γ_t = 1/√t), the weight ``1/√t`` on
+the t-th statistic instead of ``1 − decay``.
 
 Because the state exposes ``S`` (``state.stat``) and ``inv`` is a differentiable function of it, the
 correction term Γ (``sgrld.correction``) is derived for every metric by one generic routine: the
@@ -34,7 +37,8 @@ class Metric(NamedTuple):
 
     Attributes:
       init: ``init(params) -> state``.
-      update: ``update(state, grads) -> state``: fold one gradient into the statistic.
+      update: ``update(state, grads) -> state``: fold one observation (by default the minibatch-mean
+        gradient) into the statistic.
       inv: ``inv(state, v) -> G⁻¹ v`` for a pytree ``v`` shaped like the parameters.
       inv_sqrt: ``inv_sqrt(state, xi) -> G^{-1/2} xi``; ``inv_sqrt`` applied twice equals ``inv``
         (for non-symmetric factors, ``A Aᵀ = G⁻¹``).
@@ -48,6 +52,12 @@ class Metric(NamedTuple):
         as ``inv_tangent(metric, state, v, jvp(statistic, grads, dgrads))`` (the derivative of
         the preconditioner along a change of the gradient) computed faster; ``None``: the Γ
         correction composes the two derivatives.
+      observation_fn: optional ``observation_fn(potential) -> fn`` with
+        ``fn(params, batch, key) -> (Û/N, ∇Û/N, observation)``, for a metric whose statistic is not
+        a function of the minibatch-mean gradient (the Fisher metrics: per-example outer products).
+        It computes the observation in the same pass as the gradient; ``update`` and ``statistic``
+        then take that observation, and Γ differentiates it along the probe like a gradient.
+        ``None``: the observation is the mean gradient.
     """
 
     init: Callable[[PyTree], Any]
@@ -57,6 +67,7 @@ class Metric(NamedTuple):
     statistic: Callable[[PyTree], PyTree] | None
     warmup: int = 0
     inv_grad_tangent: Callable[[Any, PyTree, PyTree, PyTree], PyTree] | None = None
+    observation_fn: Callable[[Callable], Callable] | None = None
 
 
 class MetricState(NamedTuple):
@@ -76,12 +87,45 @@ class MetricState(NamedTuple):
     fallbacks: jax.Array
 
 
-def check_decay(decay: float, name: str = "decay") -> float:
-    """Return ``decay`` as a float, or raise ``ValueError`` unless it lies in [0, 1)."""
+INVERSE_SQRT = "inverse_sqrt"
+"""The decay schedule of Marceau-Caron & Ollivier (2017): the t-th statistic gets weight 1/√t."""
+INVERSE_SQRT_WARMUP = 50
+"""Updates before Γ under :data:`INVERSE_SQRT`: the first update already forgets ``S_0`` (weight 1),
+so the warm-up only lets the average of 1/√t-weighted statistics settle over a few dozen batches."""
+
+
+def check_decay(decay: float | str, name: str = "decay") -> float | str:
+    """Return ``decay`` as a float in [0, 1), or :data:`INVERSE_SQRT`; else raise ``ValueError``."""
+    if isinstance(decay, str):
+        if decay != INVERSE_SQRT:
+            raise ValueError(f"{name} must be a float in [0, 1) or {INVERSE_SQRT!r}, got {decay!r}")
+        return decay
     decay = float(decay)
     if not 0.0 <= decay < 1.0:
         raise ValueError(f"{name} must lie in [0, 1), got {decay}")
     return decay
+
+
+def ema_step(decay: float | str, count: jax.Array, old: jax.Array, new: jax.Array) -> jax.Array:
+    """``decay·old + (1 − decay)·new``, or with :data:`INVERSE_SQRT` the ``count``-th weight 1/√t:
+    ``(1 − 1/√t)·old + new/√t``; in ``old``'s dtype.
+
+    Example:
+      >>> ema_step("inverse_sqrt", jnp.int32(4), jnp.float32(1.0), jnp.float32(3.0)).item()
+      2.0
+    """
+    new = new.astype(old.dtype)
+    if decay == INVERSE_SQRT:
+        w = jax.lax.rsqrt(count.astype(jnp.float32)).astype(old.dtype)
+        return (1 - w) * old + w * new
+    return decay * old + (1.0 - decay) * new
+
+
+def _warmup(decay: float | str) -> int:
+    """Updates until the average holds 95% of its weight on data (``⌈3/(1 − decay)⌉``)."""
+    if decay == INVERSE_SQRT:
+        return INVERSE_SQRT_WARMUP
+    return math.ceil(3.0 / (1.0 - decay) - 1e-9)
 
 
 def check_nonnegative(value: float, name: str) -> float:
@@ -146,13 +190,15 @@ def ema_metric(
     refresh: Callable[[PyTree, PyTree], tuple[PyTree, jax.Array]] | None = None,
     update_every: int = 1,
     inv_grad_tangent: Callable[[PyTree, PyTree, PyTree, PyTree], PyTree] | None = None,
+    observation_fn: Callable[[Callable], Callable] | None = None,
+    skip_nonfinite: bool = False,
 ) -> Metric:
     """Build a :class:`Metric` whose state is an EMA of ``statistic``.
 
     Args:
       statistic: ``s(g)``.
       init_stat: ``params -> S_0``.
-      decay: EMA decay in [0, 1).
+      decay: EMA decay in [0, 1), or :data:`INVERSE_SQRT`.
       inv: ``(stat, cache, v) -> G⁻¹ v``.
       inv_sqrt: ``(stat, cache, xi) -> G^{-1/2} xi``.
       init_cache: ``params -> cache_0``.
@@ -161,6 +207,9 @@ def ema_metric(
       inv_grad_tangent: optional ``(cache, v, grads, dgrads) -> D_S[F(S) v][D s(g)[dg]]``
         (:attr:`Metric.inv_grad_tangent`), for a metric that computes it faster than the
         composition of the two derivatives.
+      observation_fn: :attr:`Metric.observation_fn` (``None``: the statistic of the mean gradient).
+      skip_nonfinite: an update whose statistic is not finite keeps the previous average and
+        counts one fallback (``state.fallbacks``), instead of poisoning the average.
 
     Returns:
       The metric.
@@ -171,7 +220,7 @@ def ema_metric(
     update_every = int(update_every)
 
     init = functools.partial(_ema_init, init_stat, init_cache)
-    update = functools.partial(_ema_update, statistic, decay, refresh, update_every)
+    update = functools.partial(_ema_update, statistic, decay, refresh, update_every, skip_nonfinite)
     return Metric(
         init=init,
         update=update,
@@ -181,9 +230,8 @@ def ema_metric(
         inv_grad_tangent=None
         if inv_grad_tangent is None
         else lambda state, v, g, dg: inv_grad_tangent(state.cache, v, g, dg),
-        warmup=max(
-            math.ceil(3.0 / (1.0 - decay) - 1e-9), update_every if refresh is not None else 0
-        ),
+        warmup=max(_warmup(decay), update_every if refresh is not None else 0),
+        observation_fn=observation_fn,
     )
 
 
@@ -197,17 +245,24 @@ def _ema_init(
 
 def _ema_update(
     statistic: Callable[[PyTree], PyTree],
-    decay: float,
+    decay: float | str,
     refresh: Callable[[PyTree, PyTree], tuple[PyTree, jax.Array]] | None,
     update_every: int,
+    skip_nonfinite: bool,
     state: MetricState,
     grads: PyTree,
 ) -> MetricState:
-    """``S ← decay·S + (1 − decay)·s(g)``; the cache is refreshed every ``update_every`` updates."""
+    """``S ← decay·S + (1 − decay)·s(g)`` (:func:`ema_step`); the cache is refreshed every
+    ``update_every`` updates."""
     new = statistic(grads)
-    stat = jax.tree.map(lambda s, n: decay * s + (1.0 - decay) * n.astype(s.dtype), state.stat, new)
     count = state.count + 1
-    cache, fallbacks = state.cache, state.fallbacks
+    stat = jax.tree.map(functools.partial(ema_step, decay, count), state.stat, new)
+    fallbacks = state.fallbacks
+    if skip_nonfinite:
+        finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(stat)]))
+        stat = jax.tree.map(lambda a, b: jnp.where(finite, a, b), stat, state.stat)
+        fallbacks = fallbacks + jnp.where(finite, 0, 1).astype(jnp.int32)
+    cache = state.cache
     if refresh is not None:
         if update_every == 1:
             cache, failed = refresh(stat, cache)

@@ -1,0 +1,354 @@
+"""Per-example outer products of the log-likelihood's gradient: the Fisher metrics' statistics.
+
+For a minibatch of B examples with per-example gradients ``gᵢ = ∇ log p(ỹᵢ|xᵢ, θ)`` the Fisher
+metrics (:mod:`sgrld.metrics.fisher`) average::
+
+    diag:  (1/B) Σᵢ gᵢ ⊙ gᵢ                                   (DOP)
+    cross: (1/B) Σᵢ gᵢ[bias_j] · gᵢ[kernel[..., j]]           (QDOP's bias–weight row, per unit j)
+    full:  (1/B) Σᵢ gᵢ gᵢᵀ                                     (the full Fisher, small models)
+
+with ``ỹᵢ = yᵢ`` (``labels="empirical"``, the OP variant) or ``ỹᵢ ~ p_θ(ỹ|xᵢ)`` (``"model"``, the
+true Fisher). The observation function of a Fisher metric computes them in the same pass as the
+minibatch gradient of the potential:
+
+* **Dense layers (fast path).** For a Flax ``nn.Dense`` layer with per-example inputs ``a`` [B, in]
+  and back-propagated output signals ``δ`` [B, out], ``gᵢ[kernel] = aᵢ δᵢᵀ``, so the diagonal is
+  ``(a²)ᵀ(δ²)/B`` and the bias–weight row ``aᵀ(δ²)/B``: one product of the size of the weight
+  gradient each. ``a`` and ``δ`` are read without rewriting the model: the layer's calls are
+  intercepted (``flax.linen.intercept_methods``), its input recorded and a zero perturbation added
+  to its output, whose gradient is δ. A layer is on the fast path when it is called once per
+  likelihood evaluation on inputs ``[B, in]``, and its parameters are leaves of ``params`` that
+  enter the likelihood only through that call.
+* **Every other leaf (fallback):** ``jax.vmap(jax.grad)`` of the per-example log-likelihood with
+  respect to those leaves only: B per-example gradients in memory (B × the leaves' size) and about
+  B single-example backward passes. A metric that falls back says so once, naming the leaves
+  (a :class:`FallbackWarning`).
+
+With model labels the statistic's expectation over ỹ depends on θ through p_θ as well; each
+example's term carries the weight ``exp(ℓᵢ − stop_gradient(ℓᵢ)) = 1`` (ℓᵢ = log p(ỹᵢ|xᵢ, θ)),
+whose derivative adds the score-function term ``term · ∇ℓᵢ``, so the Γ correction differentiates
+the expected statistic without bias. Drawing ỹ costs one more forward pass and δ one more
+backward pass.
+
+Example:
+  >>> import jax.numpy as jnp, flax.linen as nn, sgrld
+  >>> layer = nn.Dense(1)
+  >>> loglik = lambda p, b: -0.5 * (b[1] - layer.apply({"params": p}, b[0])[:, 0]) ** 2
+  >>> u = sgrld.potential(loglik, None, num_data=2)
+  >>> params = {"bias": jnp.zeros(1), "kernel": jnp.ones((1, 1))}
+  >>> batch = (jnp.array([[1.0], [2.0]]), jnp.zeros(2))
+  >>> value, g, diag = observation_fn("diag", "empirical")(u)(params, batch, None)
+  >>> diag["kernel"].item()  # mean over examples of (x·(y − x·w))² = (1 + 16) / 2
+  8.5
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+PyTree = Any
+KINDS = ("diag", "qdiag", "full")
+LABELS = ("empirical", "model")
+
+
+class FallbackWarning(UserWarning):
+    """Some parameters' per-example statistics use the ``vmap(grad)`` fallback."""
+
+
+class Tap(NamedTuple):
+    """A Dense layer on the fast path: the leaf indices of its kernel and bias (``None``: none)."""
+
+    kernel: int
+    bias: int | None
+
+
+class QuasiDiagonal(NamedTuple):
+    """QDOP's statistic: the diagonal (shaped like the parameters) and, per bias–kernel pair of
+    :func:`bias_pairs`, the bias–weight row shaped like the kernel."""
+
+    diag: PyTree
+    cross: tuple[jax.Array, ...]
+
+
+def bias_pairs(tree: PyTree) -> tuple[tuple[int, int], ...]:
+    """``(kernel, bias)`` leaf indices of every layer whose parameters are a dict with a ``kernel``
+    of shape ``[..., out]`` and a ``bias`` of shape ``[out]`` (Flax's Dense and Conv).
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> bias_pairs({"Dense_0": {"bias": jnp.zeros(3), "kernel": jnp.zeros((2, 3))}, "s": 1.0})
+      ((1, 0),)
+    """
+    paths = [tuple(path) for path, _ in jax.tree_util.tree_flatten_with_path(tree)[0]]
+    leaves = jax.tree.leaves(tree)
+    index = {path: i for i, path in enumerate(paths)}
+    pairs = []
+    for path, i in index.items():
+        key = path[-1]
+        if getattr(key, "key", None) != "kernel":
+            continue
+        j = index.get((*path[:-1], jax.tree_util.DictKey("bias")))
+        if j is None:
+            continue
+        kernel, bias = jnp.shape(leaves[i]), jnp.shape(leaves[j])
+        if len(bias) == 1 and len(kernel) >= 2 and kernel[-1] == bias[0]:
+            pairs.append((i, j))
+    return tuple(pairs)
+
+
+def _intercepted(loglik_fn, params, batch, perturbations, found):
+    """``loglik_fn(params, batch)`` with every Dense call recorded in ``found`` as
+    ``(tap, input, output shape)`` and, if ``perturbations`` is given, the k-th call's output
+    shifted by ``perturbations[k]``."""
+    import flax.linen as nn  # the fast path only: `import sgrld` stays free of Flax
+
+    ids = {id(x): i for i, x in enumerate(jax.tree.leaves(params))}
+
+    def interceptor(next_fun, args, kwargs, context):
+        module = context.module
+        if not isinstance(module, nn.Dense) or context.method_name != "__call__":
+            return next_fun(*args, **kwargs)
+        out = next_fun(*args, **kwargs)
+        variables = module.variables.get("params", {})
+        bias = variables.get("bias")
+        tap = Tap(
+            ids.get(id(variables.get("kernel")), -1),
+            None if bias is None else ids.get(id(bias), -1),
+        )
+        if perturbations is not None:
+            out = out + perturbations[len(found)]
+        found.append((tap, args[0], out.shape))
+        return out
+
+    with nn.intercept_methods(interceptor):
+        return loglik_fn(params, batch)
+
+
+def dense_taps(loglik_fn, params, batch) -> tuple[list[Tap], list[tuple[int, ...]]]:
+    """The Dense calls usable on the fast path and their output shapes (traced abstractly).
+
+    A call is usable when its kernel (and bias) are leaves of ``params``, its input is
+    ``[B, in]`` and its output ``[B, out]`` with B the batch size, and no other call uses them.
+    """
+    size = jax.tree.leaves(batch)[0].shape[0]
+    found: list = []
+    try:
+        jax.eval_shape(lambda p, b: _intercepted(loglik_fn, p, b, None, found), params, batch)
+    except ImportError:  # no Flax: every leaf falls back
+        return [], []
+    uses: dict[int, int] = {}
+    for tap, _, _ in found:
+        for i in tap:
+            if i is not None:
+                uses[i] = uses.get(i, 0) + 1
+    taps, shapes = [], []
+    for tap, x, shape in found:
+        leaves = [i for i in tap if i is not None]
+        ok = all(i >= 0 and uses[i] == 1 for i in leaves)
+        ok &= len(x.shape) == 2 and len(shape) == 2 and x.shape[0] == size == shape[0]
+        if ok:
+            taps.append(tap)
+            shapes.append(shape)
+    return taps, shapes
+
+
+def _per_example_grads(loglik_fn, params, batch, indices):
+    """``[B, *leaf.shape]``: each example's log-likelihood gradient for the leaves ``indices``."""
+    leaves, treedef = jax.tree.flatten(params)
+
+    def one(sub, example):
+        full = list(leaves)
+        for i, v in zip(indices, sub, strict=True):
+            full[i] = v
+        single = jax.tree.map(lambda a: a[None], example)
+        return loglik_fn(treedef.unflatten(full), single)[0]
+
+    return jax.vmap(jax.grad(one), in_axes=(None, 0))([leaves[i] for i in indices], batch)
+
+
+def _mean(w, a):
+    """``(1/B) Σᵢ wᵢ aᵢ`` over the leading axis."""
+    return jnp.einsum("b,b...->...", w, a) / a.shape[0]
+
+
+def _label_weights(loglik_fn, params, batch):
+    """Per-example weights ``exp(ℓᵢ − stop_gradient(ℓᵢ))``: value 1, derivative ∇ℓᵢ."""
+    ll = loglik_fn(params, batch)
+    return jnp.exp(ll - jax.lax.stop_gradient(ll))
+
+
+def _sampled_batch(loglik_fn, params, batch, key):
+    """``(x, ỹ)`` with ``ỹ ~ p_θ(ỹ|x)`` drawn by the likelihood's ``sample(key, params, x)``."""
+    sample = getattr(loglik_fn, "sample", None)
+    if sample is None:
+        raise ValueError(
+            f'labels="model" draws ỹ ~ p_θ(ỹ|x), but the likelihood {loglik_fn!r} cannot sample: '
+            "use a likelihood of sgrld.bnn.likelihoods (categorical, gaussian), give yours a "
+            'sample(key, params, x) method, or use labels="empirical"'
+        )
+    if not isinstance(batch, tuple) or len(batch) != 2:
+        raise ValueError(f'labels="model" needs batches (x, y); got {type(batch).__name__}')
+    x, _ = batch
+    return x, jax.lax.stop_gradient(sample(key, jax.lax.stop_gradient(params), x))
+
+
+class _Signals(NamedTuple):
+    """What one pass yields: per-tap inputs ``a`` and output signals ``δ`` (per example, scaled to
+    the example's own log-likelihood), and the per-example log-likelihoods."""
+
+    inputs: list[jax.Array]
+    deltas: list[jax.Array]
+    loglik: jax.Array
+
+
+def _signals(loglik_fn, prior_term, params, batch, shapes, with_grad):
+    """One forward and backward pass through the taps: ``(Û/N, ∇Û/N or None, _Signals)``."""
+    size = jax.tree.leaves(batch)[0].shape[0]
+    zeros = [jnp.zeros(s, jnp.float32) for s in shapes]
+
+    def objective(p, perturbations):
+        found: list = []
+        ll = _intercepted(loglik_fn, p, batch, perturbations, found)
+        inputs = [x for _, x, _ in found]
+        return -jnp.mean(ll) + prior_term(p), (ll, inputs)
+
+    argnums = (0, 1) if with_grad else 1
+    (value, (ll, inputs)), grads = jax.value_and_grad(objective, argnums, has_aux=True)(
+        params, zeros
+    )
+    g, dperts = grads if with_grad else (None, grads)
+    return value, g, _Signals(inputs, [-size * d for d in dperts], ll)
+
+
+def _dense_terms(kind, signals, w, taps, pairs):
+    """Diagonal entries by leaf index and cross rows by pair, from the taps' ``a`` and ``δ``."""
+    diag, cross = {}, {}
+    for tap, a, d in zip(taps, signals.inputs, signals.deltas, strict=True):
+        d2 = w[:, None] * jnp.square(d.astype(jnp.float32))
+        a = a.astype(jnp.float32)
+        diag[tap.kernel] = jnp.einsum("bi,bo->io", jnp.square(a), d2) / a.shape[0]
+        if tap.bias is not None:
+            diag[tap.bias] = jnp.mean(d2, axis=0)
+            if kind == "qdiag" and (tap.kernel, tap.bias) in pairs:
+                cross[(tap.kernel, tap.bias)] = jnp.einsum("bi,bo->io", a, d2) / a.shape[0]
+    return diag, cross
+
+
+def _fallback_terms(kind, grads, w, indices, pairs):
+    """Diagonal entries and cross rows from per-example gradients ``grads`` of ``indices``."""
+    by_leaf = dict(zip(indices, grads, strict=True))
+    diag = {i: _mean(w, jnp.square(g.astype(jnp.float32))) for i, g in by_leaf.items()}
+    cross = {}
+    if kind == "qdiag":
+        for k, b in pairs:
+            if k in by_leaf and b in by_leaf:
+                gk, gb = by_leaf[k], by_leaf[b]
+                gb = gb.reshape(gb.shape[0], *([1] * (gk.ndim - 2)), gb.shape[1])
+                cross[(k, b)] = _mean(w, (gk * gb).astype(jnp.float32))
+    return diag, cross
+
+
+def _warn_fallback(params, indices, kind) -> None:
+    """Say once which leaves the fast path could not see."""
+    if kind == "full" or not indices:
+        return
+    paths = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(params)[0]]
+    names = ", ".join(paths[i] for i in indices)
+    warnings.warn(  # once per message: the warning's location is fixed
+        f"Fisher metric: the per-example statistics of {names} use the vmap(grad) fallback "
+        "(B per-example gradients in memory): those leaves are not the parameters of an "
+        "nn.Dense layer called once on [batch, features] inputs",
+        FallbackWarning,
+        stacklevel=1,
+    )
+
+
+def _assemble(kind, params, diag, cross, pairs):
+    """The observation of ``kind`` from diagonal entries and cross rows by leaf/pair."""
+    leaves, treedef = jax.tree.flatten(params)
+    diag_tree = treedef.unflatten([diag[i].astype(x.dtype) for i, x in enumerate(leaves)])
+    if kind == "diag":
+        return diag_tree
+    rows = tuple(cross[p].astype(leaves[p[0]].dtype) for p in pairs)
+    return QuasiDiagonal(diag_tree, rows)
+
+
+def observation_fn(kind: str, labels: str) -> Callable[[Any], Callable]:
+    """The :attr:`~sgrld.metrics.Metric.observation_fn` of a Fisher metric.
+
+    Args:
+      kind: ``"diag"``, ``"qdiag"`` (:class:`QuasiDiagonal`) or ``"full"`` (a [D, D] matrix over
+        the flattened parameters).
+      labels: ``"empirical"`` (ỹ = y) or ``"model"`` (ỹ ~ p_θ(ỹ|x); the likelihood needs a
+        ``sample(key, params, x)`` method).
+
+    Returns:
+      ``potential -> fn`` with ``fn(params, batch, key) -> (Û/N, ∇Û/N, statistic)``.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    if labels not in LABELS:
+        raise ValueError(f"labels must be one of {LABELS}, got {labels!r}")
+
+    def bind(potential):
+        loglik_fn = potential.loglik_fn
+
+        def observe(params, batch, key):
+            value, g = (
+                jax.value_and_grad(potential)(params, batch) if labels == "model" else (None, None)
+            )
+            fisher_batch = (
+                _sampled_batch(loglik_fn, params, batch, key) if labels == "model" else batch
+            )
+            return _observe(kind, potential, params, fisher_batch, value, g)
+
+        return observe
+
+    return bind
+
+
+def _observe(kind, potential, params, batch, value, g):
+    """``(Û/N, ∇Û/N, statistic)``; ``value``/``g`` already computed with model labels (``batch``
+    then holds ỹ), else ``None`` and computed here in the pass that yields δ."""
+    loglik_fn = potential.loglik_fn
+    leaves = jax.tree.leaves(params)
+    pairs = bias_pairs(params)
+    taps, shapes = ([], []) if kind == "full" else dense_taps(loglik_fn, params, batch)
+    if kind == "qdiag":  # a layer whose bias–kernel pair the fast path does not hold falls back
+        pair_of = {i: p for p in pairs for i in p}
+        kept = [
+            (t, s)
+            for t, s in zip(taps, shapes, strict=True)
+            if all(
+                pair_of.get(i, (t.kernel, t.bias)) == (t.kernel, t.bias) for i in t if i is not None
+            )
+        ]
+        taps, shapes = [t for t, _ in kept], [s for _, s in kept]
+    covered = {i for tap in taps for i in tap if i is not None}
+    rest = [i for i in range(len(leaves)) if i not in covered]
+    _warn_fallback(params, rest, kind)
+    model = value is not None
+    if taps:
+        v, grad, signals = _signals(
+            loglik_fn, potential.prior_term, params, batch, shapes, not model
+        )
+        value, g = (value, g) if model else (v, grad)
+        w = jnp.exp(signals.loglik - jax.lax.stop_gradient(signals.loglik)) if model else None
+    else:
+        if not model:
+            value, g = jax.value_and_grad(potential)(params, batch)
+        w = _label_weights(loglik_fn, params, batch) if model else None
+    size = jax.tree.leaves(batch)[0].shape[0]
+    w = jnp.ones((size,), jnp.float32) if w is None else w
+    grads = _per_example_grads(loglik_fn, params, batch, rest) if rest else []
+    if kind == "full":
+        flat = jnp.concatenate([x.reshape(size, -1).astype(jnp.float32) for x in grads], axis=1)
+        return value, g, jnp.einsum("b,bi,bj->ij", w, flat, flat) / size
+    diag, cross = _dense_terms(kind, signals, w, taps, pairs) if taps else ({}, {})
+    more_diag, more_cross = _fallback_terms(kind, grads, w, rest, pairs)
+    return value, g, _assemble(kind, params, {**diag, **more_diag}, {**cross, **more_cross}, pairs)
