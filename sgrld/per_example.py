@@ -24,6 +24,10 @@ minibatch gradient of the potential:
   B single-example backward passes. A metric that falls back says so once, naming the leaves
   (a :class:`FallbackWarning`).
 
+Parameters the log-likelihood does not depend on (a hierarchical prior's scales, found in its jaxpr)
+carry no Fisher information; their statistic is held at 1, J₀'s value, so the metric is the
+identity (SGLD) on them.
+
 With model labels the statistic's expectation over ỹ depends on θ through p_θ as well; each
 example's term carries the weight ``exp(ℓᵢ − stop_gradient(ℓᵢ)) = 1`` (ℓᵢ = log p(ỹᵢ|xᵢ, θ)),
 whose derivative adds the score-function term ``term · ∇ℓᵢ``, so the Γ correction differentiates
@@ -157,6 +161,20 @@ def dense_taps(loglik_fn, params, batch) -> tuple[list[Tap], list[tuple[int, ...
     return taps, shapes
 
 
+def unused_leaves(loglik_fn, params, batch) -> set[int]:
+    """Indices of the leaves the log-likelihood does not depend on (e.g. a hierarchical prior's
+    scales): a backward scan of its jaxpr for the variables its output needs. Conservative: a
+    nested call that uses any input counts as using all of them."""
+    from jax.extend.core import Var
+
+    jaxpr = jax.make_jaxpr(lambda p: loglik_fn(p, batch))(params).jaxpr
+    live = {v for v in jaxpr.outvars if isinstance(v, Var)}
+    for eqn in reversed(jaxpr.eqns):
+        if any(v in live for v in eqn.outvars):
+            live.update(v for v in eqn.invars if isinstance(v, Var))
+    return {i for i, v in enumerate(jaxpr.invars) if v not in live}
+
+
 def _per_example_grads(loglik_fn, params, batch, indices):
     """``[B, *leaf.shape]``: each example's log-likelihood gradient for the leaves ``indices``."""
     leaves, treedef = jax.tree.flatten(params)
@@ -231,11 +249,15 @@ def _dense_terms(kind, signals, w, taps, pairs):
     for tap, a, d in zip(taps, signals.inputs, signals.deltas, strict=True):
         d2 = w[:, None] * jnp.square(d.astype(jnp.float32))
         a = a.astype(jnp.float32)
-        diag[tap.kernel] = jnp.einsum("bi,bo->io", jnp.square(a), d2) / a.shape[0]
+        with_row = kind == "qdiag" and (tap.kernel, tap.bias) in pairs
+        # QDOP: one product of [a², a] with δ² gives the diagonal and the bias–weight row.
+        lhs = jnp.concatenate([jnp.square(a), a], axis=1) if with_row else jnp.square(a)
+        both = jnp.einsum("bi,bo->io", lhs, d2) / a.shape[0]
+        diag[tap.kernel] = both[: a.shape[1]]
         if tap.bias is not None:
             diag[tap.bias] = jnp.mean(d2, axis=0)
-            if kind == "qdiag" and (tap.kernel, tap.bias) in pairs:
-                cross[(tap.kernel, tap.bias)] = jnp.einsum("bi,bo->io", a, d2) / a.shape[0]
+        if with_row:
+            cross[(tap.kernel, tap.bias)] = both[a.shape[1] :]
     return diag, cross
 
 
@@ -330,7 +352,8 @@ def _observe(kind, potential, params, batch, value, g):
         ]
         taps, shapes = [t for t, _ in kept], [s for _, s in kept]
     covered = {i for tap in taps for i in tap if i is not None}
-    rest = [i for i in range(len(leaves)) if i not in covered]
+    unseen = unused_leaves(loglik_fn, params, batch) - covered
+    rest = [i for i in range(len(leaves)) if i not in covered | unseen]
     _warn_fallback(params, rest, kind)
     model = value is not None
     if taps:
@@ -347,8 +370,30 @@ def _observe(kind, potential, params, batch, value, g):
     w = jnp.ones((size,), jnp.float32) if w is None else w
     grads = _per_example_grads(loglik_fn, params, batch, rest) if rest else []
     if kind == "full":
-        flat = jnp.concatenate([x.reshape(size, -1).astype(jnp.float32) for x in grads], axis=1)
-        return value, g, jnp.einsum("b,bi,bj->ij", w, flat, flat) / size
+        return value, g, _full(params, grads, w, rest)
     diag, cross = _dense_terms(kind, signals, w, taps, pairs) if taps else ({}, {})
     more_diag, more_cross = _fallback_terms(kind, grads, w, rest, pairs)
-    return value, g, _assemble(kind, params, {**diag, **more_diag}, {**cross, **more_cross}, pairs)
+    diag.update(more_diag)
+    diag.update({i: jnp.ones(jnp.shape(leaves[i]), jnp.float32) for i in unseen})
+    cross.update(more_cross)
+    cross.update(
+        {p: jnp.zeros(jnp.shape(leaves[p[0]]), jnp.float32) for p in pairs if p[0] in unseen}
+    )
+    return value, g, _assemble(kind, params, diag, cross, pairs)
+
+
+def _full(params, grads, w, indices):
+    """``(1/B) Σᵢ wᵢ gᵢ gᵢᵀ`` over the flattened parameters; leaves not in ``indices`` (unseen by
+    the likelihood) get the identity's rows and columns."""
+    leaves = jax.tree.leaves(params)
+    size = w.shape[0]
+    by_leaf = dict(zip(indices, grads, strict=True))
+    cols = [
+        by_leaf[i].reshape(size, -1).astype(jnp.float32)
+        if i in by_leaf
+        else jnp.zeros((size, jnp.size(x)), jnp.float32)
+        for i, x in enumerate(leaves)
+    ]
+    flat = jnp.concatenate(cols, axis=1)
+    seen = jnp.concatenate([jnp.full(c.shape[1], i in by_leaf) for i, c in enumerate(cols)])
+    return jnp.einsum("b,bi,bj->ij", w, flat, flat) / size + jnp.diag(jnp.where(seen, 0.0, 1.0))

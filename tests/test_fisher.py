@@ -302,3 +302,23 @@ def test_inverse_sqrt_decay_is_the_papers_rate():
     s3 = (1 - 1 / np.sqrt(3)) * s2 + 7 / np.sqrt(3)
     np.testing.assert_allclose(float(state.stat[0, 0]), s3, rtol=1e-6)
     assert metric.warmup == sgrld.metrics.base.INVERSE_SQRT_WARMUP
+
+
+@pytest.mark.parametrize("kind", sorted(METRICS))
+def test_leaves_the_likelihood_ignores_get_the_identity(kind):
+    """A hierarchical prior's scale has no Fisher information: statistic 1, no fallback warning."""
+    potential, params, batch = classifier()
+    params = {**params, "prior": {"scale": jnp.array([0.3, 2.0])}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FallbackWarning)
+        _, _, stat = observation_fn(kind, "empirical")(potential)(params, batch, None)
+    expected = expected_statistic(kind, brute_grads(potential.loglik_fn, params, batch))
+    if kind == "full":
+        idx = [ravel_pytree(params)[0].size - 2, ravel_pytree(params)[0].size - 1]  # "prior" last
+        expected = expected.at[idx, idx].set(1.0)
+    elif kind == "diag":
+        expected["prior"]["scale"] = jnp.ones(2)
+    else:
+        expected.diag["prior"]["scale"] = jnp.ones(2)
+    for a, b in zip(jax.tree.leaves(stat), jax.tree.leaves(expected), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)

@@ -32,7 +32,8 @@ batches of 100, burn-in 1000 minibatches, a sample every 100 minibatches, 400 ep
     weight_scale = 1.41
 
     [sampler]                   # sgrld.sgrld(potential, metric, num_data=N, ...)
-    metric = "monge"            # identity, rmsprop, wenzel, monge, shampoo
+    metric = "monge"            # identity, rmsprop, wenzel, monge, shampoo, fisher_diag,
+                                # fisher_qdiag, fisher_full (labels, eps, decay)
     learning_rate = 0.25        # lr = h·N
     temperature = 1.0
     # adapt_until = 5000        # freeze the metric after this many steps (default: never)
