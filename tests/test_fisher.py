@@ -54,9 +54,12 @@ def expected_statistic(kind, grads):
     if kind == "full":
         flat = jnp.concatenate([g.reshape(B, -1) for g in leaves], 1)
         return flat.T @ flat / B
+    pairs = bias_pairs(jax.tree.map(lambda g: g[0], grads))
     cross = tuple(
-        jnp.mean(leaves[k] * leaves[b][:, None, :], 0)
-        for k, b in bias_pairs(jax.tree.map(lambda g: g[0], grads))
+        jnp.mean(leaves[k].reshape(B, -1, leaves[b].shape[1]) * leaves[b][:, None, :], 0).reshape(
+            leaves[k].shape[1:]
+        )
+        for k, b in pairs
     )
     return QuasiDiagonal(diag, cross)
 
@@ -322,3 +325,20 @@ def test_leaves_the_likelihood_ignores_get_the_identity(kind):
         expected.diag["prior"]["scale"] = jnp.ones(2)
     for a, b in zip(jax.tree.leaves(stat), jax.tree.leaves(expected), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+
+
+def test_a_cnn_uses_the_fast_path_for_dense_layers_and_falls_back_for_convolutions():
+    from sgrld.bnn.models import CNN
+
+    model = CNN(conv_features=(2,), kernel_size=(3, 3), dense_features=(4,), image_shape=(6, 6, 1))
+    params = {"net": init_params(model, jax.random.key(0), (1, 6, 6, 1))}
+    loglik = likelihoods.categorical(apply_fn(model))
+    potential = sgrld.potential(loglik, None, num_data=10)
+    batch = (jax.random.normal(jax.random.key(1), (B, 36)), jnp.arange(B) % 10)
+    with pytest.warns(FallbackWarning) as record:
+        _, _, stat = observation_fn("qdiag", "empirical")(potential)(params, batch, None)
+    (message,) = {str(w.message) for w in record}
+    assert "Conv_0" in message and "['Dense" not in message
+    expected = expected_statistic("qdiag", brute_grads(loglik, params, batch))
+    for a, b in zip(jax.tree.leaves(stat), jax.tree.leaves(expected), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
