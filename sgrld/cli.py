@@ -30,6 +30,10 @@ REPRODUCTIONS = {
         "sgrld.experiments.mnist_mlp",
         "Yu et al. (2023) Tables 1-2: MNIST 784-W-W-10 MLPs in five metrics",
     ),
+    "natural-langevin": (
+        "sgrld.experiments.natural_langevin",
+        "Marceau-Caron & Ollivier (2017) Table 1: Fisher-preconditioned SGLD on MNIST",
+    ),
     "stationary-1d": (
         "sgrld.experiments.stationary_1d",
         "Rensmeyer & Niggemann Fig. 1: biased 1-D stationary densities, and the Γ fix",
@@ -49,6 +53,9 @@ examples:
   sgrld run --set data.name=uci_boston --set model.kind=regression_mlp --set model.widths=[50] \\
         --set prior.kind=gaussian --set data.batch_size=32 --set sampler.learning_rate=0.01
   sgrld reproduce mnist-mlp --quick --data-dir ~/data/mnist
+  sgrld reproduce natural-langevin --quick --data-dir ~/data/mnist
+  sgrld run --set sampler.metric=fisher_qdiag --set sampler.learning_rate=0.001 \
+        --set sampler.prior_in_metric=false --set prior.kind=gaussian
   sgrld reproduce funnel --quick
   sgrld run --help                    every configuration key, with its default
 

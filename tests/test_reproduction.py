@@ -146,7 +146,9 @@ def test_mnist_table_on_stub_runs(tmp_path: Path, monkeypatch, capsys):
     assert "log p(y\\|X)" in (tmp_path / "mnist_mlp.md").read_text()
 
 
-@pytest.mark.parametrize("name", ["funnel", "mnist-mlp", "stationary-1d", "stationary-nd"])
+@pytest.mark.parametrize(
+    "name", ["funnel", "mnist-mlp", "natural-langevin", "stationary-1d", "stationary-nd"]
+)
 def test_every_reproduction_has_the_skeleton(name):
     from sgrld import cli
 
