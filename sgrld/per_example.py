@@ -14,9 +14,9 @@ minibatch gradient of the potential:
 * **Dense layers (fast path).** For a Flax ``nn.Dense`` layer with per-example inputs ``a`` [B, in]
   and back-propagated output signals ``δ`` [B, out], ``gᵢ[kernel] = aᵢ δᵢᵀ``, so the diagonal is
   ``(a²)ᵀ(δ²)/B`` and the bias–weight row ``aᵀ(δ²)/B``: one product of the size of the weight
-  gradient each. ``a`` and ``δ`` are read without rewriting the model: the layer's calls are
-  intercepted (``flax.linen.intercept_methods``), its input recorded and a zero perturbation added
-  to its output, whose gradient is δ. A layer is on the fast path when it is called once per
+  gradient each. ``a`` and ``δ`` are read without rewriting the model (:mod:`sgrld.dense_taps`):
+  the layer's calls are intercepted, its input recorded and a zero perturbation added to its
+  output, whose gradient is δ. A layer is on the fast path when it is called once per
   likelihood evaluation on inputs ``[B, in]``, and its parameters are leaves of ``params`` that
   enter the likelihood only through that call.
 * **Every other leaf (fallback):** ``jax.vmap(jax.grad)`` of the per-example log-likelihood with
@@ -55,6 +55,8 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from sgrld.dense_taps import dense_taps, signals
+
 PyTree = Any
 KINDS = ("diag", "qdiag", "full")
 LABELS = ("empirical", "model")
@@ -62,13 +64,6 @@ LABELS = ("empirical", "model")
 
 class FallbackWarning(UserWarning):
     """Some parameters' per-example statistics use the ``vmap(grad)`` fallback."""
-
-
-class Tap(NamedTuple):
-    """A Dense layer on the fast path: the leaf indices of its kernel and bias (``None``: none)."""
-
-    kernel: int
-    bias: int | None
 
 
 class QuasiDiagonal(NamedTuple):
@@ -103,62 +98,6 @@ def bias_pairs(tree: PyTree) -> tuple[tuple[int, int], ...]:
         if len(bias) == 1 and len(kernel) >= 2 and kernel[-1] == bias[0]:
             pairs.append((i, j))
     return tuple(pairs)
-
-
-def _intercepted(loglik_fn, params, batch, perturbations, found):
-    """``loglik_fn(params, batch)`` with every Dense call recorded in ``found`` as
-    ``(tap, input, output shape)`` and, if ``perturbations`` is given, the k-th call's output
-    shifted by ``perturbations[k]``."""
-    import flax.linen as nn  # the fast path only: `import sgrld` stays free of Flax
-
-    ids = {id(x): i for i, x in enumerate(jax.tree.leaves(params))}
-
-    def interceptor(next_fun, args, kwargs, context):
-        module = context.module
-        if not isinstance(module, nn.Dense) or context.method_name != "__call__":
-            return next_fun(*args, **kwargs)
-        out = next_fun(*args, **kwargs)
-        variables = module.variables.get("params", {})
-        bias = variables.get("bias")
-        tap = Tap(
-            ids.get(id(variables.get("kernel")), -1),
-            None if bias is None else ids.get(id(bias), -1),
-        )
-        if perturbations is not None:
-            out = out + perturbations[len(found)]
-        found.append((tap, args[0], out.shape))
-        return out
-
-    with nn.intercept_methods(interceptor):
-        return loglik_fn(params, batch)
-
-
-def dense_taps(loglik_fn, params, batch) -> tuple[list[Tap], list[tuple[int, ...]]]:
-    """The Dense calls usable on the fast path and their output shapes (traced abstractly).
-
-    A call is usable when its kernel (and bias) are leaves of ``params``, its input is
-    ``[B, in]`` and its output ``[B, out]`` with B the batch size, and no other call uses them.
-    """
-    size = jax.tree.leaves(batch)[0].shape[0]
-    found: list = []
-    try:
-        jax.eval_shape(lambda p, b: _intercepted(loglik_fn, p, b, None, found), params, batch)
-    except ImportError:  # no Flax: every leaf falls back
-        return [], []
-    uses: dict[int, int] = {}
-    for tap, _, _ in found:
-        for i in tap:
-            if i is not None:
-                uses[i] = uses.get(i, 0) + 1
-    taps, shapes = [], []
-    for tap, x, shape in found:
-        leaves = [i for i in tap if i is not None]
-        ok = all(i >= 0 and uses[i] == 1 for i in leaves)
-        ok &= len(x.shape) == 2 and len(shape) == 2 and x.shape[0] == size == shape[0]
-        if ok:
-            taps.append(tap)
-            shapes.append(shape)
-    return taps, shapes
 
 
 def unused_leaves(loglik_fn, params, batch) -> set[int]:
@@ -215,49 +154,17 @@ def _sampled_batch(loglik_fn, params, batch, key):
     return x, jax.lax.stop_gradient(sample(key, jax.lax.stop_gradient(params), x))
 
 
-class _Signals(NamedTuple):
-    """What one pass yields: per-tap inputs ``a`` and output signals ``δ`` (per example, scaled to
-    the example's own log-likelihood), and the per-example log-likelihoods."""
-
-    inputs: list[jax.Array]
-    deltas: list[jax.Array]
-    loglik: jax.Array
-
-
-def _signals(loglik_fn, prior_term, params, batch, shapes, with_grad):
-    """One forward and backward pass through the taps: ``(Û/N, ∇Û/N or None, _Signals)``."""
-    size = jax.tree.leaves(batch)[0].shape[0]
-    zeros = [jnp.zeros(s, jnp.float32) for s in shapes]
-
-    def objective(p, perturbations):
-        found: list = []
-        ll = _intercepted(loglik_fn, p, batch, perturbations, found)
-        inputs = [x for _, x, _ in found]
-        return -jnp.mean(ll) + prior_term(p), (ll, inputs)
-
-    argnums = (0, 1) if with_grad else 1
-    (value, (ll, inputs)), grads = jax.value_and_grad(objective, argnums, has_aux=True)(
-        params, zeros
-    )
-    g, dperts = grads if with_grad else (None, grads)
-    return value, g, _Signals(inputs, [-size * d for d in dperts], ll)
-
-
-def _dense_terms(kind, signals, w, taps, pairs):
+def _dense_terms(kind, sig, w, taps, pairs):
     """Diagonal entries by leaf index and cross rows by pair, from the taps' ``a`` and ``δ``."""
     diag, cross = {}, {}
-    for tap, a, d in zip(taps, signals.inputs, signals.deltas, strict=True):
+    for tap, a, d in zip(taps, sig.inputs, sig.deltas, strict=True):
         d2 = w[:, None] * jnp.square(d.astype(jnp.float32))
         a = a.astype(jnp.float32)
-        with_row = kind == "qdiag" and (tap.kernel, tap.bias) in pairs
-        # QDOP: one product of [a², a] with δ² gives the diagonal and the bias–weight row.
-        lhs = jnp.concatenate([jnp.square(a), a], axis=1) if with_row else jnp.square(a)
-        both = jnp.einsum("bi,bo->io", lhs, d2) / a.shape[0]
-        diag[tap.kernel] = both[: a.shape[1]]
+        diag[tap.kernel] = jnp.einsum("bi,bo->io", jnp.square(a), d2) / a.shape[0]
         if tap.bias is not None:
             diag[tap.bias] = jnp.mean(d2, axis=0)
-        if with_row:
-            cross[(tap.kernel, tap.bias)] = both[a.shape[1] :]
+            if kind == "qdiag" and (tap.kernel, tap.bias) in pairs:
+                cross[(tap.kernel, tap.bias)] = jnp.einsum("bi,bo->io", a, d2) / a.shape[0]
     return diag, cross
 
 
@@ -300,7 +207,9 @@ def _assemble(kind, params, diag, cross, pairs):
     return QuasiDiagonal(diag_tree, rows)
 
 
-def observation_fn(kind: str, labels: str) -> Callable[[Any], Callable]:
+def observation_fn(
+    kind: str, labels: str, examples: int | None = None
+) -> Callable[[Any], Callable]:
     """The :attr:`~sgrld.metrics.Metric.observation_fn` of a Fisher metric.
 
     Args:
@@ -308,6 +217,9 @@ def observation_fn(kind: str, labels: str) -> Callable[[Any], Callable]:
         the flattened parameters).
       labels: ``"empirical"`` (ỹ = y) or ``"model"`` (ỹ ~ p_θ(ỹ|x); the likelihood needs a
         ``sample(key, params, x)`` method).
+      examples: average the outer products of the minibatch's first ``examples`` examples only
+        (``None``: all). Minibatches are random, so this is an unbiased, cheaper and noisier
+        statistic; the gradient still uses the whole minibatch.
 
     Returns:
       ``potential -> fn`` with ``fn(params, batch, key) -> (Û/N, ∇Û/N, statistic)``.
@@ -316,62 +228,78 @@ def observation_fn(kind: str, labels: str) -> Callable[[Any], Callable]:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     if labels not in LABELS:
         raise ValueError(f"labels must be one of {LABELS}, got {labels!r}")
+    if examples is not None and (
+        isinstance(examples, bool) or int(examples) != examples or examples < 1
+    ):
+        raise ValueError(f"examples must be None or a positive integer, got {examples!r}")
 
     def bind(potential):
-        loglik_fn = potential.loglik_fn
-
         def observe(params, batch, key):
-            value, g = (
-                jax.value_and_grad(potential)(params, batch) if labels == "model" else (None, None)
-            )
-            fisher_batch = (
-                _sampled_batch(loglik_fn, params, batch, key) if labels == "model" else batch
-            )
-            return _observe(kind, potential, params, fisher_batch, value, g)
+            if labels == "empirical":
+                return _observe(kind, potential, params, batch, examples)
+            value, g = jax.value_and_grad(potential)(params, batch)
+            first = _first(batch, examples)
+            sampled = _sampled_batch(potential.loglik_fn, params, first, key)
+            return _observe(kind, potential, params, sampled, None, (value, g))
 
         return observe
 
     return bind
 
 
-def _observe(kind, potential, params, batch, value, g):
-    """``(Û/N, ∇Û/N, statistic)``; ``value``/``g`` already computed with model labels (``batch``
-    then holds ỹ), else ``None`` and computed here in the pass that yields δ."""
+def _first(batch, examples):
+    """The first ``examples`` examples of ``batch`` (all of them for ``None``)."""
+    size = jax.tree.leaves(batch)[0].shape[0]
+    if examples is None:
+        return batch
+    if examples > size:
+        raise ValueError(f"examples={examples} exceeds the minibatch's {size} examples")
+    return jax.tree.map(lambda a: a[:examples], batch)
+
+
+def _fast_layers(kind, loglik_fn, params, batch, pairs):
+    """The Dense taps (and output shapes) whose parameters the statistic takes from ``a`` and δ;
+    for QDOP, only layers that hold their whole bias–kernel pair."""
+    taps, shapes = ([], []) if kind == "full" else dense_taps(loglik_fn, params, batch)
+    if kind != "qdiag":
+        return taps, shapes
+    pair_of = {i: p for p in pairs for i in p}
+    whole = lambda t: all(pair_of.get(i, tuple(t)) == tuple(t) for i in t if i is not None)
+    kept = [(t, s) for t, s in zip(taps, shapes, strict=True) if whole(t)]
+    return [t for t, _ in kept], [s for _, s in kept]
+
+
+def _observe(kind, potential, params, batch, examples, computed=None):
+    """``(Û/N, ∇Û/N, statistic)``. ``computed``: ``(Û/N, ∇Û/N)`` of the data's minibatch when
+    ``batch`` holds model labels ỹ (already cut to the statistic's examples); else ``None`` and
+    the gradient comes from the pass that yields δ, over the whole ``batch``."""
     loglik_fn = potential.loglik_fn
     leaves = jax.tree.leaves(params)
     pairs = bias_pairs(params)
-    taps, shapes = ([], []) if kind == "full" else dense_taps(loglik_fn, params, batch)
-    if kind == "qdiag":  # a layer whose bias–kernel pair the fast path does not hold falls back
-        pair_of = {i: p for p in pairs for i in p}
-        kept = [
-            (t, s)
-            for t, s in zip(taps, shapes, strict=True)
-            if all(
-                pair_of.get(i, (t.kernel, t.bias)) == (t.kernel, t.bias) for i in t if i is not None
-            )
-        ]
-        taps, shapes = [t for t, _ in kept], [s for _, s in kept]
+    taps, shapes = _fast_layers(kind, loglik_fn, params, batch, pairs)
     covered = {i for tap in taps for i in tap if i is not None}
     unseen = unused_leaves(loglik_fn, params, batch) - covered
     rest = [i for i in range(len(leaves)) if i not in covered | unseen]
     _warn_fallback(params, rest, kind)
-    model = value is not None
+    model = computed is not None
+    sig = None
     if taps:
-        v, grad, signals = _signals(
-            loglik_fn, potential.prior_term, params, batch, shapes, not model
-        )
-        value, g = (value, g) if model else (v, grad)
-        w = jnp.exp(signals.loglik - jax.lax.stop_gradient(signals.loglik)) if model else None
+        v, grad, sig = signals(loglik_fn, potential.prior_term, params, batch, shapes, not model)
+        value, g = computed if model else (v, grad)
+        w = jnp.exp(sig.loglik - jax.lax.stop_gradient(sig.loglik)) if model else None
     else:
-        if not model:
-            value, g = jax.value_and_grad(potential)(params, batch)
+        value, g = computed if model else jax.value_and_grad(potential)(params, batch)
         w = _label_weights(loglik_fn, params, batch) if model else None
-    size = jax.tree.leaves(batch)[0].shape[0]
+    stat_batch = _first(batch, examples)
+    size = jax.tree.leaves(stat_batch)[0].shape[0]
     w = jnp.ones((size,), jnp.float32) if w is None else w
-    grads = _per_example_grads(loglik_fn, params, batch, rest) if rest else []
+    if sig is not None and examples is not None:
+        cut = lambda xs: [x[:size] for x in xs]
+        sig = sig._replace(inputs=cut(sig.inputs), deltas=cut(sig.deltas))
+    grads = _per_example_grads(loglik_fn, params, stat_batch, rest) if rest else []
     if kind == "full":
         return value, g, _full(params, grads, w, rest)
-    diag, cross = _dense_terms(kind, signals, w, taps, pairs) if taps else ({}, {})
+    diag, cross = _dense_terms(kind, sig, w, taps, pairs) if taps else ({}, {})
     more_diag, more_cross = _fallback_terms(kind, grads, w, rest, pairs)
     diag.update(more_diag)
     diag.update({i: jnp.ones(jnp.shape(leaves[i]), jnp.float32) for i in unseen})

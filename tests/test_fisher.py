@@ -342,3 +342,22 @@ def test_a_cnn_uses_the_fast_path_for_dense_layers_and_falls_back_for_convolutio
     expected = expected_statistic("qdiag", brute_grads(loglik, params, batch))
     for a, b in zip(jax.tree.leaves(stat), jax.tree.leaves(expected), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", sorted(METRICS))
+def test_a_statistic_of_the_first_examples_and_a_gradient_of_all(kind):
+    potential, params, batch = classifier()
+    value, g, stat = observation_fn(kind, "empirical", examples=2)(potential)(params, batch, None)
+    first = jax.tree.map(lambda a: a[:2], batch)
+    grads = brute_grads(potential.loglik_fn, params, first)
+    expected = expected_statistic(kind, jax.tree.map(lambda x: jnp.concatenate([x] * 3), grads))
+    for a, b in zip(jax.tree.leaves(stat), jax.tree.leaves(expected), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+    ref_value, ref_g = jax.value_and_grad(potential)(params, batch)
+    np.testing.assert_allclose(value, ref_value, rtol=1e-6)
+    for a, b in zip(jax.tree.leaves(g), jax.tree.leaves(ref_g), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+    with pytest.raises(ValueError, match="exceeds the minibatch"):
+        observation_fn(kind, "model", examples=B + 1)(potential)(params, batch, jax.random.key(0))
+    with pytest.raises(ValueError, match="examples must be None or a positive integer"):
+        METRICS[kind](examples=0)

@@ -36,7 +36,7 @@ from sgrld.metrics.base import INVERSE_SQRT, Metric, cached, check_nonnegative, 
 _TINY = 1e-12  # the authors' floor on QDOP's Schur complement J_ii − J_0i²/J_00
 
 
-def _metric(kind, labels, eps, decay, init_stat, inv, inv_sqrt, **extra) -> Metric:
+def _metric(kind, labels, eps, decay, examples, init_stat, inv, inv_sqrt, **extra) -> Metric:
     """A Fisher metric of ``kind`` on the per-example observation of :mod:`sgrld.per_example`."""
     if labels not in per_example.LABELS:
         raise ValueError(f"labels must be one of {per_example.LABELS}, got {labels!r}")
@@ -47,7 +47,7 @@ def _metric(kind, labels, eps, decay, init_stat, inv, inv_sqrt, **extra) -> Metr
         decay=decay,
         inv=lambda stat, cache, v: inv(eps, stat, cache, v),
         inv_sqrt=lambda stat, cache, xi: inv_sqrt(eps, stat, cache, xi),
-        observation_fn=per_example.observation_fn(kind, labels),
+        observation_fn=per_example.observation_fn(kind, labels, examples),
         skip_nonfinite=True,
         **extra,
     )
@@ -58,7 +58,10 @@ def _ones_like(params):
 
 
 def fisher_diag(
-    labels: str = "empirical", eps: float = 1e-4, decay: float | str = INVERSE_SQRT
+    labels: str = "empirical",
+    eps: float = 1e-4,
+    decay: float | str = INVERSE_SQRT,
+    examples: int | None = None,
 ) -> Metric:
     """Diagonal outer-product Fisher metric (DOP): ``G = diag(J) + εI``.
 
@@ -69,6 +72,9 @@ def fisher_diag(
       labels: ``"empirical"`` (ỹ = y) or ``"model"`` (ỹ ~ p_θ(ỹ|x), the true Fisher's diagonal).
       eps: ε ≥ 0 added to the diagonal.
       decay: a constant EMA decay in [0, 1), or ``"inverse_sqrt"`` (γ_t = 1/√t).
+      examples: J averages the outer products of each minibatch's first ``examples`` examples
+        only (``None``: all): an unbiased, cheaper, noisier statistic (the drift still uses the
+        whole minibatch's gradient).
 
     Returns:
       The metric.
@@ -96,7 +102,7 @@ def fisher_diag(
     def inv_sqrt(eps, stat, cache, xi):
         return jax.tree.map(lambda j, x: x * jax.lax.rsqrt(j + eps), stat, xi)
 
-    return _metric("diag", labels, eps, decay, _ones_like, inv, inv_sqrt)
+    return _metric("diag", labels, eps, decay, examples, _ones_like, inv, inv_sqrt)
 
 
 def _qd_init(params) -> per_example.QuasiDiagonal:
@@ -106,49 +112,51 @@ def _qd_init(params) -> per_example.QuasiDiagonal:
 
 
 def _qd_blocks(eps, stat, v):
-    """Per bias–kernel pair: ``(k, b, M_00, M_ii, M_0i, r)`` with ``M = J + εI`` on the diagonal
-    and ``r = max(M_ii − M_0i²/M_00, tiny)``, QDOP's Schur complement (Alg. 4)."""
+    """Per bias–kernel pair: ``(k, b, 1/M_00, u, A_ii)`` with ``M = J + εI`` on the diagonal,
+    ``u = M_0i/M_00`` and ``A_ii = r^{-1/2}``, ``r = max(M_ii − M_0i·u, tiny)`` QDOP's Schur
+    complement (Alg. 4). One reciprocal square root per weight serves both operators."""
     diag = jax.tree.leaves(stat.diag)
     for (k, b), m0i in zip(per_example.bias_pairs(v), stat.cross, strict=True):
-        m00, mii = diag[b] + eps, diag[k] + eps
-        yield k, b, m00, mii, m0i, jnp.maximum(mii - jnp.square(m0i) / m00, _TINY)
+        inv_m00 = 1.0 / (diag[b] + eps)
+        u = m0i * inv_m00
+        a_ii = jax.lax.rsqrt(jnp.maximum(diag[k] + eps - m0i * u, _TINY))
+        yield k, b, inv_m00, u, a_ii
 
 
 def _qd_inv(eps, stat, cache, v):
-    """``G⁻¹v``: the authors' ``convertGradient``, ``A Aᵀ v`` in closed form, per output unit::
+    """``G⁻¹v = A Aᵀ v``: the authors' ``convertGradient`` in closed form, per output unit::
 
-    w̃ = (g_w·M_00 − M_0i·g_b) / (M_00·r),       b̃ = (g_b − Σ_i M_0i·w̃_i) / M_00.
+    w̃ = (g_w − u·g_b) / r,       b̃ = g_b / M_00 − Σ_i u_i·w̃_i.
     """
-    out = [
-        x / (j + eps) for j, x in zip(jax.tree.leaves(stat.diag), jax.tree.leaves(v), strict=True)
-    ]
     leaves = jax.tree.leaves(v)
-    for k, b, m00, _, m0i, r in _qd_blocks(eps, stat, v):
+    out = [x / (j + eps) for j, x in zip(jax.tree.leaves(stat.diag), leaves, strict=True)]
+    for k, b, inv_m00, u, a_ii in _qd_blocks(eps, stat, v):
         gw, gb = leaves[k], leaves[b]
-        w = (gw * m00 - m0i * gb) / (m00 * r)
-        lead = tuple(range(gw.ndim - 1))
-        out[k], out[b] = w, (gb - jnp.sum(m0i * w, axis=lead)) / m00
+        w = (gw - u * gb) * jnp.square(a_ii)
+        out[k], out[b] = w, gb * inv_m00 - jnp.sum(u * w, axis=tuple(range(gw.ndim - 1)))
     return jax.tree.unflatten(jax.tree.structure(v), out)
 
 
 def _qd_inv_sqrt(eps, stat, cache, xi):
     """``A ξ`` with Alg. 4's sparse factor: ``A_00 = M_00^{-1/2}``, ``A_ii = r^{-1/2}``,
-    ``A_0i = −A_00²·A_ii·M_0i``; weight noise ``A_ii ξ_i``, bias noise
+    ``A_0i = −A_00²·A_ii·M_0i = −A_ii·u``; weight noise ``A_ii ξ_i``, bias noise
     ``A_00 ξ_0 + Σ_i A_0i ξ_i``."""
     leaves = jax.tree.leaves(xi)
     diag = jax.tree.leaves(stat.diag)
     out = [x * jax.lax.rsqrt(j + eps) for j, x in zip(diag, leaves, strict=True)]
-    for k, b, m00, _, m0i, r in _qd_blocks(eps, stat, xi):
-        a_ii = jax.lax.rsqrt(r)
-        a_0i = -a_ii * m0i / m00
-        lead = tuple(range(leaves[k].ndim - 1))
-        out[k] = a_ii * leaves[k]
-        out[b] = jax.lax.rsqrt(m00) * leaves[b] + jnp.sum(a_0i * leaves[k], axis=lead)
+    for k, b, inv_m00, u, a_ii in _qd_blocks(eps, stat, xi):
+        noise = a_ii * leaves[k]
+        lead = tuple(range(noise.ndim - 1))
+        out[k] = noise
+        out[b] = jnp.sqrt(inv_m00) * leaves[b] - jnp.sum(u * noise, axis=lead)
     return jax.tree.unflatten(jax.tree.structure(xi), out)
 
 
 def fisher_qdiag(
-    labels: str = "empirical", eps: float = 1e-4, decay: float | str = INVERSE_SQRT
+    labels: str = "empirical",
+    eps: float = 1e-4,
+    decay: float | str = INVERSE_SQRT,
+    examples: int | None = None,
 ) -> Metric:
     """Quasi-diagonal outer-product Fisher metric (QDOP).
 
@@ -162,6 +170,9 @@ def fisher_qdiag(
       labels: ``"empirical"`` (ỹ = y) or ``"model"`` (ỹ ~ p_θ(ỹ|x)).
       eps: ε ≥ 0 added to the diagonal.
       decay: a constant EMA decay in [0, 1), or ``"inverse_sqrt"`` (γ_t = 1/√t).
+      examples: J averages the outer products of each minibatch's first ``examples`` examples
+        only (``None``: all): an unbiased, cheaper, noisier statistic (the drift still uses the
+        whole minibatch's gradient).
 
     Returns:
       The metric; its statistic is a :class:`sgrld.per_example.QuasiDiagonal`.
@@ -179,7 +190,7 @@ def fisher_qdiag(
     References:
       Marceau-Caron & Ollivier (2017), Alg. 4; Ollivier (2015); the authors' ``metriclinear.lua``.
     """
-    return _metric("qdiag", labels, eps, decay, _qd_init, _qd_inv, _qd_inv_sqrt)
+    return _metric("qdiag", labels, eps, decay, examples, _qd_init, _qd_inv, _qd_inv_sqrt)
 
 
 def _ridged_cholesky(eps, stat):
@@ -187,7 +198,10 @@ def _ridged_cholesky(eps, stat):
 
 
 def fisher_full(
-    labels: str = "empirical", eps: float = 1e-4, decay: float | str = INVERSE_SQRT
+    labels: str = "empirical",
+    eps: float = 1e-4,
+    decay: float | str = INVERSE_SQRT,
+    examples: int | None = None,
 ) -> Metric:
     """The full Fisher metric ``G = J + εI`` over the flattened parameters (Alg. 3): small models.
 
@@ -199,6 +213,9 @@ def fisher_full(
       labels: ``"empirical"`` (ỹ = y) or ``"model"`` (ỹ ~ p_θ(ỹ|x)).
       eps: ε ≥ 0 added to the diagonal.
       decay: a constant EMA decay in [0, 1), or ``"inverse_sqrt"`` (γ_t = 1/√t).
+      examples: J averages the outer products of each minibatch's first ``examples`` examples
+        only (``None``: all): an unbiased, cheaper, noisier statistic (the drift still uses the
+        whole minibatch's gradient).
 
     Returns:
       The metric; its statistic is the [D, D] matrix J.
@@ -246,5 +263,14 @@ def fisher_full(
         return _ridged_cholesky(eps_value, init_stat(params))
 
     return _metric(
-        "full", labels, eps, decay, init_stat, inv, inv_sqrt, init_cache=init_cache, refresh=refresh
+        "full",
+        labels,
+        eps,
+        decay,
+        examples,
+        init_stat,
+        inv,
+        inv_sqrt,
+        init_cache=init_cache,
+        refresh=refresh,
     )
