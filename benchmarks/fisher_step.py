@@ -1,0 +1,322 @@
+"""Step cost of the Fisher metrics (DOP, QDOP, with and without Γ) on the MNIST MLP / Identity's.
+
+Issue 15's speed targets: on the 784-400-400-10 ReLU MLP (:class:`sgrld.bnn.MLP`, 478,410
+parameters) with a categorical likelihood, a Gaussian prior σ² = 0.1, N = 50,000 and one random
+minibatch of 100 (pixels uniform in [0, 1], random labels), one chain,
+
+    DOP step ≤ 1.3× Identity's,   QDOP step ≤ 1.5× Identity's,   Γ ≤ 2.5× the uncorrected step,
+
+and the ``vmap(grad)`` fallback's cost beside them (``fisher_diag`` on the same network and weights
+written without Flax, :func:`mlp.apply_mlp`, so that no leaf is on the Dense fast path).
+
+Every step runs ``--chunk`` at a time inside one jitted ``lax.scan`` (:class:`mlp.ScanChain`), the
+state carried across chunks; corrected steps use ``correction="hutchinson"`` with
+``correction_warmup=0`` (Γ from the first step). RMSprop is timed for reference, and "gradient
+only" (``p ← p − lr·∇Û/N`` in the same scan: the forward and backward pass and one axpy) measures
+the share of the Identity step spent in the network's matrix products.
+
+The floor: per example, an Identity step multiplies ``Σ in·out`` MACs forward, as many for the
+weight gradients and ``Σ_{l≥2} in·out`` for the input gradients of layers 2–3; DOP adds one
+``(a²)ᵀ(δ²)`` per layer (``Σ in·out``) and QDOP two. If matrix products were the whole step, DOP
+would cost 1.43× Identity and QDOP 1.85×; with a measured matmul share s of the Identity step the
+expected ratio is ``1 + s·(floor − 1)``.
+
+Timing (``timing.py``): R interleaved rounds, the order rotating; ratios are paired per round
+(median [min–max] over rounds of this row's time per step / the reference's in the same round).
+
+Usage::
+
+    python benchmarks/fisher_step.py                  # 7 rounds of 100 steps
+    python benchmarks/fisher_step.py --quick          # smoke run: 2 rounds of 20 steps
+    python benchmarks/fisher_step.py --labels model   # the true Fisher (ỹ drawn from the model)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+
+import jax
+import jax.numpy as jnp
+import mlp
+from timing import Candidate, environment, fmt_spread, interleave, paired, table
+
+import sgrld
+from sgrld import bnn
+
+SIGMA2 = 0.1
+"""The prior variance of every parameter (Marceau-Caron & Ollivier's Table 1)."""
+LEARNING_RATE = {"identity": 0.1, "gradient": 1e-3}
+"""lr = h·N: the ``--quick`` step sizes of ``sgrld reproduce natural-langevin`` (every other
+metric: 1e-3). Timing does not depend on them; they keep the chains finite."""
+MODEL_LABELS_LR = 1e-5
+"""lr of the Fisher metrics with ``--labels model``. On this random-label minibatch (the model's
+Fisher is small where the data's gradient is not) DOP's chain at 1e-3 is non-finite from step 10,
+QDOP's at 1e-4 from step 575 (:class:`mlp.ScanChain` repeats its chunk's keys); 3e-5 held 800."""
+TARGETS = {"fisher_diag": 1.3, "fisher_qdiag": 1.5}
+"""The issue's bounds on the uncorrected steps / Identity's."""
+GAMMA_TARGET = 2.5
+"""The bound on a corrected Fisher step / the same metric's uncorrected step."""
+LABELS = {
+    "identity": "Identity",
+    "rmsprop": "RMSprop",
+    "fisher_diag": "DOP",
+    "fisher_qdiag": "QDOP",
+    "fallback": "DOP, vmap(grad) fallback",
+}
+
+
+def log_prior(params) -> jax.Array:
+    """``log N(θ; 0, σ²I)`` up to a constant, over every parameter."""
+    return -0.5 / SIGMA2 * sum(jnp.sum(jnp.square(x)) for x in jax.tree.leaves(params))
+
+
+def problem():
+    """The benchmark MLP's weights and minibatch (:func:`mlp.problem`), as the Flax network's
+    ``{"net": ...}`` and the same weights as a flat dict (the fallback's), and the two potentials.
+
+    The biases are :func:`mlp.init_mlp`'s N(0, 0.1²), not Flax's zeros (see there why).
+    """
+    flat, batch, _ = mlp.problem()
+    layers = len(mlp.LAYERS) - 1
+    net = {f"Dense_{i}": {"kernel": flat[f"w{i}"], "bias": flat[f"b{i}"]} for i in range(layers)}
+    model = bnn.MLP(features=mlp.LAYERS[1:-1], num_outputs=mlp.LAYERS[-1])
+    assert jax.tree.structure(net) == jax.tree.structure(
+        bnn.init_params(model, jax.random.key(0), (1, mlp.LAYERS[0]))
+    )
+    flax_u = sgrld.potential(
+        bnn.likelihoods.categorical(bnn.apply_fn(model)), log_prior, mlp.NUM_DATA
+    )
+    flat_u = sgrld.potential(bnn.likelihoods.categorical(mlp.apply_mlp), log_prior, mlp.NUM_DATA)
+    return batch, ({"net": net}, flax_u), ({"net": flat}, flat_u)
+
+
+def make_metric(name: str, labels: str):
+    """The metric of a row: the Fisher metrics at the paper's settings (ε = 1e-4, γ_t = 1/√t)."""
+    if name == "identity":
+        return sgrld.metrics.identity()
+    if name == "rmsprop":
+        return sgrld.metrics.rmsprop()
+    fisher = {"fisher_diag": sgrld.metrics.fisher_diag, "fisher_qdiag": sgrld.metrics.fisher_qdiag}
+    return fisher[name](labels=labels)
+
+
+def learning_rate(metric: str, labels: str) -> float:
+    """The lr of a metric's chain (:data:`LEARNING_RATE`, :data:`MODEL_LABELS_LR`)."""
+    if metric.startswith("fisher") and labels == "model":
+        return MODEL_LABELS_LR
+    return LEARNING_RATE.get(metric, 1e-3)
+
+
+def chain_candidate(name, corrected, params, potential, batch, args, metric=None) -> Candidate:
+    """One sampler's scanned chain; ``metric`` (default ``name``) picks the metric."""
+    metric = metric or name
+    extra = {"correction": "hutchinson", "correction_warmup": 0} if corrected else {}
+    sampler = sgrld.sgrld(
+        potential,
+        make_metric(metric, args.labels),
+        learning_rate=learning_rate(metric, args.labels),
+        num_data=mlp.NUM_DATA,
+        **extra,
+    )
+    with warnings.catch_warnings():  # the fallback row's FallbackWarning, raised when traced
+        warnings.simplefilter("ignore", sgrld.per_example.FallbackWarning)
+        chain = mlp.ScanChain(sampler, params, batch, args.chunk)
+    label = LABELS[name] + (" + Γ (Hutchinson)" if corrected else "")
+    return Candidate(
+        label,
+        chain,
+        args.chunk,
+        group=name,
+        metric=metric,
+        corrected=corrected,
+        finite=lambda: chain.finite,
+        compile_s=chain.compile_s,
+    )
+
+
+class GradientOnly:
+    """``p ← p − lr·∇Û(p)/N``, ``steps`` per call in one jitted ``lax.scan`` (the state threaded,
+    so that XLA cannot hoist the gradient out of the loop)."""
+
+    def __init__(self, params, potential, batch, steps: int):
+        lr = LEARNING_RATE["gradient"]
+
+        def scan(p, batch):
+            def body(p, _):
+                g = jax.grad(potential)(p, batch)
+                return jax.tree.map(lambda x, d: x - lr * d, p, g), None
+
+            return jax.lax.scan(body, p, None, length=steps)[0]
+
+        self.fn, self.params, self.batch = jax.jit(scan), params, batch
+        self.compile_s = mlp.first_call_s(self)
+
+    def __call__(self):
+        self.params = jax.block_until_ready(self.fn(self.params, self.batch))
+        return self.params
+
+
+def candidates(args) -> list[Candidate]:
+    """Every row: gradient only, Identity, RMSprop (± Γ), DOP and QDOP (± Γ), the fallback."""
+    batch, (params, potential), (flat, flat_potential) = problem()
+    grad = GradientOnly(params, potential, batch, args.chunk)
+    cands = [Candidate("gradient only", grad, args.chunk, "gradient", compile_s=grad.compile_s)]
+    for name in ("identity", "rmsprop", "fisher_diag", "fisher_qdiag"):
+        for corrected in (False, True) if name != "identity" else (False,):
+            cands.append(chain_candidate(name, corrected, params, potential, batch, args))
+    cands.append(
+        chain_candidate("fallback", False, flat, flat_potential, batch, args, metric="fisher_diag")
+    )
+    return cands
+
+
+# --------------------------------------------------------------------------------------------------
+# The floor and the report
+
+
+def floor_macs(layers=mlp.LAYERS) -> dict[str, int]:
+    """Matrix-multiply MACs per example: an Identity step's, and what DOP and QDOP add.
+
+    Example:
+      >>> m = floor_macs((4, 3, 2))
+      >>> m["identity"], m["dop"], m["qdop"]  # 12 + 6 forward, as many weight gradients, 6
+      (42, 18, 36)
+    """
+    products = [n_in * n_out for n_in, n_out in zip(layers[:-1], layers[1:], strict=True)]
+    dense = sum(products)
+    return {"identity": 2 * dense + sum(products[1:]), "dop": dense, "qdop": 2 * dense}
+
+
+def per_step(c: Candidate) -> list[float]:
+    """The seconds per step of each round."""
+    return [t / c.steps for t in c.times]
+
+
+def print_table(cands: list[Candidate]) -> dict[str, float]:
+    """One row per candidate; returns the median paired ratios by row name (to Identity, and
+    ``name + " / uncorrected"``)."""
+    ident = next(c for c in cands if c.group == "identity")
+    plain = {c.group: c for c in cands if not c.corrected}
+    ratios, rows = {}, []
+    for c in cands:
+        to_ident = paired(per_step(c), per_step(ident))
+        ratios[c.name] = to_ident.median
+        to_plain = ""
+        if c.corrected:
+            s = paired(per_step(c), per_step(plain[c.group]))
+            ratios[c.name + " / uncorrected"] = s.median
+            to_plain = fmt_spread(s, 2)
+        rows.append(
+            [
+                c.name,
+                f"{1e3 * c.step_s:.2f}",
+                f"{c.rates.median:.1f}",
+                fmt_spread(to_ident, 2),
+                to_plain,
+                f"{c.compile_s:.1f}",
+                "yes" if c.finite() else "NO",
+            ]
+        )
+    head = ["candidate", "ms/step", "steps/s", "/ Identity [range]", "/ uncorrected [range]"]
+    print(table([*head, "compile s", "finite"], rows))
+    print(
+        "ms/step, steps/s: medians over rounds; ratios: median [min-max] over rounds of the ratio "
+        "of times per step in the same round; compile s: the first call (one chunk) including "
+        "tracing and compilation."
+    )
+    return ratios
+
+
+def print_floor(ratios: dict[str, float]) -> None:
+    """The MAC counts, the pure-matmul ratios and the ratios expected at the measured share."""
+    macs = floor_macs()
+    share = ratios["gradient only"]
+    print(
+        f"Matmul floor: an Identity step multiplies {macs['identity']:,} MACs per example "
+        f"(forward, weight gradients, input gradients of layers 2-3); measured share of the "
+        f"network's pass in the Identity step (gradient only / Identity): s = {share:.2f}"
+    )
+    for key, name, count in (
+        ("dop", "fisher_diag", "one product"),
+        ("qdop", "fisher_qdiag", "two products"),
+    ):
+        floor = 1 + macs[key] / macs["identity"]
+        print(
+            f"  {LABELS[name]}: +{macs[key]:,} MACs ({count} of the weights' size per layer): "
+            f"{floor:.2f}x if matmuls were all the cost, "
+            f"1 + s·{floor - 1:.2f} = {1 + share * (floor - 1):.2f}x at the measured share; "
+            f"target {TARGETS[name]}x"
+        )
+
+
+def print_targets(cands: list[Candidate], ratios: dict[str, float]) -> None:
+    """Issue 15's speed targets, each ✓/✗ with the measured median paired ratio."""
+    print("Targets (issue 15):")
+    for name, limit in TARGETS.items():
+        r = ratios[LABELS[name]]
+        print(f"  {'✓' if r <= limit else '✗'} {LABELS[name]} / Identity: {r:.2f}x (<= {limit}x)")
+    for c in cands:
+        if c.corrected and c.group in TARGETS:
+            r = ratios[c.name + " / uncorrected"]
+            mark = "✓" if r <= GAMMA_TARGET else "✗"
+            print(f"  {mark} {c.name} / {LABELS[c.group]}: {r:.2f}x (<= {GAMMA_TARGET}x)")
+    fallback = ratios[LABELS["fallback"]]
+    dop = ratios[LABELS["fisher_diag"]]
+    print(
+        f"  [info] {LABELS['fallback']} / Identity: {fallback:.2f}x "
+        f"({fallback / dop:.1f}x the fast path's DOP step)"
+    )
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=7, help="interleaved timing rounds")
+    parser.add_argument("--chunk", type=int, default=100, help="steps per candidate per round")
+    parser.add_argument("--quick", action="store_true", help="smoke run: 2 rounds of 20 steps")
+    parser.add_argument(
+        "--labels",
+        choices=sgrld.per_example.LABELS,
+        default="empirical",
+        help="the Fisher metrics' labels: the data's (the OP variant) or drawn from the model",
+    )
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.rounds, args.chunk = 2, 20
+    if args.rounds < 1 or args.chunk < 1:
+        parser.error("--rounds and --chunk must be >= 1")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    print(environment())
+    print(f"backend {jax.default_backend()}, device {jax.devices()[0].device_kind}")
+    print(
+        f"model 784-400-400-10 ReLU MLP ({mlp.NUM_PARAMS:,} params), batch {mlp.BATCH}, "
+        f"N {mlp.NUM_DATA:,}, prior N(0, {SIGMA2}), labels {args.labels}; one chain; "
+        f"{args.rounds} rounds x {args.chunk} steps per candidate, each chunk one lax.scan"
+    )
+    t0 = time.perf_counter()
+    cands = candidates(args)
+    print(f"compile/warm-up of {len(cands)} candidates: {time.perf_counter() - t0:.1f} s")
+    t0 = time.perf_counter()
+    times = interleave({c.name: c.run for c in cands}, args.rounds)
+    for c in cands:
+        c.times = times[c.name]
+    print(f"timing: {time.perf_counter() - t0:.1f} s\n")
+    ratios = print_table(cands)
+    print()
+    print_floor(ratios)
+    print()
+    print_targets(cands, ratios)
+    bad = [c.name for c in cands if not c.finite()]
+    if bad:
+        print("NON-FINITE chains:", ", ".join(bad))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
