@@ -146,6 +146,26 @@ def test_a_method_whose_every_step_size_diverged_exits_1(tmp_path, monkeypatch):
     assert rows["Ensemble, RMSProp"]["lr"] == report.MISSING
 
 
+def test_per_method_step_sizes_override_the_shared_ones(tmp_path, monkeypatch):
+    code, rows = _run_stubbed(
+        tmp_path, monkeypatch, lambda *a: 98.0, "--methods", "euclidean", "dop", "qdop",
+        "--lr", "0.05", "dop=0.002", "dop=0.003",
+    )  # fmt: skip
+    assert code == 0
+    grids = {name: [g["learning_rate"] for g in rows[f"Ensemble, {name}"]["grid"]]
+             for name in ("Euclidean", "DOP", "QDOP")}  # fmt: skip
+    assert grids == {"Euclidean": [0.05], "DOP": [0.002, 0.003], "QDOP": [0.05]}
+
+
+@pytest.mark.parametrize("entry", ["adam=0.1", "dop=-1", "dop=nan", "x"])
+def test_bad_step_sizes_are_refused_by_name(entry, capsys):
+    parser = argparse.ArgumentParser()
+    nl.REPRODUCTION.add_arguments(parser)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--lr", entry])
+    assert repr(entry) in capsys.readouterr().err
+
+
 def test_halving_schedule():
     lr = runs.halving(0.1)
     steps = jnp.array([0, 9_999, 10_000, 19_999, 20_000, 45_000], jnp.int32)

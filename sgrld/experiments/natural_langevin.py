@@ -198,10 +198,11 @@ def options(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument(
         "--lr",
-        type=float,
+        type=step_size,
         nargs="+",
-        metavar="ETA",
-        help="try only these step sizes η for every method (default: the paper's grid; one "
+        metavar="[METHOD=]ETA",
+        help="try only these step sizes η: ETA for every method, METHOD=ETA for one method "
+        "(which then tries only its own; repeat for several) (default: the paper's grid; one "
         "step size per method with --quick)",
     )
     parser.add_argument(
@@ -228,9 +229,34 @@ def _plan(args: argparse.Namespace) -> runs.Plan:
     return runs.Plan(args.epochs or q["epochs"], q["burn_in"], q["thin"], args.seed)
 
 
+def step_size(text: str) -> tuple[str | None, float]:
+    """A ``--lr`` entry: ``ETA`` (every method) or ``METHOD=ETA`` (one method), η finite > 0.
+
+    Example:
+      >>> step_size("0.01"), step_size("qdop=1e-3")
+      ((None, 0.01), ('qdop', 0.001))
+    """
+    key, _, eta = text.rpartition("=")
+    keys = [m.key for m in runs.METHODS]
+    if "=" in text and key not in keys:
+        raise argparse.ArgumentTypeError(f"unknown method {key!r} in {text!r}: one of {keys}")
+    try:
+        value = float(eta)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: η must be a number") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text!r}: η must be finite and > 0")
+    return (key or None), value
+
+
 def _grid(method: runs.Method, args: argparse.Namespace) -> tuple[float, ...]:
-    if args.lr:
-        return tuple(args.lr)
+    """The η tried for ``method``: its own ``--lr METHOD=ETA`` entries, else the plain ``--lr``
+    entries, else the paper's grid (``--quick``: its one η)."""
+    entries = args.lr or []
+    own = tuple(eta for key, eta in entries if key == method.key)
+    shared = tuple(eta for key, eta in entries if key is None)
+    if own or shared:
+        return own or shared
     return (method.quick_lr,) if args.quick else method.grid
 
 
