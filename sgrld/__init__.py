@@ -1,6 +1,7 @@
 """sgrld: stochastic-gradient Riemannian Langevin dynamics in JAX.
 
-The public API is listed here and nowhere else. The samplers and their parts load with
+The public API is listed here and nowhere else. The samplers and their parts, and the readers of
+samples (``load_samples``, ``to_arviz``, which imports ArviZ on first call), load with
 ``import sgrld``; the Bayesian-NN stack (``bnn``, ``data``, ``evaluation``), the experiment runner
 and its configuration load on first use, so ``import sgrld`` imports neither Flax nor scikit-learn.
 """
@@ -10,7 +11,9 @@ from typing import Any
 
 from sgrld import correction, engine, integrators, metrics, noise, per_example, preconditioning
 from sgrld.adam_sgld import AdamSGLDState, adam_sgld
+from sgrld.arviz_export import to_arviz
 from sgrld.potential import Potential, potential
+from sgrld.results import RunSamples, load_samples
 from sgrld.sampler import Sampler, SGRLDInfo, SGRLDState, riemannian_langevin, sgrld
 from sgrld.sampling import DivergenceError, Samples, minibatch_fn, sample
 
@@ -18,11 +21,11 @@ _LAZY = (
     "bnn",
     "config",
     "data",
+    "diagnostics",
     "evaluation",
     "experiments",
     "from_config",
     "report",
-    "results",
     "runner",
     "targets",
 )
@@ -33,6 +36,7 @@ __all__ = [
     "adam_sgld",
     "DivergenceError",
     "Potential",
+    "RunSamples",
     "Sampler",
     "SGRLDInfo",
     "SGRLDState",
@@ -40,6 +44,7 @@ __all__ = [
     "correction",
     "engine",
     "integrators",
+    "load_samples",
     "metrics",
     "minibatch_fn",
     "noise",
@@ -49,6 +54,7 @@ __all__ = [
     "riemannian_langevin",
     "sample",
     "sgrld",
+    "to_arviz",
     *_LAZY,
 ]
 __version__ = "0.1.0"

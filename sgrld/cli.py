@@ -1,8 +1,9 @@
-"""The ``sgrld`` command line: ``sgrld run``, ``sgrld demo`` and ``sgrld reproduce NAME``.
+"""The ``sgrld`` command line: ``sgrld run``, ``sgrld demo``, ``sgrld reproduce NAME``, and
+``sgrld export`` / ``sgrld diagnose`` of a results folder.
 
-Exit codes: 0 success; 1 a chain diverged (results so far are written); 2 a bad configuration or
-missing/corrupt data (the message says which key or file); 130 interrupted with Ctrl-C (results
-so far are written).
+Exit codes: 0 success; 1 a chain diverged (results so far are written); 2 a bad configuration,
+missing/corrupt data, or a folder that holds no samples (the message says which key or file);
+130 interrupted with Ctrl-C (results so far are written).
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ import json
 import sys
 import textwrap
 
-from sgrld import report, runner
+from sgrld import arviz_export, diagnostics, report, runner
 from sgrld.config import Config, ConfigError, load_config, to_toml
 from sgrld.data import DataError
 from sgrld.experiments.reproduction import Reproduction
 from sgrld.from_config import run_config
+from sgrld.results import ResultsError
 
 # name -> (module, one-line help); each module defines REPRODUCTION, a
 # sgrld.experiments.reproduction.Reproduction (its options and its run).
@@ -58,6 +60,9 @@ examples:
         --set sampler.prior_in_metric=false --set prior.kind=gaussian
   sgrld reproduce funnel --quick
   sgrld run --help                    every configuration key, with its default
+  sgrld run my.toml --set run.save_samples=true --out results/a
+  sgrld diagnose results/a            split R-hat and ESS of the potential and a few parameters
+  sgrld export results/a --format netcdf   the samples as ArviZ data (inference_data.nc)
 
 Results go to a folder (--out): the resolved configuration (config.toml, config.json), one JSON
 line per epoch (metrics.jsonl), summary.json and curves.png. Data sets are read from --data-dir,
@@ -119,6 +124,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     importlib.import_module("sgrld.experiments.demo").add_arguments(demo)
 
+    export = sub.add_parser(
+        "export",
+        help="write a run's samples as ArviZ data (netCDF or Zarr)",
+        description="Write the samples of a run with run.save_samples = true as an ArviZ "
+        "DataTree (groups posterior and sample_stats, dims chain and draw).",
+    )
+    export.add_argument("folder", metavar="OUT", help="the results folder of the run")
+    export.add_argument("--format", choices=("netcdf", "zarr"), default="netcdf")
+    export.add_argument("--to", help="where to write it (default: OUT/inference_data.nc or .zarr)")
+
+    diagnose = sub.add_parser(
+        "diagnose",
+        help="split R-hat and bulk/tail ESS of a run's potential and a few parameters",
+        description="Convergence diagnostics (ArviZ) of a run with run.save_samples = true: split "
+        "R-hat and bulk/tail ESS of the potential and of a fixed random subset of scalar "
+        "parameters, and their traces in OUT/diagnose.png. R-hat above 1.01: not mixed.",
+    )
+    diagnose.add_argument("folder", metavar="OUT", help="the results folder of the run")
+    diagnose.add_argument("--params", type=int, default=8, help="how many scalar parameters")
+    diagnose.add_argument("--seed", type=int, default=0, help="seed of the parameters' choice")
+
     rep = sub.add_parser("reproduce", help="reproduce a figure or table of the papers")
     experiments = rep.add_subparsers(dest="experiment", required=True, metavar="EXPERIMENT")
     for name, (module, help_text) in REPRODUCTIONS.items():
@@ -152,16 +178,40 @@ def run_command(args: argparse.Namespace) -> int:
     return runner.EXIT_CODES[result.status]
 
 
+def export_command(args: argparse.Namespace) -> int:
+    """``sgrld export``: write the run's samples as netCDF or Zarr."""
+    path = arviz_export.export(args.folder, args.format, args.to)
+    report.console().print(f"wrote {path}")
+    return 0
+
+
+def diagnose_command(args: argparse.Namespace) -> int:
+    """``sgrld diagnose``: print split R-hat and ESS of a few traces and plot them."""
+    series = diagnostics.traces(args.folder, num_params=args.params, seed=args.seed)
+    rows = diagnostics.convergence(series)
+    chains, draws = next(iter(series.values())).shape
+    caption = f"{args.folder}: {chains} chain(s) x {draws} draws"
+    console = report.console()
+    console.print(report.rich_table(caption, diagnostics.COLUMNS, rows))
+    plot = diagnostics.plot_traces(series, f"{args.folder}/diagnose.png")
+    console.print(f"split R-hat above 1.01: the chains have not mixed. Traces in {plot}")
+    return 0
+
+
+COMMANDS = {"run": run_command, "export": export_command, "diagnose": diagnose_command}
+"""The commands other than ``demo`` and ``reproduce``."""
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``sgrld`` command; returns the exit code."""
     args = build_parser().parse_args(argv)
     try:
-        if args.command == "run":
-            return run_command(args)
+        if args.command in COMMANDS:
+            return COMMANDS[args.command](args)
         if args.command == "demo":
             return importlib.import_module("sgrld.experiments.demo").run(args)
         return _reproduction(args.module).run(args)
-    except (ConfigError, DataError) as err:
+    except (ConfigError, DataError, ResultsError) as err:
         print(f"sgrld: error: {err}", file=sys.stderr)
         return 2
 

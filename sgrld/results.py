@@ -1,23 +1,57 @@
 """Files of a results folder: ``metrics.jsonl``, ``summary.json`` and the saved samples.
 
 JSON is strict (no NaN: a non-finite float is written as ``null``). Samples are written one
-``samples/epoch_EEEE.npz`` per epoch, with the global ``step`` of each sample, its ``valid`` mask
-``[S, chains]`` and one array ``param{i}`` ``[S, chains, ...]`` per leaf of the parameters.
+``samples/epoch_EEEE.npz`` per epoch, holding the global ``step`` of each sample ``[S]``, its
+``valid`` mask ``[S, chains]``, one array ``params/NAME`` ``[S, chains, ...]`` per parameter leaf
+and one array ``stats/FIELD`` ``[S, chains]`` per field of the sampler's ``info`` at the kept
+step. ``samples/params.json`` names the leaves by their pytree paths, so :func:`load_samples`
+rebuilds the parameters with no template.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np
 
 from sgrld.engine import Chunk
+from sgrld.summaries import ENGINE_FIELDS
 
 PyTree = Any
+KeyPath = tuple[str | int, ...]
+ROOT_NAME = "params"
+"""The name of a parameter pytree that is a single array (its path is empty)."""
+
+
+class ResultsError(ValueError):
+    """A folder that is not a results folder, or whose sample files are missing or unreadable."""
+
+
+class RunSamples(NamedTuple):
+    """The samples of a run, as :func:`load_samples` reads them.
+
+    Attributes:
+      step: the global step of each draw ``[draws]``.
+      valid: ``[chains, draws]``, False for the copies of a diverged chain's last finite state
+        (not samples; they were not added to the ensemble).
+      params: the parameter pytree rebuilt as nested dicts, leaves ``[chains, draws, ...]``
+        (a bare array if the parameters are one array).
+      stats: the sampler's ``info`` at each kept step, by field, ``[chains, draws]``
+        (``potential``, ``grad_norm``, ``learning_rate``, ``gamma_norm``, ``drift_fallback``,
+        ``metric_fallbacks`` for SGRLD).
+      names: the parameter leaves' names (their pytree paths joined by ``.``), in leaf order.
+    """
+
+    step: np.ndarray
+    valid: np.ndarray
+    params: PyTree
+    stats: dict[str, np.ndarray]
+    names: list[str]
 
 
 def json_safe(value: Any) -> Any:
@@ -47,40 +81,113 @@ def append_record(path: str | Path, record: dict[str, Any]) -> None:
         f.write(json.dumps(json_safe(record), allow_nan=False) + "\n")
 
 
+def leaf_paths(params: PyTree, empty: bool = False) -> list[KeyPath]:
+    """The pytree path of each leaf of ``params`` as plain keys, in ``jax.tree.leaves`` order
+    (with ``empty``: the paths of its empty containers instead, which have no leaves).
+
+    Example:
+        >>> tree = {"net": {"w": 0.0, "b": [1.0, 2.0]}, "prior": {}}
+        >>> leaf_paths(tree), leaf_paths(tree, empty=True)
+        ([('net', 'b', 0), ('net', 'b', 1), ('net', 'w')], [('prior',)])
+    """
+    plain = lambda k: next(getattr(k, a) for a in ("key", "idx", "name") if hasattr(k, a))
+    hollow = lambda x: isinstance(x, dict | list | tuple) and not x
+    flat = jax.tree_util.tree_flatten_with_path(params, is_leaf=hollow)[0]
+    return [tuple(plain(k) for k in path) for path, x in flat if hollow(x) == empty]
+
+
+def path_name(path: KeyPath) -> str:
+    """A leaf's name: its path joined by ``.`` (:data:`ROOT_NAME` for the root).
+
+    Example:
+        >>> path_name(("net", "Dense_0", "kernel")), path_name(())
+        ('net.Dense_0.kernel', 'params')
+    """
+    return ".".join(str(k) for k in path) or ROOT_NAME
+
+
 def write_samples(folder: Path, epoch: int, chunk: Chunk) -> None:
-    """Write one epoch's kept samples to ``folder/epoch_EEEE.npz`` (nothing if it kept none)."""
+    """Write one epoch's kept samples to ``folder/epoch_EEEE.npz`` (nothing if it kept none),
+    and the leaves' paths to ``folder/params.json``."""
     steps = np.asarray(chunk.steps)
     used = steps >= 0
     if not used.any():
         return
     folder.mkdir(parents=True, exist_ok=True)
-    leaves = jax.tree.leaves(chunk.params)
+    paths = leaf_paths(chunk.params)
+    names = [path_name(p) for p in paths]
+    if len(set(names)) < len(names):
+        raise ValueError(f"two parameter leaves share a name: {names}")
+    leaves = dict(zip(names, jax.tree.leaves(chunk.params), strict=True))
+    stats = {k: v for k, v in chunk.info._asdict().items() if k not in ENGINE_FIELDS}
+    empty = [list(p) for p in leaf_paths(chunk.params, empty=True)]
+    write_json(folder / "params.json", {"paths": [list(p) for p in paths], "empty": empty})
     np.savez(
         folder / f"epoch_{epoch:04d}.npz",
         step=steps[used],
         valid=np.asarray(chunk.valid)[used],
-        **{f"param{i}": np.asarray(x)[used] for i, x in enumerate(leaves)},
+        **{f"params/{n}": np.asarray(x)[used] for n, x in leaves.items()},
+        **{f"stats/{k}": np.asarray(v)[used] for k, v in stats.items()},
     )
 
 
-def load_samples(folder: str | Path, template: PyTree) -> tuple[np.ndarray, np.ndarray, PyTree]:
-    """Read the samples that ``save_samples=True`` wrote, in step order.
+def nested(paths: list[KeyPath], leaves: list[Any], empty: list[KeyPath] = ()) -> PyTree:
+    """Nested dicts with ``leaves`` at ``paths`` and ``{}`` at ``empty`` (the bare leaf for the
+    root path).
+
+    Example:
+        >>> nested([("net", "b"), ("net", "w")], [1, 2], [("prior",)])
+        {'net': {'b': 1, 'w': 2}, 'prior': {}}
+    """
+    if paths == [()]:
+        return leaves[0]
+    tree: dict = {}
+    for path, leaf in [*zip(paths, leaves, strict=True), *((p, {}) for p in empty)]:
+        node = tree
+        for key in path[:-1]:
+            node = node.setdefault(key, {})
+        node[path[-1]] = leaf
+    return tree
+
+
+def load_samples(folder: str | Path) -> RunSamples:
+    """Read the samples that a run with ``save_samples`` wrote, in step order, with no template.
 
     Args:
         folder: the results folder (holding ``samples/``).
-        template: a pytree with the structure of one chain's parameters.
 
     Returns:
-        ``(steps [S], valid [S, chains], params)``, the leaves of ``params`` shaped
-        ``[S, chains, ...]``; ``valid`` is False for the copies of a diverged chain's state, which
-        were not added to the ensemble.
+        :class:`RunSamples`, arrays with the chains first: ``[chains, draws, ...]``.
+
+    Raises:
+        ResultsError: ``folder`` holds no samples, or they cannot be read.
+
+    Example:
+        >>> load_samples("no/such/folder")
+        Traceback (most recent call last):
+        ...
+        sgrld.results.ResultsError: no samples in no/such/folder/samples: not a results folder ...
     """
-    files = sorted((Path(folder) / "samples").glob("epoch_*.npz"))
-    if not files:
-        raise FileNotFoundError(f"no samples in {Path(folder) / 'samples'}")
-    loaded = [np.load(f) for f in files]
-    treedef = jax.tree.structure(template)
-    leaves = [np.concatenate([z[f"param{i}"] for z in loaded]) for i in range(treedef.num_leaves)]
-    steps = np.concatenate([z["step"] for z in loaded])
-    valid = np.concatenate([z["valid"] for z in loaded])
-    return steps, valid, treedef.unflatten(leaves)
+    samples = Path(folder) / "samples"
+    files = sorted(samples.glob("epoch_*.npz"))
+    if not files or not (samples / "params.json").is_file():
+        raise ResultsError(
+            f"no samples in {samples}: not a results folder of a run with run.save_samples = true"
+        )
+    try:
+        tree = json.loads((samples / "params.json").read_text())
+        paths, empty = ([tuple(p) for p in tree[k]] for k in ("paths", "empty"))
+        loaded = [np.load(f) for f in files]
+        stat_names = [k[len("stats/") :] for k in loaded[0].files if k.startswith("stats/")]
+        cat = lambda key: np.concatenate([z[key] for z in loaded])
+        chains_first = lambda key: np.swapaxes(cat(key), 0, 1)
+        names = [path_name(p) for p in paths]
+        return RunSamples(
+            step=cat("step"),
+            valid=chains_first("valid"),
+            params=nested(paths, [chains_first(f"params/{n}") for n in names], empty),
+            stats={k: chains_first(f"stats/{k}") for k in stat_names},
+            names=names,
+        )
+    except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile) as err:
+        raise ResultsError(f"cannot read the samples in {samples}: {err}") from err

@@ -23,7 +23,7 @@ How a run works (:func:`run`):
   Ctrl-C stops the run (an epoch in flight is discarded). Either way everything computed so far
   is on disk and :class:`Result` says what happened.
 * ``save_samples=True`` writes each epoch's samples to ``samples/epoch_EEEE.npz``
-  (:func:`sgrld.results.load_samples` reads them back).
+  (:func:`sgrld.load_samples` reads them back, with no template).
 
 :func:`sgrld.from_config.run_config` builds everything from a configuration and runs it.
 

@@ -15,7 +15,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-_ENGINE_FIELDS = ("is_finite", "nonfinite_leaf")
+ENGINE_FIELDS = ("is_finite", "nonfinite_leaf")
+"""The fields of ``info`` that the engine itself reads (not summarised)."""
 
 
 def summary_init(info: Any) -> dict[str, jax.Array]:
@@ -23,7 +24,7 @@ def summary_init(info: Any) -> dict[str, jax.Array]:
     k = info.is_finite.shape
     acc = {"steps": jnp.zeros(k, jnp.float32)}
     for name, x in info._asdict().items():
-        if name in _ENGINE_FIELDS:
+        if name in ENGINE_FIELDS:
             continue
         if x.dtype == bool:
             acc[f"{name}_count"] = jnp.zeros(k, jnp.int32)
@@ -39,7 +40,7 @@ def summary_update(acc: dict, info: Any, ok: jax.Array) -> dict[str, jax.Array]:
     """Fold one step (fields ``[K]``) into the accumulators; only ``ok`` chains count."""
     out = {"steps": acc["steps"] + ok}
     for name, x in info._asdict().items():
-        if name in _ENGINE_FIELDS:
+        if name in ENGINE_FIELDS:
             continue
         if x.dtype == bool:
             out[f"{name}_count"] = acc[f"{name}_count"] + (x & ok)

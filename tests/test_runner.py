@@ -15,7 +15,7 @@ from scipy.special import log_softmax, logsumexp
 from scipy.stats import norm
 
 import sgrld
-from sgrld import evaluation, from_config, report, results, runner
+from sgrld import evaluation, from_config, report, runner
 from sgrld.bnn import likelihoods
 from tests.helpers import write_uci
 
@@ -91,20 +91,23 @@ def test_burn_in_and_thinning_take_exactly_the_right_steps(saved):
     assert [r["samples_in_epoch"] for r in result.records] == [2, 6, 4]
     assert [r["samples"] for r in result.records] == [2, 8, 12]
     assert [r["steps"] for r in result.records] == [10, 20, 30]
-    steps, valid, params = results.load_samples(out, {"net": {"w": 0, "b": 0}})
-    assert steps.tolist() == [7, 11, 15, 19, 23, 27]
-    assert valid.shape == (6, 2) and valid.all()
-    assert params["net"]["w"].shape == (6, 2, DIM, CLASSES)
+    samples = sgrld.load_samples(out)
+    assert samples.step.tolist() == [7, 11, 15, 19, 23, 27]
+    assert samples.valid.shape == (2, 6) and samples.valid.all()
+    assert samples.params["net"]["w"].shape == (2, 6, DIM, CLASSES)
+    assert samples.names == ["net.b", "net.w"]
+    assert samples.stats["potential"].shape == (2, 6)
     assert [p.name for p in sorted((out / "samples").iterdir())] == [
         "epoch_0001.npz",
         "epoch_0002.npz",
         "epoch_0003.npz",
+        "params.json",
     ]
 
 
 def test_online_ensemble_equals_offline_computation_from_the_saved_samples(saved):
     result, out = saved
-    _, _, params = results.load_samples(out, {"net": {"w": 0, "b": 0}})
+    params = sgrld.load_samples(out).params
     w = params["net"]["w"].reshape(-1, DIM, CLASSES).astype(np.float64)  # both chains' samples
     b = params["net"]["b"].reshape(-1, CLASSES).astype(np.float64)
     final = result.records[-1]
@@ -121,9 +124,8 @@ def test_online_ensemble_equals_offline_computation_from_the_saved_samples(saved
 
 def test_chains_have_their_own_init_and_noise(saved):
     result, out = saved
-    _, _, params = results.load_samples(out, {"net": {"w": 0, "b": 0}})
-    w = params["net"]["w"]
-    assert not np.allclose(w[:, 0], w[:, 1])
+    w = sgrld.load_samples(out).params["net"]["w"]
+    assert not np.allclose(w[0], w[1])
     assert np.all(np.isfinite(w))
     assert np.asarray(result.state.step).tolist() == [30, 30]
 

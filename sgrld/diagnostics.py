@@ -1,0 +1,106 @@
+"""Have the chains mixed? Split R-hat and bulk/tail ESS (ArviZ) of a few traces of a run.
+
+The traces (:func:`traces`) are the potential (``sample_stats.potential``, Û(θ)/N on each draw's
+minibatch) and a fixed random subset of scalar parameters (one coordinate of one leaf each,
+chosen with ``numpy.random.default_rng(seed)`` among all coordinates, so the same run and seed
+always give the same ones). :func:`convergence` gives each trace's rank-normalised split R-hat
+(Vehtari et al. 2021) and its bulk and tail effective sample sizes, computed by ``arviz_stats``.
+An R-hat above 1.01 says the chains have not mixed (Vehtari et al.'s threshold).
+
+References:
+    Vehtari, Gelman, Simpson, Carpenter, Bürkner (2021), Rank-normalization, folding, and
+    localization: an improved R-hat for assessing convergence of MCMC, Bayesian Analysis 16(2).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sgrld import report
+from sgrld.arviz_export import to_arviz
+
+
+def traces(source: Any, *, num_params: int = 8, seed: int = 0) -> dict[str, np.ndarray]:
+    """The potential and ``num_params`` random scalar parameters, each ``[chains, draws]``.
+
+    Args:
+        source: what :func:`sgrld.to_arviz` takes (:func:`sgrld.sample`'s output or a results
+            folder).
+        num_params: how many scalar parameters (all of them if there are fewer).
+        seed: seed of their choice.
+
+    Returns:
+        Trace name -> values; a parameter is named ``LEAF[i, j]`` (``LEAF`` for a scalar leaf).
+    """
+    tree = to_arviz(source)
+    out = {}
+    if "potential" in tree.sample_stats:
+        out["potential"] = tree.sample_stats["potential"].values
+    arrays = {name: var.values for name, var in tree.posterior.data_vars.items()}
+    sizes = np.array([x[0, 0].size for x in arrays.values()])
+    total = int(sizes.sum())
+    picks = np.sort(np.random.default_rng(seed).choice(total, min(num_params, total), False))
+    bounds = np.cumsum(sizes)
+    for flat in picks:
+        leaf = int(np.searchsorted(bounds, flat, side="right"))
+        name, x = list(arrays.items())[leaf]
+        index = np.unravel_index(flat - (bounds[leaf] - sizes[leaf]), x.shape[2:])
+        label = f"{name}[{', '.join(str(int(i)) for i in index)}]" if index else name
+        out[label] = x[(slice(None), slice(None), *index)]
+    return out
+
+
+def convergence(series: dict[str, np.ndarray]) -> list[dict[str, Any]]:
+    """Split R-hat and bulk/tail ESS of each trace ``[chains, draws]`` (``arviz_stats``).
+
+    Returns:
+        One row per trace: ``{"trace", "r_hat", "ess_bulk", "ess_tail"}``.
+
+    Example:
+        >>> rng = np.random.default_rng(0)
+        >>> mixed = rng.normal(size=(4, 500))
+        >>> apart = rng.normal(size=(4, 500)) + np.arange(4)[:, None]  # chains 1 sd apart
+        >>> [round(r["r_hat"], 2) for r in convergence({"mixed": mixed, "apart": apart})]
+        [1.0, 1.56]
+    """
+    import arviz_base
+    import arviz_stats
+
+    data = arviz_base.dict_to_dataset(series)
+    r_hat = arviz_stats.rhat(data)
+    bulk, tail = (arviz_stats.ess(data, method=m) for m in ("bulk", "tail"))
+    return [
+        {
+            "trace": name,
+            "r_hat": float(r_hat[name]),
+            "ess_bulk": float(bulk[name]),
+            "ess_tail": float(tail[name]),
+        }
+        for name in series
+    ]
+
+
+COLUMNS = report.columns("""
+    trace     trace
+    r_hat     split R-hat  {:.3f}
+    ess_bulk  bulk ESS     {:.0f}
+    ess_tail  tail ESS     {:.0f}
+""")
+"""The columns of the table of :func:`convergence`'s rows."""
+
+
+def plot_traces(series: dict[str, np.ndarray], path: str | Path) -> Path:
+    """One panel per trace, one line per chain; saved as ``path`` (PNG)."""
+    plt = report.pyplot()
+    fig, axes = plt.subplots(
+        len(series), 1, figsize=(8, 1.6 * len(series)), sharex=True, constrained_layout=True
+    )
+    for ax, (name, x) in zip(np.atleast_1d(axes), series.items(), strict=True):
+        for c, chain in enumerate(x):
+            ax.plot(chain, lw=0.7, label=f"chain {c}")
+        ax.set_ylabel(name, rotation=0, ha="right", fontsize=8)
+    np.atleast_1d(axes)[-1].set_xlabel("draw")
+    return report.save_figure(fig, path, dpi=100)
