@@ -53,6 +53,12 @@ def _type_name(annotation: Any) -> str:
     return getattr(annotation, "__name__", str(annotation))
 
 
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+UNREADABLE_VALUE = "an integer with thousands of digits or arrays nested too deep to read"
+"""Why :mod:`tomllib` failed with a ``ValueError`` or ``RecursionError`` (not a syntax error)."""
+
+
 def _check_scalar(key: str, value: Any, annotation: type) -> Any:
     ok = {
         bool: isinstance(value, bool),
@@ -63,6 +69,10 @@ def _check_scalar(key: str, value: Any, annotation: type) -> Any:
     if not ok:
         raise ConfigError(
             f"{key}: expected {_type_name(annotation)}, got {type(value).__name__} {value!r}"
+        )
+    if isinstance(value, int) and not _INT64_MIN <= value <= _INT64_MAX:
+        raise ConfigError(
+            f"{key}: an integer of {value.bit_length()} bits; TOML's integers are 64-bit"
         )
     if annotation is float:
         value = float(value)

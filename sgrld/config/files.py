@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sgrld.config.checks import ConfigError
+from sgrld.config.checks import UNREADABLE_VALUE, ConfigError
 from sgrld.config.schema import Config, from_dict, parse_override, set_dotted
 
 
@@ -27,20 +27,41 @@ def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> Confi
         The validated :class:`Config`.
 
     Raises:
-        ConfigError: for a missing or malformed file, or a bad key or value (the message names
-            the file or key).
+        ConfigError: for a missing, unreadable or malformed file (a directory, binary, not
+            UTF-8 or not TOML), or a bad key or value; the message names the file and the key.
     """
-    raw: dict[str, Any] = {}
-    if path is not None:
-        try:
-            raw = tomllib.loads(Path(path).read_text())
-        except FileNotFoundError:
-            raise ConfigError(f"config file {path} does not exist") from None
-        except tomllib.TOMLDecodeError as err:
-            raise ConfigError(f"{path}: not valid TOML: {err}") from None
-    for text in overrides:
-        set_dotted(raw, *parse_override(text))
-    return from_dict(raw)
+    raw = {} if path is None else _read_toml(Path(path))
+    try:
+        for text in overrides:
+            set_dotted(raw, *parse_override(text))
+        return from_dict(raw)
+    except ConfigError as err:
+        if path is None:
+            raise
+        also = " and the --set overrides" if overrides else ""
+        raise ConfigError(f"{err} (configuration read from {path}{also})") from None
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    """The tables of the TOML file ``path``; every way it can fail is a :class:`ConfigError`."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist") from None
+    except IsADirectoryError:
+        raise ConfigError(f"config file {path} is a directory, not a TOML file") from None
+    except OSError as err:
+        raise ConfigError(f"config file {path} cannot be read: {err.strerror or err}") from None
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise ConfigError(
+            f"{path}: not a TOML text file (byte {err.start} is not UTF-8: {err.reason})"
+        ) from None
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(f"{path}: not valid TOML: {err}") from None
+    except (ValueError, RecursionError) as err:  # an integer of > 4300 digits, deep nesting
+        raise ConfigError(f"{path}: {UNREADABLE_VALUE} ({type(err).__name__})") from None
 
 
 def _toml_value(value: Any) -> str:

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sgrld.config.checks import ConfigError, check_type, unknown_key
+from sgrld.config.checks import UNREADABLE_VALUE, ConfigError, check_type, unknown_key
 from sgrld.config.validation import validate
 
 
@@ -265,6 +265,10 @@ def parse_override(text: str) -> tuple[str, Any]:
         return key, tomllib.loads(f"v = {value}")["v"]
     except tomllib.TOMLDecodeError:
         return key, value
+    except (ValueError, RecursionError) as err:  # an integer of > 4300 digits, deep nesting
+        raise ConfigError(
+            f"{key}: cannot read {value[:20]!r}...: {UNREADABLE_VALUE} ({type(err).__name__})"
+        ) from None
 
 
 def set_dotted(raw: dict[str, Any], key: str, value: Any) -> None:

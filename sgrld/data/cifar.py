@@ -10,13 +10,16 @@ whose ``b"labels"`` is a list of ``n`` ints in ``[0, 10)``. Only these two keys 
 Security: unpickling can execute arbitrary code. Only load CIFAR files from a trusted source
 (ideally the official archive, checked against its MD5 ``c58f30108f718f92721af3b95e74349a``).
 As a second line of defence the unpickler here refuses every global except the few numpy
-constructors an array needs.
+constructors an array needs, and the opcodes are read (:func:`pickletools.genops`, which runs
+nothing) before unpickling, so that a length field larger than the file is refused before the
+unpickler allocates it.
 """
 
 from __future__ import annotations
 
 import io
 import pickle
+import pickletools
 from typing import Any
 
 import numpy as np
@@ -76,6 +79,8 @@ def parse_cifar_batch(
         (array([0, 4, 8], dtype=uint8), array([3, 4]))
     """
     try:
+        for _ in pickletools.genops(data):  # checks every length against the data's size
+            pass
         batch = _ArrayUnpickler(io.BytesIO(data), encoding="bytes").load()
     except Exception as err:  # a corrupt pickle can raise almost anything
         raise DataError(
@@ -85,7 +90,11 @@ def parse_cifar_batch(
     if not isinstance(batch, dict) or not {b"data", b"labels"} <= batch.keys():
         found = list(batch)[:10] if isinstance(batch, dict) else type(batch).__name__
         raise DataError(f"{source}: expected a dict with keys b'data' and b'labels', got {found}")
-    images, labels = batch[b"data"], np.asarray(batch[b"labels"])
+    images = batch[b"data"]
+    try:
+        labels = np.asarray(batch[b"labels"])
+    except (ValueError, TypeError, OverflowError) as err:  # ragged or mixed lists
+        raise DataError(f"{source}: b'labels' is not a flat list of integers ({err})") from None
     height, width, channels = image_shape
     row = height * width * channels
     if not isinstance(images, np.ndarray) or images.dtype != np.uint8 or images.ndim != 2:

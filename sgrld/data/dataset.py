@@ -8,7 +8,10 @@ import numpy as np
 
 from .errors import DataError
 
-__all__ = ["Dataset", "check_labels"]
+__all__ = ["FLOAT32_MAX", "Dataset", "check_labels"]
+
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+"""The largest ``float32``: a larger number in a data file would load as infinity."""
 
 
 class Dataset(NamedTuple):

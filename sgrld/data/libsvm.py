@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .dataset import FLOAT32_MAX
 from .errors import DataError, MissingDataError
 
 __all__ = ["load_libsvm", "parse_libsvm"]
@@ -25,6 +26,8 @@ def _number(token: str, what: str, where: str) -> float:
         raise DataError(f"{where}: {what} {token!r} is not a number") from None
     if not math.isfinite(value):
         raise DataError(f"{where}: {what} {token!r} is not finite")
+    if abs(value) > FLOAT32_MAX:  # the arrays are float32
+        raise DataError(f"{where}: {what} {token!r} is beyond float32's range (3.4e38)")
     return value
 
 
@@ -32,10 +35,9 @@ def _index(token: str, num_features: int, where: str) -> int:
     """The 0-based column of a 1-based ``token``, checked against ``[1, num_features]``."""
     if not (token.isascii() and token.isdigit()):
         raise DataError(f"{where}: feature index {token!r} is not a positive integer")
-    index = int(token)
-    if not 1 <= index <= num_features:
-        raise DataError(f"{where}: feature index {index} is outside [1, {num_features}]")
-    return index - 1
+    if len(token.lstrip("0")) > 18 or not 1 <= int(token) <= num_features:  # int() stops at 4300
+        raise DataError(f"{where}: feature index {token[:30]} is outside [1, {num_features}]")
+    return int(token) - 1
 
 
 def _parse_line(line: str, num_features: int, where: str) -> tuple[float, dict[int, float]]:
@@ -71,7 +73,8 @@ def parse_libsvm(
         ValueError: If ``num_features`` is not a positive integer.
         DataError: Naming the file and line, on text that is not ASCII/UTF-8, a token not of the
             form ``index:value``, an index that is not an integer in ``[1, d]`` or appears twice
-            in a line, a label or value that is not a finite number, or a file with no examples.
+            in a line, a label or value that is not a finite float32 number, or a file with no
+            examples.
 
     Example:
         >>> x, y = parse_libsvm(b"+1 1:0.5 3:2\\n-1 2:-1\\n", num_features=3)

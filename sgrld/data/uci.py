@@ -21,6 +21,7 @@ import re
 
 import numpy as np
 
+from .dataset import FLOAT32_MAX
 from .errors import DataError
 from .files import DataFiles
 
@@ -32,7 +33,8 @@ def parse_table(data: bytes, source: str) -> np.ndarray:
 
     Raises:
         DataError: if the text is empty, a row has another number of columns than the first,
-            an entry is not a number (``#`` starts no comment), or an entry is NaN or infinite.
+            an entry is not a number (``#`` starts no comment), or an entry is NaN, infinite or
+            beyond float32's range.
 
     Example:
         >>> parse_table(b"1 2\\n3 4.5\\n", "x").tolist()
@@ -47,6 +49,9 @@ def parse_table(data: bytes, source: str) -> np.ndarray:
     if not np.all(np.isfinite(table)):
         row = int(np.flatnonzero(~np.all(np.isfinite(table), axis=1))[0])
         raise DataError(f"{source}: row {row} holds a NaN or infinite value")
+    if np.any(np.abs(table) > FLOAT32_MAX):  # the loaders return float32
+        row = int(np.flatnonzero(np.any(np.abs(table) > FLOAT32_MAX, axis=1))[0])
+        raise DataError(f"{source}: row {row} holds a value beyond float32's range (3.4e38)")
     return table
 
 
@@ -136,8 +141,8 @@ def _read_columns(files: DataFiles, num_columns: int) -> tuple[np.ndarray, np.in
         )
     if target.size != 1 or target[0] in features:
         raise DataError(
-            f"{files.directory}: index_target.txt must name one column that is not a feature, "
-            f"got {target.tolist()} with features {features.tolist()}"
+            f"{files.directory}: index_target.txt must name one column that is not a feature "
+            f"(of index_features.txt), got {target.tolist()} with features {features.tolist()}"
         )
     return features, target[0]
 
