@@ -75,6 +75,13 @@ def test_int_is_accepted_for_float():
     assert c.sampler.learning_rate == 1.0 and isinstance(c.sampler.learning_rate, float)
 
 
+@pytest.mark.parametrize("decay", ["0.9", "inverse_sqrt"])
+def test_a_parameter_of_either_type_takes_both(decay):
+    """``fisher_diag(decay: float | str)``: a number or the name of the paper's schedule."""
+    c = load_config(None, ["sampler.metric=fisher_diag", f"sampler.metric_params.decay={decay}"])
+    assert c.sampler.metric_params == {"decay": 0.9 if decay == "0.9" else decay}
+
+
 @pytest.mark.parametrize(
     "overrides, words",
     [
@@ -95,6 +102,8 @@ def test_int_is_accepted_for_float():
         ("run.epochs=1 run.epochs.x=1", ["run.epochs", "not a table"]),
         ("sampler.metric_params.decay=0.9", ["of identity(): none"]),
         ("run.epochs", ["key=value"]),
+        ("sampler.metric=fisher_diag sampler.metric_params.decay=true", ["float or str"]),
+        ("sampler.metric=fisher_diag sampler.metric_params.examples=2.5", ["expected int"]),
     ],
 )
 def test_errors_name_the_bad_key(overrides, words):

@@ -101,7 +101,16 @@ def check_type(key: str, value: Any, annotation: Any) -> Any:
         if value is None:
             return None
         options = [a for a in typing.get_args(annotation) if a is not type(None)]
-        return check_type(key, value, options[0])
+        errors = []
+        for option in options:
+            try:
+                return check_type(key, value, option)
+            except ConfigError as err:
+                errors.append(err)
+        if len(errors) == 1:
+            raise errors[0]
+        expected = " or ".join(_type_name(option) for option in options)
+        raise ConfigError(f"{key}: expected {expected}, got {type(value).__name__} {value!r}")
     if value is None:
         raise ConfigError(f"{key}: a value is required (TOML has no null; leave the key out)")
     if origin is tuple:
@@ -114,6 +123,26 @@ def check_type(key: str, value: Any, annotation: Any) -> Any:
             raise ConfigError(f"{key}: expected a table of keyword arguments, got {value!r}")
         return dict(value)
     return _check_scalar(key, value, annotation)
+
+
+_SCALARS = (bool, int, float, str)
+
+
+def _declared_type(factory: Callable[..., Any], name: str, default: Any) -> Any:
+    """What keyword ``name`` of ``factory`` is checked against: its annotation where that is a
+    scalar or a union of scalars (``float | str``: either), else the type of its default (None:
+    unchecked here, the factory checks it)."""
+    try:
+        hint = typing.get_type_hints(factory).get(name)
+    except (NameError, TypeError):  # an annotation that does not resolve at run time
+        hint = None
+    union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+    options = typing.get_args(hint) if union else (hint,)
+    if hint is not None and all(o in _SCALARS or o is type(None) for o in options):
+        return hint
+    if default is inspect.Parameter.empty or default is None:
+        return None
+    return type(default)
 
 
 def check_kwargs(key: str, factory: Callable[..., Any], params: Mapping[str, Any]) -> None:
@@ -132,9 +161,9 @@ def check_kwargs(key: str, factory: Callable[..., Any], params: Mapping[str, Any
     for name, value in params.items():
         if name not in signature.parameters:
             raise unknown_key(f"{key}.{name}", valid, f"[{key}] of {factory.__name__}()")
-        default = signature.parameters[name].default
-        if default is not inspect.Parameter.empty and default is not None:
-            check_type(f"{key}.{name}", value, type(default))
+        expected = _declared_type(factory, name, signature.parameters[name].default)
+        if expected is not None:
+            check_type(f"{key}.{name}", value, expected)
     try:
         factory(**params)
     except (TypeError, ValueError) as err:

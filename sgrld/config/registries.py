@@ -5,8 +5,8 @@ the factories on the first lookup: validating ``prior.kind`` needs no Flax, and 
 (whose models import Flax) loads only when a prior is built or its ``params`` are checked.
 
 Example:
-    >>> "horseshoe" in PRIORS, sorted(METRICS)[:2]
-    (True, ['identity', 'monge'])
+    >>> "horseshoe" in PRIORS, sorted(METRICS)[:4]
+    (True, ['fisher_diag', 'fisher_full', 'fisher_qdiag', 'identity'])
     >>> METRICS["monge"].__name__
     'monge'
 """
