@@ -9,13 +9,25 @@ and its configuration load on first use, so ``import sgrld`` imports neither Fla
 import importlib
 from typing import Any
 
-from sgrld import correction, engine, integrators, metrics, noise, per_example, preconditioning
+from sgrld import (
+    correction,
+    engine,
+    integrators,
+    metrics,
+    noise,
+    per_example,
+    preconditioning,
+    schedules,
+)
 from sgrld.adam_sgld import AdamSGLDState, adam_sgld
 from sgrld.arviz_export import to_arviz
+from sgrld.momentum import MomentumInfo
 from sgrld.potential import Potential, potential
 from sgrld.results import RunSamples, load_samples
 from sgrld.sampler import Sampler, SGRLDInfo, SGRLDState, riemannian_langevin, sgrld
 from sgrld.sampling import DivergenceError, Samples, minibatch_fn, sample
+from sgrld.sghmc import SGHMCState, sghmc
+from sgrld.sgnht import SGNHTState, sgnht
 
 _LAZY = (
     "bnn",
@@ -35,11 +47,14 @@ __all__ = [
     "AdamSGLDState",
     "adam_sgld",
     "DivergenceError",
+    "MomentumInfo",
     "Potential",
     "RunSamples",
     "Sampler",
     "SGRLDInfo",
     "SGRLDState",
+    "SGHMCState",
+    "SGNHTState",
     "Samples",
     "correction",
     "engine",
@@ -53,6 +68,9 @@ __all__ = [
     "preconditioning",
     "riemannian_langevin",
     "sample",
+    "schedules",
+    "sghmc",
+    "sgnht",
     "sgrld",
     "to_arviz",
     *_LAZY,

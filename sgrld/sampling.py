@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from sgrld.divergence import ADVICE, first_divergence, leaf_names
-from sgrld.engine import Chunk, Engine, chain_keys, num_kept, random_batches
+from sgrld.engine import Chunk, Engine, chain_keys, count_kept, random_batches
 from sgrld.sampler import Sampler
 
 PyTree = Any
@@ -86,6 +86,21 @@ def _chunk_steps(num_samples: int, thin: int, burn_in: int, chunks: int) -> list
     return [n * thin + (burn_in if i == 0 else 0) for i, n in enumerate(sizes)]
 
 
+def _steps_to_keep(num_samples: int, start: int, burn_in: int, thin: int, keep: Callable) -> int:
+    """Steps from ``start`` until ``num_samples`` steps pass burn-in, thinning and ``keep``."""
+    total = burn_in + num_samples * thin
+    while count_kept(start, start + total, start + burn_in, thin, keep) < num_samples:
+        if total > 2**30:
+            raise ValueError(f"keep selects fewer than num_samples={num_samples} steps")
+        total *= 2
+    low, high = burn_in, total  # the smallest total with num_samples kept steps, by bisection
+    while low < high:
+        mid = (low + high) // 2
+        enough = count_kept(start, start + mid, start + burn_in, thin, keep) >= num_samples
+        low, high = (low, mid) if enough else (mid + 1, high)
+    return low
+
+
 def _collect(chunks: list[Chunk], single: bool) -> tuple[PyTree, Any]:
     """The used slots of every chunk, concatenated: leaves ``[K, S, ...]`` (``[S, ...]`` if
     ``single``)."""
@@ -112,6 +127,7 @@ def sample(
     state: Any = None,
     progress: bool = False,
     num_chunks: int | None = None,
+    keep: Callable[[Any], Any] | None = None,
 ) -> Samples:
     """Draw thinned samples: ``burn_in`` steps, then ``num_samples × thin`` steps keeping every
     ``thin``-th, on the chain engine (see the module docstring).
@@ -128,6 +144,9 @@ def sample(
       state: a sampler state to continue from (with a leading chain axis if ``num_chains``).
       progress: show a progress bar with an ETA.
       num_chunks: number of jitted calls the run is split into.
+      keep: an extra predicate ``step -> bool`` on the global step that a kept step must pass
+        (:class:`sgrld.engine.Engine`), e.g. a cyclical schedule's sampling phase
+        (:attr:`sgrld.schedules.Cyclical.keep`); the run lasts until ``num_samples`` are kept.
 
     Returns:
       :class:`Samples`.
@@ -144,7 +163,9 @@ def sample(
     chains = _check(num_samples, thin, burn_in, num_chains)
     state = _chain_states(sampler, params, state, chains, single=num_chains is None)
     start = int(np.asarray(state.step).reshape(-1)[0])
-    engine = Engine(sampler, random_batches(batch_fn), burn_in=start + burn_in, thin=thin)
+    engine = Engine(
+        sampler, random_batches(batch_fn), burn_in=start + burn_in, thin=thin, keep=keep
+    )
     kept: list[Chunk] = []
 
     def collect(i, carry, chunk, seconds):
@@ -152,7 +173,11 @@ def sample(
         return bool(np.all(np.asarray(carry.diverged_step) >= 0))
 
     chunks = max(1, min(int(num_chunks or (20 if progress else 1)), num_samples))
-    steps = _chunk_steps(num_samples, thin, burn_in, chunks)
+    if keep is None:
+        steps = _chunk_steps(num_samples, thin, burn_in, chunks)
+    else:
+        total = _steps_to_keep(num_samples, start, burn_in, thin, keep)
+        steps = [len(part) for part in np.array_split(np.arange(total), chunks) if len(part)]
     carry = engine.run(
         engine.init(state),
         chain_keys(key, chains),
@@ -168,7 +193,7 @@ def sample(
         jax.tree.map(single, carry.state),
         single(carry.diverged_step),
     )
-    _raise_if_diverged(carry, out, start, burn_in, thin)
+    _raise_if_diverged(carry, out, start, burn_in, thin, keep)
     return out
 
 
@@ -196,12 +221,14 @@ def _chain_states(sampler: Sampler, params: PyTree, state: Any, chains: int, sin
     return jax.tree.map(lambda x: x[None], state) if single else state
 
 
-def _raise_if_diverged(carry: Any, out: Samples, start: int, burn_in: int, thin: int) -> None:
+def _raise_if_diverged(
+    carry: Any, out: Samples, start: int, burn_in: int, thin: int, keep: Callable | None
+) -> None:
     """A :class:`DivergenceError` naming the first chain, step and leaf that went non-finite."""
     bad = first_divergence(carry, leaf_names(jax.tree.map(lambda x: x[0], carry.state.params)))
     if bad is None:
         return
-    n_ok = num_kept(start, bad.step, start + burn_in, thin)
+    n_ok = count_kept(start, bad.step, start + burn_in, thin, keep)
     raise DivergenceError(
         f"chain {bad.chain} produced a NaN/inf at step {bad.step} (in parameter {bad.leaf}); "
         f"{bad.count} of {bad.num_chains} chains diverged. Its {n_ok} sample(s) taken "

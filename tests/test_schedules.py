@@ -1,0 +1,100 @@
+"""Schedules (constant, polynomial, cyclical) and the engine's keep predicate for cyclical
+collection. Deterministic: no failure budget needed."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import sgrld
+from sgrld import schedules
+from sgrld.engine import Engine, chain_keys, count_kept, is_kept, random_batches
+
+
+def test_values():
+    assert float(schedules.constant(0.3)(10)) == pytest.approx(0.3)
+    p = schedules.polynomial(0.1, offset=10.0, power=0.55)
+    t = np.arange(50)
+    np.testing.assert_allclose(jax.vmap(p)(t), 0.1 * (1 + t / 10) ** -0.55, rtol=1e-6)
+    c = schedules.cyclical(1.0, num_steps=100, num_cycles=4, exploration=0.8, temperature=0.5)
+    lr = np.asarray(jax.vmap(c.learning_rate)(jnp.arange(100)))
+    r = (np.arange(100) % 25) / 25
+    np.testing.assert_allclose(lr, 0.5 * (np.cos(np.pi * r) + 1), rtol=1e-5, atol=1e-6)
+    keep = np.asarray(jax.vmap(c.keep)(jnp.arange(100)))
+    np.testing.assert_array_equal(keep, r >= 0.8)
+    temp = np.asarray(jax.vmap(c.temperature)(jnp.arange(100)))
+    np.testing.assert_array_equal(temp, np.where(r >= 0.8, 0.5, 0.0))
+    assert c.cycle_length == 25
+
+
+@pytest.mark.parametrize(
+    "call,match",
+    [
+        (lambda: schedules.cyclical(0.1, num_steps=100, num_cycles=0), "num_cycles"),
+        (lambda: schedules.cyclical(0.1, num_steps=0, num_cycles=1), "num_steps"),
+        (lambda: schedules.cyclical(0.1, num_steps=3, num_cycles=4), "num_cycles"),
+        (lambda: schedules.cyclical(0.1, num_steps=9, num_cycles=2, exploration=1), "exploration"),
+        (lambda: schedules.cyclical(-0.1, num_steps=9, num_cycles=2), "value"),
+        (lambda: schedules.cyclical(0.1, num_steps=9, num_cycles=2, temperature=-1), "temperature"),
+        (lambda: schedules.polynomial(0.1, power=-1.0), "power"),
+        (lambda: schedules.polynomial(0.1, offset=0.0), "offset"),
+        (lambda: schedules.constant(float("nan")), "value"),
+    ],
+)
+def test_bad_input_names_the_argument(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_count_kept_matches_is_kept():
+    keep = lambda s: (s % 7) >= 3
+    for start, stop, burn, thin in [(0, 60, 5, 2), (13, 41, 0, 3), (10, 10, 0, 1)]:
+        expected = sum(bool(is_kept(s, burn, thin)) and bool(keep(s)) for s in range(start, stop))
+        assert count_kept(start, stop, burn, thin, keep) == expected
+        assert count_kept(start, stop, burn, thin, None) == sum(
+            bool(is_kept(s, burn, thin)) for s in range(start, stop)
+        )
+
+
+def _engine_run(keep, num_steps=40):
+    t = sgrld.targets.standard_normal()
+    s = sgrld.sgrld(t.potential, sgrld.metrics.identity(), learning_rate=0.1, num_data=1)
+    engine = Engine(s, random_batches(t.batch_fn), burn_in=4, thin=2, keep=keep)
+    carry = engine.init(s.init(t.init_params), num_chains=2)
+    return engine.run_chunk(carry, chain_keys(jax.random.key(0), 2), None, start=0,
+                            num_steps=num_steps)  # fmt: skip
+
+
+def test_engine_keep_predicate():
+    c = schedules.cyclical(0.1, num_steps=40, num_cycles=4, exploration=0.5)
+    carry, chunk, _ = _engine_run(c.keep)
+    steps = np.asarray(chunk.steps)
+    assert steps.tolist() == [s for s in range(40) if s >= 4 and (s - 3) % 2 == 0 and s % 10 >= 5]
+    # the default rule is unchanged, and an always-true predicate keeps the same samples
+    base_carry, base, _ = _engine_run(None)
+    _, always, _ = _engine_run(lambda s: s >= 0)
+    for a, b in zip(jax.tree.leaves(base), jax.tree.leaves(always), strict=True):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(carry.state.params, base_carry.state.params)
+
+
+def test_cyclical_sghmc_collects_only_in_sampling_phases():
+    """cSGHMC end to end: ``sample(..., keep=c.keep)`` returns samples from sampling phases only,
+    and the exploration phases run at temperature 0 (the learning rate is cosine)."""
+    t = sgrld.targets.standard_normal()
+    c = schedules.cyclical(0.2, num_steps=200, num_cycles=4, exploration=0.6)
+    s = sgrld.sghmc(
+        t.potential, learning_rate=c.learning_rate, temperature=c.temperature, num_data=1,
+        friction=0.5,
+    )  # fmt: skip
+    out = sgrld.sample(jax.random.key(0), s, t.init_params, t.batch_fn, num_samples=60,
+                       num_chains=2, keep=c.keep, num_chunks=3)  # fmt: skip
+    assert out.params.shape == (2, 60) and int(out.state.step[0]) == 150  # 3 cycles of 20 kept
+    assert np.all(np.asarray(out.info.kinetic) > 0)
+    lrs = np.asarray(out.info.learning_rate[0])
+    positions = (np.arange(150)[np.asarray(jax.vmap(c.keep)(jnp.arange(150)))] % 50) / 50
+    np.testing.assert_allclose(lrs, 0.1 * (np.cos(np.pi * positions) + 1), rtol=1e-5)
+    with pytest.raises(TypeError, match="keep"):
+        Engine(s, random_batches(t.batch_fn), keep=3)
