@@ -2,8 +2,9 @@
 ``sgrld export`` / ``sgrld diagnose`` of a results folder.
 
 Exit codes: 0 success; 1 a chain diverged (results so far are written); 2 a bad configuration,
-missing/corrupt data, or a folder that holds no samples (the message says which key or file);
-130 interrupted with Ctrl-C (results so far are written).
+missing/corrupt data, a folder that holds no samples, or (``sgrld run``) a results folder that
+already holds a run, or a ``--resume`` whose configuration differs (the message says which key or
+file); 130 interrupted with Ctrl-C or SIGTERM (results so far and a checkpoint are written).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import importlib
 import json
 import sys
 import textwrap
+from pathlib import Path
 
 from sgrld import arviz_export, diagnostics, report, runner
 from sgrld.config import Config, ConfigError, load_config, to_toml
@@ -67,7 +69,8 @@ examples:
 Results go to a folder (--out): the resolved configuration (config.toml, config.json), one JSON
 line per epoch (metrics.jsonl), summary.json and curves.png. Data sets are read from --data-dir,
 else $SGRLD_DATA_DIR, else ~/.cache/sgrld/data; nothing is downloaded. Ctrl-C stops a run after
-writing what it has.
+writing what it has; so does SIGTERM. A run writes a checkpoint every run.checkpoint_every epochs:
+`sgrld run --resume OUT` continues it; a folder that holds a run needs --resume or --overwrite.
 """
 
 
@@ -114,6 +117,18 @@ def build_parser() -> argparse.ArgumentParser:
         "value; repeatable)",
     )
     run.add_argument("--out", help="results folder (default: out.folder of the configuration)")
+    again = run.add_mutually_exclusive_group()
+    again.add_argument(
+        "--resume",
+        metavar="OUT",
+        help="continue the run in OUT from its newest checkpoint (its config.toml unless a "
+        "configuration is given, which must be the same)",
+    )
+    again.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the run already in the results folder (without it, sgrld run refuses)",
+    )
 
     demo = sub.add_parser(
         "demo",
@@ -162,13 +177,23 @@ def _reproduction(module: str) -> Reproduction:
 def run_command(args: argparse.Namespace) -> int:
     """``sgrld run``: load the configuration, run it, print the final scores, plot the curves."""
     overrides = list(args.overrides)
-    if args.out:
-        overrides.append(f"out.folder={json.dumps(args.out)}")
-    config = load_config(args.config, overrides)
+    out = args.resume or args.out
+    if args.resume and args.out and Path(args.out) != Path(args.resume):
+        raise ConfigError(f"--out {args.out} and --resume {args.resume} name different folders")
+    if out:
+        overrides.append(f"out.folder={json.dumps(out)}")
+    path = args.config
+    if args.resume and path is None and not args.overrides:
+        path = Path(args.resume) / "config.toml"
+        if not path.is_file():
+            raise ResultsError(f"--resume {args.resume}: no run to resume there (no config.toml)")
+    config = load_config(path, overrides)
     console = report.console()
-    name = args.config or "the default configuration"
-    console.print(f"Running {name} -> {config.out.folder}")
-    result = run_config(config, progress=True)
+    name = str(path) if path else "the default configuration"
+    verb = "Resuming" if args.resume else "Running"
+    console.print(f"{verb} {name} -> {config.out.folder}")
+    existing = "resume" if args.resume else "overwrite" if args.overwrite else "refuse"
+    result = run_config(config, existing=existing, progress=True)
     if result.records:
         report.plot_curves({config.sampler.metric: result.records}, result.out / "curves.png")
         row = report.summary_row(result, metric=config.sampler.metric)
@@ -214,6 +239,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, DataError, ResultsError) as err:
         print(f"sgrld: error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # before a run started (while loading data) or a second Ctrl-C
+        print("sgrld: interrupted", file=sys.stderr)
+        return runner.EXIT_CODES["interrupted"]
 
 
 if __name__ == "__main__":

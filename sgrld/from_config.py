@@ -14,15 +14,17 @@ Example:
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Literal
 
 import jax.numpy as jnp
 
 import sgrld
-from sgrld import bnn
+from sgrld import bnn, checkpoint, run_folder
 from sgrld.config import METRICS, PRIORS, Config, ConfigError, write_config
 from sgrld.data import DATASETS, DataError, load_dataset
+from sgrld.results import ResultsError
 from sgrld.runner import Experiment, Result, Schedule, run
 
 
@@ -135,10 +137,45 @@ def schedule_of(config: Config) -> Schedule:
     return Schedule(r.epochs, config.data.batch_size, r.burn_in, r.thin, r.chains, r.seed)
 
 
+RESUME_IGNORES = ("out.folder", "run.checkpoint_every")
+"""Keys that may differ between a run and its resumption (they change no result)."""
+
+
+def check_resumable(config: Config, folder: Path) -> checkpoint.Saved | None:
+    """The checkpoint to resume the run in ``folder`` from (``None``: it has none yet, so the run
+    starts over), after checking that ``config`` is the run's configuration.
+
+    Raises:
+        sgrld.results.ResultsError: ``folder`` holds no run, or no checkpoint that verifies.
+        ConfigError: the run's configuration differs, naming the keys.
+    """
+    saved = checkpoint.latest(folder)
+    if saved is not None:
+        before = saved.info["meta"].get("config", {})
+    elif (folder / "config.json").is_file():
+        before = json.loads((folder / "config.json").read_text())
+    else:
+        raise ResultsError(f"--resume {folder}: no run to resume there (no config.json)")
+    now = config.to_dict()
+    for tree in (before, now):
+        for key in RESUME_IGNORES:
+            section, name = key.split(".")
+            tree.get(section, {}).pop(name, None)
+    differ = checkpoint.differences(before, now)
+    if differ:
+        raise ConfigError(
+            f"--resume {folder}: the run there has another configuration: {'; '.join(differ)}. "
+            "Resume with its configuration (give none: its config.toml is used), or start "
+            "afresh with --overwrite"
+        )
+    return saved
+
+
 def run_config(
     config: Config,
     out: str | Path | None | Literal["config"] = "config",
     *,
+    existing: Literal["refuse", "overwrite", "resume"] = "overwrite",
     progress: bool = False,
     label: str | None = None,
 ) -> Result:
@@ -151,6 +188,9 @@ def run_config(
         config: a validated configuration.
         out: the results folder; ``"config"`` uses ``config.out.folder``; ``None`` writes nothing
             (then ``run.save_samples`` must be false).
+        existing: an earlier run in the folder is refused (``"refuse"``), replaced
+            (``"overwrite"``: its files are removed first) or continued from its newest
+            checkpoint (``"resume"``, :func:`check_resumable`).
         progress: show a progress bar.
         label: the progress bar's description (default: the metric's name).
 
@@ -158,8 +198,16 @@ def run_config(
         The :class:`Result` of :func:`run`.
     """
     folder = Path(config.out.folder) if out == "config" else out
+    folder = None if folder is None else Path(folder)
+    saved, files = None, run_folder.RUN_FILES + run_folder.CONFIG_FILES
+    if existing == "resume" and folder is not None:
+        saved = check_resumable(config, folder)
+    elif existing == "refuse" and folder is not None:
+        run_folder.clear(folder, existing, files)  # before the data loads; it removes nothing
     experiment = build_experiment(config)
-    if folder is not None:
+    if folder is not None and existing != "resume":
+        folder.mkdir(parents=True, exist_ok=True)
+        run_folder.clear(folder, existing, files)
         write_config(config, folder)
     return run(
         experiment,
@@ -169,4 +217,7 @@ def run_config(
         curvature=config.run.curvature,
         progress=progress,
         label=label or config.sampler.metric,
+        existing="refuse" if existing == "refuse" else "overwrite",
+        resume=saved,
+        checkpoint_every=config.run.checkpoint_every,
     )

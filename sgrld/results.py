@@ -1,11 +1,12 @@
 """Files of a results folder: ``metrics.jsonl``, ``summary.json`` and the saved samples.
 
-JSON is strict (no NaN: a non-finite float is written as ``null``). Samples are written one
-``samples/epoch_EEEE.npz`` per epoch, holding the global ``step`` of each sample ``[S]``, its
-``valid`` mask ``[S, chains]``, one array ``params/NAME`` ``[S, chains, ...]`` per parameter leaf
-and one array ``stats/FIELD`` ``[S, chains]`` per field of the sampler's ``info`` at the kept
-step. ``samples/params.json`` names the leaves by their pytree paths, so :func:`load_samples`
-rebuilds the parameters with no template.
+JSON is strict (no NaN: a non-finite float is written as ``null``). Every file but
+``metrics.jsonl`` (appended line by line) is written atomically (:mod:`sgrld.atomic`). Samples
+are written one ``samples/epoch_EEEE.npz`` per epoch, holding the global ``step`` of each sample
+``[S]``, its ``valid`` mask ``[S, chains]``, one array ``params/NAME`` ``[S, chains, ...]`` per
+parameter leaf and one array ``stats/FIELD`` ``[S, chains]`` per field of the sampler's ``info``
+at the kept step. ``samples/params.json`` names the leaves by their pytree paths, so
+:func:`load_samples` rebuilds the parameters with no template.
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ from __future__ import annotations
 import json
 import math
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import jax
 import numpy as np
 
+from sgrld import atomic
 from sgrld.engine import Chunk
 from sgrld.summaries import ENGINE_FIELDS
 
@@ -71,14 +74,24 @@ def json_safe(value: Any) -> Any:
 
 
 def write_json(path: str | Path, value: Any) -> None:
-    """Write ``value`` as indented JSON, with non-finite floats as ``null``."""
-    Path(path).write_text(json.dumps(json_safe(value), indent=2, allow_nan=False) + "\n")
+    """Write ``value`` as indented JSON, with non-finite floats as ``null`` (atomically)."""
+    atomic.write_text(path, json.dumps(json_safe(value), indent=2, allow_nan=False) + "\n")
 
 
-def append_record(path: str | Path, record: dict[str, Any]) -> None:
+def record_line(record: Mapping[str, Any]) -> str:
+    """``record`` as one line of ``metrics.jsonl``.
+
+    Example:
+        >>> record_line({"epoch": 1, "test_ece": float("nan")})
+        '{"epoch": 1, "test_ece": null}\\n'
+    """
+    return json.dumps(json_safe(dict(record)), allow_nan=False) + "\n"
+
+
+def append_record(path: str | Path, record: Mapping[str, Any]) -> None:
     """Append ``record`` as one JSON line to ``path`` (``metrics.jsonl``)."""
     with Path(path).open("a") as f:
-        f.write(json.dumps(json_safe(record), allow_nan=False) + "\n")
+        f.write(record_line(record))
 
 
 def leaf_paths(params: PyTree, empty: bool = False) -> list[KeyPath]:
@@ -108,7 +121,7 @@ def path_name(path: KeyPath) -> str:
 
 def write_samples(folder: Path, epoch: int, chunk: Chunk) -> None:
     """Write one epoch's kept samples to ``folder/epoch_EEEE.npz`` (nothing if it kept none),
-    and the leaves' paths to ``folder/params.json``."""
+    and the leaves' paths to ``folder/params.json``, each atomically (:mod:`sgrld.atomic`)."""
     steps = np.asarray(chunk.steps)
     used = steps >= 0
     if not used.any():
@@ -122,13 +135,14 @@ def write_samples(folder: Path, epoch: int, chunk: Chunk) -> None:
     stats = {k: v for k, v in chunk.info._asdict().items() if k not in ENGINE_FIELDS}
     empty = [list(p) for p in leaf_paths(chunk.params, empty=True)]
     write_json(folder / "params.json", {"paths": [list(p) for p in paths], "empty": empty})
-    np.savez(
-        folder / f"epoch_{epoch:04d}.npz",
-        step=steps[used],
-        valid=np.asarray(chunk.valid)[used],
-        **{f"params/{n}": np.asarray(x)[used] for n, x in leaves.items()},
-        **{f"stats/{k}": np.asarray(v)[used] for k, v in stats.items()},
-    )
+    with atomic.replacing(folder / f"epoch_{epoch:04d}.npz") as f:
+        np.savez(
+            f,
+            step=steps[used],
+            valid=np.asarray(chunk.valid)[used],
+            **{f"params/{n}": np.asarray(x)[used] for n, x in leaves.items()},
+            **{f"stats/{k}": np.asarray(v)[used] for k, v in stats.items()},
+        )
 
 
 def nested(paths: list[KeyPath], leaves: list[Any], empty: list[KeyPath] = ()) -> PyTree:

@@ -20,8 +20,11 @@ How a run works (:func:`run`):
   Compilation happens before the first epoch and is reported as ``compile_s``.
 * A chain whose update produces a NaN/inf keeps its last finite state and takes no more samples;
   the run stops after that epoch with a message naming the epoch, step, chain and parameter leaf.
-  Ctrl-C stops the run (an epoch in flight is discarded). Either way everything computed so far
-  is on disk and :class:`Result` says what happened.
+  Ctrl-C or SIGTERM stops the run after the epoch in flight (a second one at once, discarding
+  it). Either way everything computed so far is on disk and :class:`Result` says what happened.
+* A checkpoint (:mod:`sgrld.checkpoint`) is written every ``checkpoint_every`` epochs and when the
+  run ends; ``run(..., resume=sgrld.checkpoint.latest(out))`` continues the run in ``out`` with
+  the same records and samples as an uninterrupted run (:mod:`sgrld.run_folder`).
 * ``save_samples=True`` writes each epoch's samples to ``samples/epoch_EEEE.npz``
   (:func:`sgrld.load_samples` reads them back, with no template).
 
@@ -40,8 +43,9 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import math
-import time
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -52,8 +56,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sgrld import divergence, records, results, scoring
+from sgrld import checkpoint, divergence, interrupts, records, results, run_folder, scoring
 from sgrld import engine as eng
+from sgrld.epoch_writer import EpochWriter
 from sgrld.sampler import Sampler
 
 PyTree = Any
@@ -238,22 +243,6 @@ def _warn_buffer(slots: int, params: PyTree) -> None:
         )
 
 
-def _compile(setup: _Setup) -> tuple[Callable, float]:
-    """Compile the epoch's chunk and scoring functions; return the scorer and the seconds."""
-    start = time.perf_counter()
-    slots = setup.engine.slots(setup.steps)
-    chunk = setup.engine.compile(
-        setup.carry, setup.keys, setup.train, num_steps=setup.steps, slots=slots
-    )
-    chunk_out = chunk.out_info[1]
-    score = (
-        jax.jit(setup.score_fn)
-        .lower(setup.scores, chunk_out, setup.curvature_keys, setup.eval_sets)
-        .compile()
-    )
-    return score, time.perf_counter() - start
-
-
 def _divergence_message(bad: divergence.Divergence, steps: int, out: Path | None) -> str:
     where = f" Results so far are in {out}." if out is not None else ""
     many = f" ({bad.count} chains diverged)" if bad.count > 1 else ""
@@ -265,63 +254,40 @@ def _divergence_message(bad: divergence.Divergence, steps: int, out: Path | None
     )
 
 
-class _Epochs:
-    """The per-epoch callback of the engine: score the epoch's samples, record, write."""
-
-    def __init__(self, setup: _Setup, out: Path | None, save_samples: bool, curvature: bool):
-        self.setup, self.out, self.save, self.curvature = setup, out, save_samples, curvature
-        self.score: Callable | None = None
-        self.compile_s = math.nan
-        self.scores = setup.scores
-        self.records: list[dict[str, Any]] = []
-        self.state = None
-        self.cpu = time.process_time()
-
-    def compile(self) -> None:
-        """Compile the epoch's chunk and scoring functions (timed as ``compile_s``)."""
-        self.score, self.compile_s = _compile(self.setup)
-        self.cpu = time.process_time()
-
-    def __call__(self, epoch: int, carry: eng.Carry, chunk: eng.Chunk, sample_s: float) -> bool:
-        s = self.setup
-        start = time.perf_counter()
-        scores, values = jax.block_until_ready(
-            self.score(self.scores, chunk, s.curvature_keys, s.eval_sets)
+def _restore(setup: _Setup, saved: checkpoint.Saved, schedule: Schedule) -> _Setup:
+    """The setup with the carry, ensembles and keys of a checkpoint of the same schedule."""
+    differ = checkpoint.differences(saved.info["schedule"], vars(schedule))
+    if differ:
+        raise checkpoint.CheckpointError(
+            f"checkpoint {saved.path} has another schedule: {', '.join(differ)}"
         )
-        eval_s = time.perf_counter() - start
-        cpu, self.cpu = self.cpu, time.process_time()
-        seconds = {
-            "epoch_s": sample_s + eval_s,
-            "sample_s": sample_s,
-            "eval_s": eval_s,
-            "epoch_cpu_s": self.cpu - cpu,
-        }
-        previous = self.records[-1]["samples"] if self.records else 0
-        rec = records.record(epoch, s.steps, scores, previous, chunk, values, carry, seconds)
-        if self.curvature:
-            total = float(np.sum(np.asarray(scores.curvature_sum)))
-            rec["curvature"] = total / rec["samples"] if rec["samples"] else math.nan
-        self.scores, self.state = scores, carry.state
-        self.records.append(rec)
-        if self.out is not None:
-            results.append_record(self.out / "metrics.jsonl", rec)
-            if self.save:
-                results.write_samples(self.out / "samples", epoch + 1, chunk)
-        return bool(np.any(np.asarray(carry.diverged_step) >= 0))
+    trees = {name: getattr(setup, name) for name in ("carry", "scores", "keys")}
+    return dataclasses.replace(
+        setup, **{name: checkpoint.restore(saved, name, tree) for name, tree in trees.items()}
+    )
 
 
 def _run_epochs(
-    setup: _Setup, epochs: _Epochs, num_epochs: int, out: Path | None, progress: bool, label: str
+    setup: _Setup,
+    epochs: EpochWriter,
+    num_epochs: int,
+    out: Path | None,
+    progress: bool,
+    label: str,
 ) -> tuple[Status, str]:
-    """Compile, then run the epochs on the engine; return the status and its message."""
+    """Compile, then run the epochs left on the engine; return the status and its message."""
+    final = None
     with eng.single_threaded_blas():
         try:
             epochs.compile()
+            diverged = bool(np.any(np.asarray(setup.carry.diverged_step) >= 0))
+            left = 0 if diverged or epochs.stop.signal else num_epochs - epochs.first
             final = setup.engine.run(
                 setup.carry,
                 setup.keys,
                 setup.train,
-                [setup.steps] * num_epochs,
+                [setup.steps] * left,
+                start=epochs.first * setup.steps,
                 callback=epochs,
                 progress=progress,
                 label=label,
@@ -329,8 +295,13 @@ def _run_epochs(
                 exact_slots=False,
             )
         except KeyboardInterrupt:
-            where = f"; partial results in {out}" if out is not None else ""
-            return "interrupted", f"interrupted after epoch {len(epochs.records)}{where}"
+            pass
+    with contextlib.suppress(KeyboardInterrupt):  # a second signal skips only the checkpoint
+        epochs.checkpoint()
+    where = f"; partial results in {out}" if out is not None else ""
+    if final is None or (epochs.stop.signal and len(epochs.records) < num_epochs):
+        by = " by SIGTERM" if epochs.stop.signal == "SIGTERM" else ""
+        return "interrupted", f"interrupted{by} after epoch {len(epochs.records)}{where}"
     bad = divergence.first_divergence(final, setup.names)
     if bad is not None:
         return "diverged", _divergence_message(bad, setup.steps, out)
@@ -349,13 +320,18 @@ def run(
     curvature_points: int = 1000,
     progress: bool = False,
     label: str = "sampling",
+    existing: run_folder.Existing = "overwrite",
+    resume: checkpoint.Saved | None = None,
+    checkpoint_every: int = 1,
 ) -> Result:
     """Run SGRLD chains over epochs of shuffled minibatches and score the thinned samples online.
 
     See the module docstring for the scheme. Files written to ``out`` (if given):
     ``metrics.jsonl`` (one JSON line per epoch, appended as each completes,
-    :func:`sgrld.records.record`) and ``summary.json`` (also after a divergence or an
-    interruption); with ``save_samples``, ``samples/epoch_EEEE.npz``.
+    :func:`sgrld.records.record`), ``summary.json`` (``"running"`` until the run ends, also after
+    a divergence or an interruption), checkpoints (:mod:`sgrld.checkpoint`); with
+    ``save_samples``, ``samples/epoch_EEEE.npz``. SIGINT and SIGTERM stop the run after the
+    epoch in flight (:mod:`sgrld.interrupts`), with a checkpoint and the summary.
     Each record's ``epoch_s`` (wall time of the epoch) = ``sample_s`` (the sampling chunk) +
     ``eval_s`` (scoring the epoch's samples); ``epoch_cpu_s`` is the CPU time the process used
     meanwhile, over all cores. The summary adds ``compile_s`` and medians over epochs.
@@ -371,28 +347,41 @@ def run(
         curvature_points: test points used for the curvature.
         progress: show a progress bar with an ETA over epochs and steps.
         label: the progress bar's description.
+        existing: what to do with an earlier run's files in ``out``: ``"refuse"`` or
+            ``"overwrite"`` (remove them first; :mod:`sgrld.run_folder`).
+        resume: continue the run in ``out`` from this checkpoint (:func:`sgrld.checkpoint.latest`)
+            instead; the records and samples are those of an uninterrupted run.
+        checkpoint_every: write a checkpoint after every this many epochs (and when the run ends).
 
     Returns:
         A :class:`Result`; ``status`` is ``"diverged"`` or ``"interrupted"`` when the run stopped
         early, with ``message`` saying where and why. It does not raise for either.
 
     Raises:
-        ValueError: for ``save_samples`` without ``out``, a batch larger than the training set,
-            or ``curvature`` without a ``"test"`` set.
+        ValueError: for ``save_samples`` or ``resume`` without ``out``, a batch larger than the
+            training set, or ``curvature`` without a ``"test"`` set.
+        sgrld.results.ResultsError: ``out`` holds a run and ``existing="refuse"``
+            (:class:`sgrld.checkpoint.CheckpointError`: ``resume`` is of another schedule or model).
     """
-    if save_samples and out is None:
-        raise ValueError("save_samples=True needs an out folder")
+    for name, value in (("save_samples=True", save_samples), ("resume", resume)):
+        if value and out is None:
+            raise ValueError(f"{name} needs an out folder")
     if curvature and "test" not in experiment.eval_sets:
         raise ValueError("curvature=True scores the 'test' evaluation set, which is missing")
-    setup = _prepare(experiment, schedule, curvature, curvature_points)
-    out = None if out is None else Path(out)
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "metrics.jsonl").write_text("")
-    epochs = _Epochs(setup, out, save_samples, curvature)
-    status, message = _run_epochs(setup, epochs, schedule.epochs, out, progress, label)
-    result = Result(status, message, epochs.records, epochs.compile_s, epochs.state, out, {})
-    result.summary = records.summary(result, schedule, setup.steps, experiment.meta)
-    if out is not None:
-        results.write_json(out / "summary.json", result.summary)
+    with interrupts.stop_on_signals() as stop:
+        setup = _prepare(experiment, schedule, curvature, curvature_points)
+        if resume is not None:
+            setup = _restore(setup, resume, schedule)
+        out = None if out is None else Path(out)
+        if out is not None:
+            run_folder.start(out, existing, resume, experiment.meta)
+        info = {"schedule": vars(schedule), "meta": experiment.meta}
+        epochs = EpochWriter(
+            setup, out, save_samples, curvature, stop, info, checkpoint_every, resume
+        )
+        status, message = _run_epochs(setup, epochs, schedule.epochs, out, progress, label)
+        result = Result(status, message, epochs.records, epochs.compile_s, epochs.state, out, {})
+        result.summary = records.summary(result, schedule, setup.steps, experiment.meta)
+        if out is not None:
+            results.write_json(out / "summary.json", result.summary)
     return result

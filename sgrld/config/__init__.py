@@ -55,6 +55,7 @@ batches of 100, burn-in 1000 minibatches, a sample every 100 minibatches, 400 ep
     seed = 0
     save_samples = false
     curvature = false
+    checkpoint_every = 1        # epochs between checkpoints (sgrld run --resume OUT)
 
     [out]
     folder = "results/run"

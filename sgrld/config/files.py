@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sgrld import atomic
 from sgrld.config.checks import UNREADABLE_VALUE, ConfigError
 from sgrld.config.schema import Config, from_dict, parse_override, set_dotted
 
@@ -102,7 +103,8 @@ def to_toml(config: Config) -> str:
 
 
 def write_config(config: Config, folder: str | Path) -> tuple[Path, Path]:
-    """Write the resolved configuration as ``config.toml`` and ``config.json`` into ``folder``.
+    """Write the resolved configuration as ``config.toml`` and ``config.json`` into ``folder``
+    (each atomically, :mod:`sgrld.atomic`).
 
     Returns:
         The two paths.
@@ -110,6 +112,6 @@ def write_config(config: Config, folder: str | Path) -> tuple[Path, Path]:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     toml_path, json_path = folder / "config.toml", folder / "config.json"
-    toml_path.write_text(to_toml(config))
-    json_path.write_text(json.dumps(config.to_dict(), indent=2) + "\n")
+    atomic.write_text(toml_path, to_toml(config))
+    atomic.write_text(json_path, json.dumps(config.to_dict(), indent=2) + "\n")
     return toml_path, json_path

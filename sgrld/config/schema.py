@@ -150,6 +150,7 @@ class RunConfig:
         seed: the random seed of initialisation, shuffling and noise.
         save_samples: write the thinned samples to ``samples/`` (one ``.npz`` per epoch).
         curvature: score the input-space curvature C(x) of every sample (slow).
+        checkpoint_every: write a checkpoint (to resume from) after every this many epochs.
     """
 
     epochs: int = 400
@@ -159,6 +160,7 @@ class RunConfig:
     seed: int = 0
     save_samples: bool = False
     curvature: bool = False
+    checkpoint_every: int = 1
 
 
 @dataclass(frozen=True)

@@ -91,6 +91,7 @@ def _validate_run(config: Config) -> None:
     at_least("run.burn_in", r.burn_in, 0)
     at_least("run.thin", r.thin, 1)
     at_least("run.chains", r.chains, 1)
+    at_least("run.checkpoint_every", r.checkpoint_every, 1)
     if not config.out.folder:
         raise ConfigError("out.folder: must not be empty")
 

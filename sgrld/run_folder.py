@@ -1,0 +1,82 @@
+"""A results folder's life: refused or cleared before a new run, cut back to a checkpoint to resume.
+
+A folder holds one run. Before a run starts, :func:`start` refuses a folder that already holds
+one (``existing="refuse"``, what ``sgrld run`` does without ``--resume`` or ``--overwrite``) or
+removes the old run's files first (``"overwrite"``; ``summary.json`` first, so an old "completed"
+never stands beside a new run's partial files), so no old ``samples/epoch_*.npz`` can mix with the
+new run's. To resume, it cuts the folder back to the checkpoint: ``metrics.jsonl`` is rewritten
+from the checkpoint's records and sample files of later epochs are removed, so the continued run
+appends exactly what an uninterrupted one would have. Either way ``summary.json`` then says
+``"running"`` until the run ends.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from sgrld import atomic, checkpoint, results
+
+Existing = Literal["refuse", "overwrite"]
+RUN_FILES = ("summary.json", "metrics.jsonl", "curves.png", "samples", checkpoint.FOLDER)
+"""What a run writes into its folder (``summary.json`` first: it is removed first)."""
+CONFIG_FILES = ("config.toml", "config.json")
+"""What :func:`sgrld.from_config.run_config` adds: the resolved configuration."""
+
+
+def clear(out: Path, existing: Existing, names: Sequence[str] = RUN_FILES) -> None:
+    """Refuse ``out`` if it holds any of ``names`` (``"refuse"``), or remove them (``"overwrite"``).
+
+    Raises:
+        sgrld.results.ResultsError: ``"refuse"`` and ``out`` holds a run, naming what it holds.
+    """
+    found = [name for name in names if (out / name).exists()]
+    if found and existing == "refuse":
+        raise results.ResultsError(
+            f"{out} already holds a run ({', '.join(found)}): continue it with "
+            f"`sgrld run --resume {out}`, or replace it with --overwrite"
+        )
+    for name in found:
+        path = out / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+
+
+def cut_back(out: Path, records: Sequence[Mapping[str, Any]], epoch: int) -> None:
+    """Make ``out`` what it was when ``epoch`` epochs had completed with ``records``."""
+    for folder in (out, out / "samples", out / checkpoint.FOLDER):
+        if folder.is_dir():
+            atomic.remove_temporary(folder)
+    atomic.write_text(out / "metrics.jsonl", "".join(results.record_line(r) for r in records))
+    for path in (out / "samples").glob("epoch_*.npz"):
+        if int(path.stem.removeprefix("epoch_")) > epoch:
+            path.unlink()
+
+
+def start(
+    out: Path,
+    existing: Existing,
+    resumed: checkpoint.Saved | None,
+    meta: Mapping[str, Any],
+) -> None:
+    """Prepare ``out`` for a run (see the module docstring) and mark it ``"running"``."""
+    out.mkdir(parents=True, exist_ok=True)
+    if resumed is None:
+        clear(out, existing)
+        cut_back(out, [], 0)
+    else:
+        cut_back(out, resumed.info["records"], resumed.epoch)
+    epochs = 0 if resumed is None else resumed.epoch
+    results.write_json(
+        out / "summary.json",
+        {
+            "status": "running",
+            "message": f"running from epoch {epochs}; this file is replaced when the run ends",
+            "epochs_completed": epochs,
+            "meta": dict(meta),
+        },
+    )
