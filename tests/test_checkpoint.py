@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -158,6 +159,8 @@ def test_killed_five_times_and_resumed_equals_an_uninterrupted_run(tmp_path: Pat
 
 
 def test_sigterm_stops_after_the_epoch_with_a_summary_and_a_checkpoint(tmp_path, monkeypatch):
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signal handlers can only be installed in the main thread")
     calls, real = {"n": 0}, jax.block_until_ready
 
     def terminated_in_the_second_epoch(x):
