@@ -21,6 +21,7 @@ from sgrld import (
 )
 from sgrld.adam_sgld import AdamSGLDState, adam_sgld
 from sgrld.arviz_export import to_arviz
+from sgrld.isgd import ISGDInfo, ISGDState, isgd
 from sgrld.momentum import MomentumInfo
 from sgrld.potential import Potential, potential
 from sgrld.results import RunSamples, load_samples
@@ -47,6 +48,8 @@ __all__ = [
     "AdamSGLDState",
     "adam_sgld",
     "DivergenceError",
+    "ISGDInfo",
+    "ISGDState",
     "MomentumInfo",
     "Potential",
     "RunSamples",
@@ -59,6 +62,7 @@ __all__ = [
     "correction",
     "engine",
     "integrators",
+    "isgd",
     "load_samples",
     "metrics",
     "minibatch_fn",

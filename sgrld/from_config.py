@@ -22,7 +22,8 @@ import jax.numpy as jnp
 
 import sgrld
 from sgrld import bnn, checkpoint, run_folder
-from sgrld.config import METRICS, PRIORS, Config, ConfigError, write_config
+from sgrld.config import METRICS, PRIORS, SAMPLERS, Config, ConfigError, write_config
+from sgrld.config.schema import SamplerConfig
 from sgrld.data import DATASETS, DataError, load_dataset
 from sgrld.results import ResultsError
 from sgrld.runner import Experiment, Result, Schedule, run
@@ -65,12 +66,7 @@ def build_experiment(config: Config) -> Experiment:
         bnn.likelihoods.gaussian(apply, fixed) if regression else bnn.likelihoods.categorical(apply)
     )
     potential = sgrld.potential(loglik, bnn.logprior_fn(prior), len(x_train))
-    sampler = sgrld.sgrld(
-        potential,
-        METRICS[config.sampler.metric](**config.sampler.metric_params),
-        num_data=len(x_train),
-        **config.sampler.sampler_options(),
-    )
+    sampler = _sampler(config.sampler, potential, len(x_train))
     input_shape = (1, *x_train.shape[1:])
 
     def init_fn(key):
@@ -100,6 +96,18 @@ def _experiment(ds, apply, regression: bool, fixed: float | None, **common) -> E
 
     units = {name: (x, y * scale + shift) for name, (x, y) in eval_sets.items()}
     return Experiment(**common, predict_fn=predict_fn, eval_sets=units, kind="regression")
+
+
+def _sampler(s: SamplerConfig, potential: sgrld.Potential, num_data: int) -> sgrld.Sampler:
+    """The sampler of ``[sampler]``: ``sampler.kind``'s factory with its options; the metric of
+    sgrld, and of sghmc unless it is the identity without options (plain SGHMC)."""
+    options = s.sampler_options()
+    metric = METRICS[s.metric](**s.metric_params)
+    if s.kind == "sgrld":
+        return sgrld.sgrld(potential, metric, num_data=num_data, **options)
+    if s.kind == "sghmc" and (s.metric != "identity" or s.metric_params):
+        options["metric"] = metric
+    return SAMPLERS[s.kind](potential, num_data=num_data, **options)
 
 
 def _load(config: Config):

@@ -88,8 +88,7 @@ def bias_pairs(tree: PyTree) -> tuple[tuple[int, int], ...]:
     index = {path: i for i, path in enumerate(paths)}
     pairs = []
     for path, i in index.items():
-        key = path[-1]
-        if getattr(key, "key", None) != "kernel":
+        if not path or getattr(path[-1], "key", None) != "kernel":  # () for a bare array
             continue
         j = index.get((*path[:-1], jax.tree_util.DictKey("bias")))
         if j is None:
@@ -189,7 +188,7 @@ def _warn_fallback(params, indices, kind) -> None:
     paths = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(params)[0]]
     names = ", ".join(paths[i] for i in indices)
     warnings.warn(  # once per message: the warning's location is fixed
-        f"Fisher metric: the per-example statistics of {names} use the vmap(grad) fallback "
+        f"per-example statistics (Fisher metrics, i-SGD) of {names} use the vmap(grad) fallback "
         "(B per-example gradients in memory): those leaves are not the parameters of an "
         "nn.Dense layer called once on [batch, features] inputs",
         FallbackWarning,

@@ -149,27 +149,98 @@ def test_with_overrides_validates():
         Config().with_overrides(["run.chains=0"])
 
 
-def test_sampler_section_holds_every_option_of_sgrld():
-    """[sampler] and sgrld.sgrld can never drift apart: same options, same defaults."""
+def test_sampler_section_holds_every_option_of_every_kind():
+    """[sampler] and the samplers can never drift apart: the keys after metric_params are the
+    union of the keyword options of sgrld, sghmc, sgnht and isgd; sgrld's with its defaults."""
     import dataclasses
     import inspect
 
     import sgrld
-    from sgrld.config import SamplerConfig
+    from sgrld.config import SAMPLERS, SamplerConfig
 
-    signature = inspect.signature(sgrld.sgrld).parameters
-    options = {
-        name: p.default
-        for name, p in signature.items()
-        if p.kind is inspect.Parameter.KEYWORD_ONLY and name != "num_data"
-    }
+    assert list(SAMPLERS) == ["sgrld", "sghmc", "sgnht", "isgd"]
+    keywords = {}
+    for kind in SAMPLERS:
+        signature = inspect.signature(getattr(sgrld, kind)).parameters
+        keywords[kind] = {
+            name: p.default
+            for name, p in signature.items()
+            if p.kind is inspect.Parameter.KEYWORD_ONLY and name not in ("num_data", "metric")
+        }
     fields = {f.name: f.default for f in dataclasses.fields(SamplerConfig)}
-    fields.pop("metric"), fields.pop("metric_params")
-    assert set(fields) == set(options)
+    assert [fields.pop(k) for k in ("kind", "metric", "metric_params")][:2] == ["sgrld", "identity"]
+    assert set(fields) == set().union(*(set(k) for k in keywords.values()))
+    options = keywords["sgrld"]
     differs = {k for k in options if fields[k] != options[k]}
     assert differs == {"learning_rate"}  # no default in sgrld(); Yu et al.'s 0.25 in the config
+    assert all(fields[k] is None for k in set(fields) - set(options))  # the sampler's default
     assert set(SamplerConfig().sampler_options()) == set(options)
+    for kind in SAMPLERS:
+        assert set(SamplerConfig(kind=kind).sampler_options()) <= set(keywords[kind])
     assert not hasattr(sgrld.config, "CORRECTIONS")  # one list: sgrld.correction.MODES
+
+
+@pytest.mark.parametrize(
+    "kind,overrides,expected",
+    [
+        ("sgrld", [], {"learning_rate": 0.25, "correction": "none"}),
+        ("sghmc", ["sampler.friction=0.5", "sampler.gradient_noise=per_example"],
+         {"friction": 0.5, "gradient_noise": "per_example", "correction": "none"}),
+        ("sgnht", ["sampler.diffusion=0.2"], {"diffusion": 0.2, "temperature": 1.0}),
+        ("isgd", ["sampler.learning_rate=rule", "sampler.warmup=20", "sampler.margin=3"],
+         {"warmup": 20, "margin": 3.0, "temperature": 1.0}),
+    ],
+)  # fmt: skip
+def test_each_kind_gets_its_options(kind, overrides, expected):
+    cfg = load_config(None, [f"sampler.kind={kind}", *overrides])
+    options = cfg.sampler.sampler_options()
+    assert expected.items() <= options.items()
+    assert ("learning_rate" in options) == ("sampler.learning_rate=rule" not in overrides)
+
+
+@pytest.mark.parametrize(
+    "overrides,words",
+    [
+        (["sampler.kind=hmc"], ["sampler.kind", "did you mean 'sghmc'"]),
+        (["sampler.friction=0.5"], ["sampler.friction", "'sgrld' does not take it", "sghmc"]),
+        (["sampler.kind=sgnht", "sampler.metric=monge"], ["sampler.metric", "sgrld, sghmc"]),
+        (["sampler.kind=isgd", "sampler.correction=exact"], ["sampler.correction"]),
+        (["sampler.kind=sghmc", "sampler.warmup=3"], ["sampler.warmup", "only isgd"]),
+        (["sampler.learning_rate=rule"], ["sampler.learning_rate", "isgd"]),
+        (["sampler.kind=isgd", "sampler.learning_rate=fast"], ["sampler.learning_rate"]),
+        (["sampler.kind=sghmc", "sampler.friction=1.5"], ["sampler.friction", "(0, 1]"]),
+        (["sampler.kind=sghmc", "sampler.friction=0"], ["sampler.friction", "> 0"]),
+        (["sampler.kind=sgnht", "sampler.diffusion=-1"], ["sampler.diffusion"]),
+        (["sampler.kind=sghmc", "sampler.gradient_noise=square"], ["per_example"]),
+        (["sampler.kind=sghmc", "sampler.noise_decay=1"], ["sampler.noise_decay", "[0, 1)"]),
+        (["sampler.kind=isgd", "sampler.warmup=0"], ["sampler.warmup", ">= 1"]),
+        (["sampler.kind=isgd", "sampler.margin=0.5"], ["sampler.margin", ">= 1"]),
+        (["sampler.kind=isgd", "sampler.learning_rate=rule", "sampler.temperature=0"],
+         ["sampler.temperature", "rule"]),
+    ],
+)  # fmt: skip
+def test_bad_sampler_kind_options_name_the_key(overrides, words):
+    with pytest.raises(ConfigError) as err:
+        load_config(None, overrides)
+    for word in words:
+        assert word in str(err.value), (word, str(err.value))
+
+
+@pytest.mark.parametrize(
+    "kind,extra",
+    [("sghmc", ["sampler.friction=0.5"]), ("isgd", ["sampler.learning_rate=rule"])],
+)
+def test_sgrld_run_with_another_sampler_kind(tmp_path: Path, kind, extra):
+    from sgrld import cli
+    from tests.test_cli import TINY
+
+    config = tmp_path / "tiny.toml"
+    config.write_text(TINY)
+    sets = [f"--set={s}" for s in ["run.epochs=1", f"sampler.kind={kind}", *extra]]
+    assert cli.main(["run", str(config), *sets, "--out", str(tmp_path / "out")]) == 0
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    resolved = json.loads((tmp_path / "out" / "config.json").read_text())
+    assert summary["status"] == "completed" and resolved["sampler"]["kind"] == kind
 
 
 def test_correction_modes_are_those_of_sgrld_correction():

@@ -32,6 +32,7 @@ batches of 100, burn-in 1000 minibatches, a sample every 100 minibatches, 400 ep
     weight_scale = 1.41
 
     [sampler]                   # sgrld.sgrld(potential, metric, num_data=N, ...)
+    kind = "sgrld"              # sgrld, sghmc, sgnht, isgd (sgrld.<kind>; only its options)
     metric = "monge"            # identity, rmsprop, wenzel, monge, shampoo, fisher_diag,
                                 # fisher_qdiag, fisher_full (labels, eps, decay)
     learning_rate = 0.25        # lr = h·N
@@ -43,6 +44,10 @@ batches of 100, burn-in 1000 minibatches, a sample every 100 minibatches, 400 ep
     # correction_warmup = 30    # metric updates before Γ (default: the metric's warm-up)
     # prior_in_metric = true    # the prior's gradient enters the metric's statistic
     # max_drift_norm = 1000.0   # identity fallback when |G⁻¹g| exceeds it (default: none)
+    # friction = 0.1            # sghmc: α ∈ (0, 1]; gradient_noise = "per_example", noise_decay
+    # diffusion = 0.1           # sgnht: α ∈ (0, 1]
+    # warmup = 100              # isgd (learning_rate = "rule" for its λ rule): margin,
+                                # gradient_noise = "per_example" | "square"
     [sampler.metric_params]     # keyword arguments of the sgrld.metrics factory
     alpha2 = 1.25
     decay = 0.9
@@ -68,8 +73,10 @@ TOML has no null: leave a key out for its default (``None`` for the optional one
 Every error is a :class:`ConfigError` that names the offending key: unknown keys (with the valid
 keys and the closest match), wrong types and out-of-range values.
 
-The ``[sampler]`` keys after ``metric_params`` are the keyword options of :func:`sgrld.sgrld`, one
-for one; :meth:`SamplerConfig.sampler_options` passes them on by keyword.
+The ``[sampler]`` keys after ``metric_params`` are the keyword options of :func:`sgrld.sgrld`,
+:func:`sgrld.sghmc`, :func:`sgrld.sgnht` and :func:`sgrld.isgd`, one for one;
+:meth:`SamplerConfig.sampler_options` passes those of ``sampler.kind`` on by keyword, and an
+option set for a kind that does not take it is an error.
 
 The package: :mod:`~sgrld.config.schema` (the sections, building from dicts, overrides),
 :mod:`~sgrld.config.checks` (type and value checks, :class:`ConfigError`),
@@ -89,7 +96,7 @@ Example:
 
 from sgrld.config.checks import ConfigError
 from sgrld.config.files import load_config, to_toml, write_config
-from sgrld.config.registries import METRICS, MODEL_KINDS, PRIORS, Registry
+from sgrld.config.registries import METRICS, MODEL_KINDS, PRIORS, SAMPLERS, Registry
 from sgrld.config.schema import (
     SECTIONS,
     Config,
@@ -110,6 +117,7 @@ __all__ = [
     "METRICS",
     "MODEL_KINDS",
     "PRIORS",
+    "SAMPLERS",
     "SECTIONS",
     "Config",
     "ConfigError",

@@ -107,8 +107,9 @@ def check_type(key: str, value: Any, annotation: Any) -> Any:
                 return check_type(key, value, option)
             except ConfigError as err:
                 errors.append(err)
-        if len(errors) == 1:
-            raise errors[0]
+        value_errors = [e for e in errors if not str(e).startswith(f"{key}: expected")]
+        if len(errors) == 1 or value_errors:  # the type matched and the value did not
+            raise (value_errors or errors)[0]
         expected = " or ".join(_type_name(option) for option in options)
         raise ConfigError(f"{key}: expected {expected}, got {type(value).__name__} {value!r}")
     if value is None:

@@ -1,4 +1,5 @@
-"""The names a configuration may use for a metric, a prior and a model, and their factories.
+"""The names a configuration may use for a sampler, a metric, a prior and a model, and their
+factories.
 
 A :class:`Registry` knows its names without importing anything, and imports the module that holds
 the factories on the first lookup: validating ``prior.kind`` needs no Flax, and ``sgrld.bnn``
@@ -14,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -68,6 +70,26 @@ PRIORS = Registry(
     ("gaussian", "laplace", "student_t", "horseshoe", "horseshoe_per_weight", "conv_correlated"),
 )
 """``prior.kind``: the prior factories of :mod:`sgrld.bnn.priors`."""
+
+SAMPLERS = Registry("sgrld", ("sgrld", "sghmc", "sgnht", "isgd"))
+"""``sampler.kind``: the sampler factories of :mod:`sgrld`."""
+
+
+def sampler_keywords(kind: str) -> dict[str, Any]:
+    """The keyword options of the sampler ``kind`` that ``[sampler]`` sets, with their defaults
+    (all but ``num_data``, the training-set size, and ``metric``, built from its name).
+
+    Example:
+        >>> sorted(sampler_keywords("sgnht"))
+        ['diffusion', 'learning_rate', 'temperature']
+    """
+    signature = inspect.signature(SAMPLERS[kind]).parameters
+    return {
+        name: p.default
+        for name, p in signature.items()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY and name not in ("num_data", "metric")
+    }
+
 
 MODEL_KINDS = ("mlp", "cnn", "regression_mlp")
 """``model.kind``: built by :mod:`sgrld.from_config`."""

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sgrld.config.checks import UNREADABLE_VALUE, ConfigError, check_type, unknown_key
+from sgrld.config.registries import sampler_keywords
 from sgrld.config.validation import validate
 
 
@@ -93,29 +94,42 @@ class PriorConfig:
 
 @dataclass(frozen=True)
 class SamplerConfig:
-    """``[sampler]``: the metric and every keyword option of :func:`sgrld.sgrld`.
+    """``[sampler]``: the sampler's kind, its metric and every keyword option of the samplers.
 
-    The fields after ``metric_params`` are exactly the options of :func:`sgrld.sgrld` (all but
-    ``num_data``, which is the training-set size), with its defaults except ``learning_rate``
-    (Yu et al.'s 0.25); a test keeps the two in step. :meth:`sampler_options` passes them on.
+    The fields after ``metric_params`` are exactly the keyword options of :func:`sgrld.sgrld`,
+    :func:`sgrld.sghmc`, :func:`sgrld.sgnht` and :func:`sgrld.isgd` (all but ``num_data``, the
+    training-set size, and ``metric``); a test keeps them in step. Those of :func:`sgrld.sgrld`
+    have its defaults, except ``learning_rate`` (Yu et al.'s 0.25); the others default to
+    ``None``, the sampler's own default. An option set for a kind that does not take it is an
+    error. :meth:`sampler_options` passes the kind's options on.
 
     Attributes:
-        metric: a name of :data:`sgrld.config.METRICS`.
+        kind: a name of :data:`sgrld.config.SAMPLERS`: ``sgrld``, ``sghmc``, ``sgnht``, ``isgd``.
+        metric: a name of :data:`sgrld.config.METRICS` (sgrld, sghmc).
         metric_params: keyword arguments of the metric factory.
-        learning_rate: ``lr = h·N`` (> 0).
+        learning_rate: ``lr = h·N`` (> 0); ``"rule"``: i-SGD's λ rule (isgd only).
         temperature: T ≥ 0.
         adapt_until: freeze the metric after this many steps (``None``: never).
-        correction: one of :data:`sgrld.correction.MODES`.
+        correction: one of :data:`sgrld.correction.MODES` (sgrld, sghmc).
         correction_scale: the share c of Γ.
-        num_probes: Rademacher probes per step of the ``"hutchinson"`` correction.
-        correction_warmup: metric updates before Γ is applied (``None``: the metric's warm-up).
+        num_probes: Rademacher probes per step of the ``"hutchinson"`` correction (sgrld, sghmc).
+        correction_warmup: metric updates before Γ is applied (``None``: the metric's warm-up;
+            sgrld, sghmc).
         prior_in_metric: whether the prior's gradient enters the metric's statistic.
         max_drift_norm: identity fallback threshold on ‖G⁻¹g‖ (``None``: no fallback).
+        friction: SGHMC's α ∈ (0, 1].
+        diffusion: SGNHT's α ∈ (0, 1].
+        gradient_noise: the minibatch-noise estimate: ``"per_example"`` (sghmc, isgd) or
+            ``"square"`` (isgd).
+        noise_decay: decay of SGHMC's per-example noise average, in [0, 1).
+        warmup: i-SGD's steps over which the noise estimate is averaged (≥ 1).
+        margin: i-SGD's λ factor over the noise estimate (≥ 1).
     """
 
+    kind: str = "sgrld"
     metric: str = "identity"
     metric_params: dict[str, Any] = field(default_factory=dict)
-    learning_rate: float = 0.25
+    learning_rate: float | str = 0.25
     temperature: float = 1.0
     adapt_until: int | None = None
     correction: str = "none"
@@ -124,18 +138,31 @@ class SamplerConfig:
     correction_warmup: int | None = None
     prior_in_metric: bool = True
     max_drift_norm: float | None = None
+    friction: float | None = None
+    diffusion: float | None = None
+    gradient_noise: str | None = None
+    noise_decay: float | None = None
+    warmup: int | None = None
+    margin: float | None = None
 
     def sampler_options(self) -> dict[str, Any]:
-        """The keyword arguments of :func:`sgrld.sgrld` (all but ``num_data``).
+        """The keyword arguments of the kind's sampler (all but ``num_data`` and ``metric``);
+        an option left at ``None`` takes the sampler's default.
 
         Example:
             >>> SamplerConfig(correction="hutchinson").sampler_options()["correction"]
             'hutchinson'
+            >>> SamplerConfig(kind="sghmc", friction=0.5).sampler_options()["friction"]
+            0.5
         """
-        skip = ("metric", "metric_params")
-        return {
-            f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in skip
-        }
+        options = {}
+        for name, default in sampler_keywords(self.kind).items():
+            value = getattr(self, name)
+            if value == "rule":  # isgd's learning_rate=None
+                continue
+            if value is not None or default is None:
+                options[name] = value
+        return options
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,15 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from sgrld.config.checks import ConfigError, at_least, check_kwargs, choice
-from sgrld.config.registries import METRICS, MODEL_KINDS, PRIORS
+from sgrld.config.registries import METRICS, MODEL_KINDS, PRIORS, SAMPLERS, sampler_keywords
 from sgrld.correction import MODES
 from sgrld.data import DATASETS
+from sgrld.isgd import NOISE_ESTIMATES as ISGD_NOISE
+from sgrld.sghmc import NOISE_ESTIMATES as SGHMC_NOISE
 
 if TYPE_CHECKING:
     from sgrld.config.schema import Config
@@ -74,15 +77,62 @@ def _validate_prior(config: Config) -> None:
 
 def _validate_sampler(config: Config) -> None:
     s = config.sampler
+    choice("sampler.kind", s.kind, list(SAMPLERS))
+    _check_kind_options(s)
     choice("sampler.metric", s.metric, sorted(METRICS))
     check_kwargs("sampler.metric_params", METRICS[s.metric], s.metric_params)
-    at_least("sampler.learning_rate", s.learning_rate, 0, strict=True)
+    if s.learning_rate != "rule":
+        if isinstance(s.learning_rate, str):
+            raise ConfigError(
+                f"sampler.learning_rate: a number > 0 or 'rule' (isgd), got {s.learning_rate!r}"
+            )
+        at_least("sampler.learning_rate", s.learning_rate, 0, strict=True)
     at_least("sampler.temperature", s.temperature, 0)
     choice("sampler.correction", s.correction, MODES)
     at_least("sampler.adapt_until", s.adapt_until, 0)
     at_least("sampler.num_probes", s.num_probes, 1)
     at_least("sampler.correction_warmup", s.correction_warmup, 0)
     at_least("sampler.max_drift_norm", s.max_drift_norm, 0, strict=True)
+    for key in ("friction", "diffusion"):
+        at_least(f"sampler.{key}", getattr(s, key), 0, strict=True)
+        if (getattr(s, key) or 0) > 1:
+            raise ConfigError(f"sampler.{key}: must lie in (0, 1], got {getattr(s, key)}")
+    if s.gradient_noise is not None:
+        choice("sampler.gradient_noise", s.gradient_noise, NOISE_ESTIMATES[s.kind])
+    at_least("sampler.noise_decay", s.noise_decay, 0)
+    if (s.noise_decay or 0) >= 1:
+        raise ConfigError(f"sampler.noise_decay: must lie in [0, 1), got {s.noise_decay}")
+    at_least("sampler.warmup", s.warmup, 1)
+    at_least("sampler.margin", s.margin, 1)
+    if s.kind == "isgd" and s.learning_rate == "rule" and s.temperature == 0:
+        raise ConfigError("sampler.temperature: 0 needs a numeric learning_rate, not 'rule'")
+
+
+NOISE_ESTIMATES = {"sghmc": SGHMC_NOISE, "isgd": ISGD_NOISE}
+"""``sampler.gradient_noise``: the named estimates of each kind that takes it."""
+
+
+def _options_of(kind: str) -> set[str]:
+    """The ``[sampler]`` keys the sampler ``kind`` takes (besides ``kind``)."""
+    metric = {"metric", "metric_params"} if kind in ("sgrld", "sghmc") else set()
+    return set(sampler_keywords(kind)) | metric
+
+
+def _check_kind_options(s) -> None:
+    """An option that differs from its default must be one the kind's sampler takes."""
+    from sgrld.config.schema import SamplerConfig
+
+    taken, default = _options_of(s.kind), SamplerConfig()
+    for f in dataclasses.fields(s):
+        if f.name == "kind" or f.name in taken or getattr(s, f.name) == getattr(default, f.name):
+            continue
+        takers = ", ".join(k for k in SAMPLERS if f.name in _options_of(k))
+        raise ConfigError(
+            f"sampler.{f.name}: sampler.kind = {s.kind!r} does not take it (only {takers}); "
+            f"its options: {', '.join(sorted(taken))}"
+        )
+    if s.learning_rate == "rule" and s.kind != "isgd":
+        raise ConfigError(f"sampler.learning_rate: 'rule' is isgd's λ rule, not {s.kind}'s")
 
 
 def _validate_run(config: Config) -> None:
