@@ -180,7 +180,7 @@ def run_command(args: argparse.Namespace) -> int:
     out = args.resume or args.out
     if args.resume and args.out and Path(args.out) != Path(args.resume):
         raise ConfigError(f"--out {args.out} and --resume {args.resume} name different folders")
-    if out:
+    if out is not None:
         overrides.append(f"out.folder={json.dumps(out)}")
     path = args.config
     if args.resume and path is None and not args.overrides:

@@ -15,9 +15,11 @@ Example:
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
+import jax
 import jax.numpy as jnp
 
 import sgrld
@@ -26,7 +28,9 @@ from sgrld.config import METRICS, PRIORS, SAMPLERS, Config, ConfigError, write_c
 from sgrld.config.schema import SamplerConfig
 from sgrld.data import DATASETS, DataError, load_dataset
 from sgrld.results import ResultsError
-from sgrld.runner import Experiment, Result, Schedule, run
+from sgrld.runner import Experiment, Result, Schedule, first_kept_window, run, sample_steps
+
+PyTree = Any
 
 
 def build_experiment(config: Config) -> Experiment:
@@ -56,6 +60,7 @@ def build_experiment(config: Config) -> Experiment:
     """
     ds = _load(config)
     x_train, y_train = ds.x_train[: config.data.train_size], ds.y_train[: config.data.train_size]
+    check_schedule(config, len(x_train))
     regression = DATASETS[config.data.name].regression
     model = _model(config, ds.num_classes, regression)
     apply = bnn.apply_fn(model)
@@ -76,9 +81,58 @@ def build_experiment(config: Config) -> Experiment:
             params["likelihood"] = bnn.likelihoods.init_likelihood_params()
         return params
 
+    check_exact_size(config, jax.eval_shape(init_fn, jax.random.key(0)))
     meta = {"config": config.to_dict()}
     common = dict(sampler=sampler, init_fn=init_fn, train=(x_train, y_train), meta=meta)
     return _experiment(ds, apply, regression, fixed, **common)
+
+
+def check_schedule(config: Config, num_train: int) -> None:
+    """Refuse, before anything compiles, a batch larger than the training set and a run that would
+    keep no sample, naming the keys.
+
+    Example:
+        >>> cfg = sgrld.config.load_config(None, ["run.epochs=2", "run.burn_in=500"])
+        >>> check_schedule(cfg, num_train=1000)  # 2 epochs of 10 steps
+        Traceback (most recent call last):
+        ...
+        sgrld.config.checks.ConfigError: run.burn_in = 500, run.thin = ... keep no sample ...
+    """
+    d, r = config.data, config.run
+    steps = num_train // d.batch_size
+    if steps < 1:
+        size = f" (data.train_size = {d.train_size})" if d.train_size is not None else ""
+        raise ConfigError(
+            f"data.batch_size = {d.batch_size} is larger than the training set: {num_train} "
+            f"examples{size}"
+        )
+    total = r.epochs * steps
+    if not len(sample_steps(total, r.burn_in, r.thin)):
+        raise ConfigError(
+            f"run.burn_in = {r.burn_in}, run.thin = {r.thin}: these keep no sample in "
+            f"run.epochs = {r.epochs} epochs of {steps} steps ({total} steps; the first sample "
+            f"would be the state after step {first_kept_window(r.burn_in, r.thin) + r.thin}); "
+            "lower run.burn_in or run.thin, or raise run.epochs"
+        )
+
+
+EXACT_MAX_BYTES = 2**30
+"""The largest [D, D] float32 Jacobian ``correction = "exact"`` may need (D parameters)."""
+
+
+def check_exact_size(config: Config, params: PyTree) -> None:
+    """Refuse ``sampler.correction = "exact"`` when its D × D matrix of Hessian-vector products
+    would exceed :data:`EXACT_MAX_BYTES`, with the size it would need (before compiling)."""
+    if config.sampler.correction != "exact":
+        return
+    size = sum(math.prod(leaf.shape) for leaf in jax.tree.leaves(params))
+    need = 4 * size**2
+    if need > EXACT_MAX_BYTES:
+        raise ConfigError(
+            f'sampler.correction = "exact" takes D = {size:,} Hessian-vector products a step and '
+            f"a {size:,} x {size:,} matrix ({need / 2**30:,.0f} GiB in float32); use "
+            '"hutchinson" (one product a step, unbiased) for a model this size'
+        )
 
 
 def _experiment(ds, apply, regression: bool, fixed: float | None, **common) -> Experiment:
@@ -207,6 +261,8 @@ def run_config(
     """
     folder = Path(config.out.folder) if out == "config" else out
     folder = None if folder is None else Path(folder)
+    if folder is not None:
+        run_folder.check_writable(folder)
     saved, files = None, run_folder.RUN_FILES + run_folder.CONFIG_FILES
     if existing == "resume" and folder is not None:
         saved = check_resumable(config, folder)

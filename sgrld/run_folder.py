@@ -13,6 +13,7 @@ appends exactly what an uninterrupted one would have. Either way ``summary.json`
 from __future__ import annotations
 
 import shutil
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -24,6 +25,25 @@ RUN_FILES = ("summary.json", "metrics.jsonl", "curves.png", "samples", checkpoin
 """What a run writes into its folder (``summary.json`` first: it is removed first)."""
 CONFIG_FILES = ("config.toml", "config.json")
 """What :func:`sgrld.from_config.run_config` adds: the resolved configuration."""
+
+
+def check_writable(out: Path) -> None:
+    """Create ``out`` if needed and check that a file can be written in it, before the run loads
+    anything.
+
+    Raises:
+        sgrld.results.ResultsError: ``out`` is a file, lies under one, or cannot be created or
+            written (permissions, a read-only or virtual file system such as ``/proc``).
+    """
+    if out.exists() and not out.is_dir():
+        raise results.ResultsError(f"the results folder {out} is a file")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as err:
+        reason = err.strerror or type(err).__name__
+        raise results.ResultsError(f"cannot write the results folder {out}: {reason}") from None
 
 
 def clear(out: Path, existing: Existing, names: Sequence[str] = RUN_FILES) -> None:

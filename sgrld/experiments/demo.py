@@ -30,7 +30,7 @@ import json
 from pathlib import Path
 
 from sgrld import report, runner
-from sgrld.config import Config, load_config
+from sgrld.config import Config, ConfigError, load_config
 from sgrld.from_config import run_config
 
 BASE = [
@@ -99,8 +99,15 @@ def run(args: argparse.Namespace) -> int:
         f"{args.epochs} epochs per metric"
     )
     results, rows = {}, []
-    for name, config in configs(out, args.epochs, args.seed).items():
-        results[name] = result = run_config(config, progress=True, label=name)
+    try:
+        settings = configs(out, args.epochs, args.seed)
+    except ConfigError as err:
+        raise ConfigError(f"--epochs {args.epochs}: {err}") from None
+    for name, config in settings.items():
+        try:
+            results[name] = result = run_config(config, progress=True, label=name)
+        except ConfigError as err:
+            raise ConfigError(f"--epochs {args.epochs}, --seed {args.seed}: {err}") from None
         lr = format(config.sampler.learning_rate, "g")
         rows.append(report.summary_row(result, metric=name, lr=lr))
         if result.status == "interrupted":
