@@ -9,7 +9,7 @@ $(BIN)/sgrld: pyproject.toml
 	$(BIN)/pip install --quiet -e ".[dev]"
 	touch $(BIN)/sgrld
 
-.PHONY: demo test lint bench
+.PHONY: demo test lint bench docs
 demo: $(BIN)/sgrld  ## the main job on embedded defaults
 	$(BIN)/sgrld demo
 
@@ -21,3 +21,10 @@ lint: $(BIN)/sgrld
 
 bench: $(BIN)/sgrld
 	$(BIN)/python benchmarks/step_throughput.py
+
+$(BIN)/mkdocs: $(BIN)/sgrld
+	$(BIN)/pip install --quiet -e ".[docs]"
+	touch $(BIN)/mkdocs
+
+docs: $(BIN)/mkdocs  ## the documentation site, into site/ (mkdocs build --strict: no warnings)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
