@@ -40,6 +40,7 @@ _LAZY = (
     "from_config",
     "report",
     "runner",
+    "stein",
     "targets",
 )
 """Submodules imported on first attribute access (PEP 562)."""

@@ -12,6 +12,11 @@
   chain's cumulative count), plus ``diverging`` (bool): True where the draw is no sample because
   its chain had produced a NaN/inf (a results folder: ``not valid``; :func:`sgrld.sample`'s
   output: from the first kept step whose update was not finite on).
+* ``observed_data`` (regression runs): ``y``, the training targets in their own units, dim
+  ``y_dim_0``. For a results folder they are not stored with the samples but rebuilt from its
+  ``config.toml`` by loading the data set (:func:`sgrld.from_config.training_targets`; a data set
+  that cannot be found there is a warning and no group); :func:`sgrld.sample`'s output has them
+  only when given (``observed_data={"y": y}``).
 
 :func:`export` writes it as netCDF (h5netcdf) or Zarr. ArviZ is imported on first use, so
 ``import sgrld`` stays light.
@@ -57,12 +62,38 @@ def _from_run(run: RunSamples) -> tuple[dict[str, np.ndarray], dict[str, np.ndar
     return posterior, {**run.stats, "diverging": ~run.valid}
 
 
-def to_arviz(source: Samples | RunSamples | str | Path) -> Any:
-    """The samples as an ArviZ ``xarray.DataTree`` with ``posterior`` and ``sample_stats``.
+def observed_targets(folder: str | Path) -> dict[str, np.ndarray]:
+    """``{"y": the training targets}`` of the regression run in ``folder``, rebuilt from its
+    ``config.toml`` (:func:`sgrld.from_config.training_targets`); ``{}`` for a classification
+    run or a folder with no ``config.toml``, and, with a warning, when the data set cannot be
+    loaded."""
+    path = Path(folder) / "config.toml"
+    if not path.is_file():
+        return {}
+    from sgrld.config import ConfigError, load_config
+    from sgrld.data import DataError
+    from sgrld.from_config import training_targets
+
+    try:
+        y = training_targets(load_config(path))
+    except (ConfigError, DataError) as err:
+        warnings.warn(f"observed_data left out: {err}", UserWarning, stacklevel=3)
+        return {}
+    return {} if y is None else {"y": y}
+
+
+def to_arviz(
+    source: Samples | RunSamples | str | Path, observed_data: dict[str, Any] | None = None
+) -> Any:
+    """The samples as an ArviZ ``xarray.DataTree`` with ``posterior`` and ``sample_stats`` (and
+    ``observed_data`` for a regression run).
 
     Args:
         source: the output of :func:`sgrld.sample`, a results folder of a run with
             ``run.save_samples = true``, or :func:`sgrld.load_samples` of one.
+        observed_data: the variables of the ``observed_data`` group; ``None``: for a results
+            folder, its training targets if it is a regression run (:func:`observed_targets`),
+            else no group.
 
     Returns:
         An ``xarray.DataTree`` as ``arviz_base.from_dict`` builds it; the groups and variables
@@ -83,12 +114,16 @@ def to_arviz(source: Samples | RunSamples | str | Path) -> Any:
     """
     import arviz_base
 
+    if observed_data is None:
+        observed_data = observed_targets(source) if isinstance(source, str | Path) else {}
     if isinstance(source, str | Path):
         source = load_samples(source)
     posterior, stats = (
         _from_run(source) if isinstance(source, RunSamples) else _from_samples(source)
     )
     groups = {"posterior": posterior, "sample_stats": stats}
+    if observed_data:
+        groups["observed_data"] = {k: np.asarray(v) for k, v in observed_data.items()}
     attrs = {group: {"inference_library": "sgrld"} for group in groups}
     return arviz_base.from_dict(groups, attrs=attrs)
 

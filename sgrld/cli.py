@@ -154,7 +154,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="split R-hat and bulk/tail ESS of a run's potential and a few parameters",
         description="Convergence diagnostics (ArviZ) of a run with run.save_samples = true: split "
         "R-hat and bulk/tail ESS of the potential and of a fixed random subset of scalar "
-        "parameters, and their traces in OUT/diagnose.png. R-hat above 1.01: not mixed.",
+        "parameters, and their traces in OUT/diagnose.png. R-hat above 1.01: not mixed. The "
+        "kernel Stein discrepancy needs the posterior's score, which a results folder does not "
+        "hold: compute it in Python with sgrld.stein.ksd(sgrld.diagnostics.pooled_draws(OUT), "
+        "log_prob).",
     )
     diagnose.add_argument("folder", metavar="OUT", help="the results folder of the run")
     diagnose.add_argument("--params", type=int, default=8, help="how many scalar parameters")

@@ -17,10 +17,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import jax
 import numpy as np
 
 from sgrld import report
 from sgrld.arviz_export import to_arviz
+from sgrld.results import RunSamples, load_samples
+from sgrld.sampling import Samples
 
 
 def traces(source: Any, *, num_params: int = 8, seed: int = 0) -> dict[str, np.ndarray]:
@@ -51,6 +54,41 @@ def traces(source: Any, *, num_params: int = 8, seed: int = 0) -> dict[str, np.n
         label = f"{name}[{', '.join(str(int(i)) for i in index)}]" if index else name
         out[label] = x[(slice(None), slice(None), *index)]
     return out
+
+
+def pooled_draws(source: Samples | RunSamples | str | Path) -> Any:
+    """The valid draws of all chains stacked into one sample, leaves ``[n, ...]`` (chain-major).
+
+    The input of :func:`sgrld.stein.ksd`. Draws that are no samples are left out: a results
+    folder's draws that are not ``valid``, and :func:`sgrld.sample`'s draws from the first kept
+    step whose update was not finite on.
+
+    Args:
+        source: the output of :func:`sgrld.sample`, a results folder of a run with
+            ``run.save_samples = true``, or :func:`sgrld.load_samples` of one.
+
+    Returns:
+        The parameter pytree with leaves ``[n, ...]`` (numpy).
+
+    Example:
+        >>> import jax, sgrld
+        >>> t = sgrld.targets.standard_normal()
+        >>> s = sgrld.sgrld(t.potential, sgrld.metrics.identity(), learning_rate=0.1, num_data=1)
+        >>> out = sgrld.sample(jax.random.key(0), s, t.init_params, t.batch_fn,
+        ...                    num_samples=50, thin=5, num_chains=2)
+        >>> pooled_draws(out).shape
+        (100,)
+    """
+    if isinstance(source, str | Path):
+        source = load_samples(source)
+    if isinstance(source, RunSamples):
+        params, valid = source.params, source.valid
+    else:
+        params, finite = source.params, np.asarray(source.info.is_finite)
+        if np.ndim(source.diverged_at) == 0:  # one chain: no chain axis
+            params, finite = jax.tree.map(lambda x: np.asarray(x)[None], params), finite[None]
+        valid = ~np.logical_or.accumulate(~finite, axis=1)
+    return jax.tree.map(lambda x: np.asarray(x)[valid], params)
 
 
 def convergence(series: dict[str, np.ndarray]) -> list[dict[str, Any]]:

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 import sgrld
 from sgrld import bnn, checkpoint, run_folder
@@ -85,6 +86,23 @@ def build_experiment(config: Config) -> Experiment:
     meta = {"config": config.to_dict()}
     common = dict(sampler=sampler, init_fn=init_fn, train=(x_train, y_train), meta=meta)
     return _experiment(ds, apply, regression, fixed, **common)
+
+
+def training_targets(config: Config) -> np.ndarray | None:
+    """The training targets of a regression configuration, in their own units (not standardised),
+    the ``y`` that the run's likelihood saw; ``None`` for a classification data set.
+
+    Loads the data set as :func:`build_experiment` does (the first ``data.train_size`` rows of
+    the training split), so it needs the data files (``data.data_dir``).
+
+    Raises:
+        sgrld.data.DataError: if the data set's files are missing or corrupt.
+    """
+    if not DATASETS[config.data.name].regression:
+        return None
+    ds = _load(config)
+    y = np.asarray(ds.y_train[: config.data.train_size], np.float64)
+    return (y * ds.target_std + ds.target_mean).astype(np.float32)
 
 
 def check_schedule(config: Config, num_train: int) -> None:
