@@ -105,17 +105,19 @@ def test_to_arviz_of_sample_output_single_chain_and_root_leaf():
     assert idata.sample_stats["potential"].shape == (1, 20)
 
 
-def test_r_hat_of_four_mixed_chains_of_the_conjugate_model_is_at_most_1_01():
+@pytest.mark.statistical(seed=2)
+def test_r_hat_of_four_mixed_chains_of_the_conjugate_model_is_at_most_1_01(stat_seed):
     """Four chains of the quickstart's conjugate linear regression, 1000 draws each, thin 20.
 
     Failure budget: the draws are nearly independent (bulk ESS of w about 2,300 of 4,000 over
     seeds 2-7, max R-hat 1.004). Split R-hat uses m = 8 half-chains with an ESS of about 290 each;
     R-hat² ≈ 1 + (χ²₇/7)/290, so R-hat > 1.01 needs χ²₇ > 41, probability about 3e-6 per trace
     (doubled for the rank-normalised and the folded statistics), well under 1e-4 for both traces.
+    False-failure probability: ≤ 1.2e-5 (2 traces × 2 statistics at 3e-6).
     """
     sampler, batches = blr_sampler()
     out = sgrld.sample(
-        jax.random.key(2),
+        jax.random.key(stat_seed),
         sampler,
         jnp.zeros(()),
         batches,
@@ -129,17 +131,19 @@ def test_r_hat_of_four_mixed_chains_of_the_conjugate_model_is_at_most_1_01():
     assert max(r.values()) <= 1.01, r
 
 
-def test_r_hat_of_chains_started_apart_and_run_briefly_is_at_least_1_1():
+@pytest.mark.statistical(seed=2)
+def test_r_hat_of_chains_started_apart_and_run_briefly_is_at_least_1_1(stat_seed):
     """Four chains started at w = -2, 0, 4, 6 (the posterior: 2.0 ± 0.05) for 20 steps.
 
     Each step contracts the distance to the mode by about h·U'' = 0.08, so after 20 steps the
-    chains are still 40 posterior sds apart: R-hat is far above 1.1 for any seed (no budget).
+    chains are still 40 posterior sds apart: R-hat is far above 1.1 for any seed.
+    False-failure probability: ≤ 1e-9 (the injected noise, √(2h·20) ≈ 0.09 or 2 posterior sds
+    over the 20 steps, would have to close gaps of 40 sds).
     """
     sampler, batches = blr_sampler()
     starts = jax.vmap(sampler.init)(jnp.array([-2.0, 0.0, 4.0, 6.0]))
-    out = sgrld.sample(
-        jax.random.key(2), sampler, None, batches, num_samples=20, num_chains=4, state=starts
-    )
+    key = jax.random.key(stat_seed)
+    out = sgrld.sample(key, sampler, None, batches, num_samples=20, num_chains=4, state=starts)
     assert r_hats(out)["params"] >= 1.1
 
 

@@ -211,9 +211,14 @@ def expected_model_statistic(kind, potential, params, x, num_classes):
     return jax.tree.map(lambda *xs: sum(xs), *stats)
 
 
+@pytest.mark.statistical(seed=0)
 @pytest.mark.parametrize("kind", ["diag", "qdiag"])
-def test_model_label_gamma_is_unbiased(kind):
-    """Γ̂ with ỹ ~ p_θ: its mean over draws is Σ_j ∂_j F(E_ỹ s(θ))_ij, the score term included."""
+def test_model_label_gamma_is_unbiased(kind, stat_seed):
+    """Γ̂ with ỹ ~ p_θ: its mean over draws is Σ_j ∂_j F(E_ỹ s(θ))_ij, the score term included.
+
+    False-failure probability: ≤ 1.2e-5 per kind (21 parameters' means over 4,000 label draws,
+    near normal, at 5 standard errors).
+    """
     num_classes, draws = 3, 4000
     potential, params, batch = classifier(seed=5, num_outputs=num_classes)
     metric = METRICS[kind](labels="model", eps=0.05, decay=0.0)
@@ -238,7 +243,7 @@ def test_model_label_gamma_is_unbiased(kind):
         gamma = gamma_from_probes(metric, state, observation, basis, hz, reduce="sum")
         return ravel_pytree(gamma)[0]
 
-    gammas = jax.lax.map(one, jax.random.split(jax.random.key(0), draws), batch_size=500)
+    gammas = jax.lax.map(one, jax.random.split(jax.random.key(stat_seed), draws), batch_size=500)
     mean, se = gammas.mean(0), gammas.std(0) / np.sqrt(draws)
     z = np.abs(np.asarray(mean - expected)) / np.maximum(np.asarray(se), 1e-6)
     assert z.max() < 5, (

@@ -81,6 +81,7 @@ OVERCORRECTED = pytest.mark.xfail(
 
 
 @pytest.mark.slow
+@pytest.mark.statistical(seed=0)
 @pytest.mark.parametrize(
     ("name", "decay"),
     [
@@ -90,9 +91,11 @@ OVERCORRECTED = pytest.mark.xfail(
         pytest.param("fisher_qdiag", "inverse_sqrt", marks=OVERCORRECTED),
     ],
 )
-def test_adaptive_fisher_with_gamma_matches_nuts(name, decay):
+def test_adaptive_fisher_with_gamma_matches_nuts(name, decay, stat_seed):
+    """False-failure probability: ≤ 1e-3 (not derived: the errors measured at seed 0 sit ≈ 0.04
+    under the bound 0.1, and the seed sweep has not been run for this slow test)."""
     metric = getattr(sgrld.metrics, name)(decay=decay)  # labels="empirical", adaptive
-    result = run_case(metric, FISHER_LR, correction="hutchinson")
+    result = run_case(metric, FISHER_LR, correction="hutchinson", seed=stat_seed)
     print(f"{name}, decay {decay}, hutchinson: {result.mean_error:.3f} {result.cov_error:.3f}")
     assert result.mean_error <= BOUND and result.cov_error <= BOUND
 

@@ -145,7 +145,7 @@ def potential():
     )
 
 
-def run_chains(sampler, x, y, seed=7, chains=CHAINS, burn=BURN, samples=SAMPLES):
+def run_chains(sampler, x, y, seed, chains=CHAINS, burn=BURN, samples=SAMPLES):
     params = {"net": {"kernel": jnp.zeros((DIM, 1)), "bias": jnp.zeros(1)}, "prior": {}}
     out = sgrld.sample(
         jax.random.key(seed), sampler, params,
@@ -213,22 +213,34 @@ def z_scores(theta, mu, cov):
     return z_mean, ((per_cov.mean(0) - cov) / se)[UPPER], per_cov.mean(0)
 
 
-def test_sghmc_matches_the_exact_stationary_moments():
+@pytest.mark.statistical(seed=7)
+def test_sghmc_matches_the_exact_stationary_moments(stat_seed):
     """SGHMC without B̂ at lr = 0.02 (h = 2·10⁻⁴), α = 0.5: the minibatch noise inflates the
-    posterior variance 1.4-1.9x, and the chain's exact moments include it."""
+    posterior variance 1.4-1.9x, and the chain's exact moments include it.
+
+    False-failure probability: ≤ 2.6e-5 (4 means and 10 covariance entries at 5 standard errors
+    over 128 chains: Student t with 127 degrees of freedom, 1.86e-6 each).
+    """
     x, y = data()
     mu, cov = sghmc_moments(x, y, 0.02, 0.5, 1.0)
     _, _, _, posterior_cov = posterior(x, y)
     sampler = sgrld.sghmc(potential(), learning_rate=0.02, num_data=N, friction=0.5)
-    z_mean, z_cov, _ = z_scores(run_chains(sampler, x, y), mu, cov)
+    theta = run_chains(sampler, x, y, stat_seed)
+    z_mean, z_cov, _ = z_scores(theta, mu, cov)
     assert np.abs(z_mean).max() < 5 and np.abs(z_cov).max() < 5, (z_mean, z_cov)
     # power: the posterior itself is many standard errors away at this step
-    assert np.abs(z_scores(run_chains(sampler, x, y), mu, posterior_cov)[1]).max() > 10
+    assert np.abs(z_scores(theta, mu, posterior_cov)[1]).max() > 10
 
 
-def test_noise_estimate_beats_no_estimate_at_a_large_step():
+@pytest.mark.statistical(seed=7)
+def test_noise_estimate_beats_no_estimate_at_a_large_step(stat_seed):
     """With B̂ (per-example variance) the variances are within 10% of the posterior's (measured:
-    0.99-1.05); without it 1.45-1.87 (the exact inflation above)."""
+    0.99-1.05); without it 1.45-1.87 (the exact inflation above).
+
+    False-failure probability: ≤ 1.6e-5 (8 means at 5 standard errors over 128 chains, Student t,
+    1.86e-6 each; the ratios, standard errors 0.011-0.018 at seed 7, are 5σ and more from their
+    bounds: 2.5e-7).
+    """
     x, y = data()
     _, _, mu, cov = posterior(x, y)
     ratios = {}
@@ -236,7 +248,7 @@ def test_noise_estimate_beats_no_estimate_at_a_large_step():
         sampler = sgrld.sghmc(
             potential(), learning_rate=0.02, num_data=N, friction=0.5, gradient_noise=noise
         )
-        z_mean, _, sample_cov = z_scores(run_chains(sampler, x, y), mu, cov)
+        z_mean, _, sample_cov = z_scores(run_chains(sampler, x, y, stat_seed), mu, cov)
         assert np.abs(z_mean).max() < 5
         ratios[noise] = np.diag(sample_cov) / np.diag(cov)
     assert np.all(np.abs(ratios["per_example"] - 1) < 0.1), ratios
@@ -245,29 +257,40 @@ def test_noise_estimate_beats_no_estimate_at_a_large_step():
     assert err["per_example"] < err[None] / 3, err
 
 
-def test_sgnht_samples_the_posterior_within_its_step_bias():
+@pytest.mark.statistical(seed=7)
+def test_sgnht_samples_the_posterior_within_its_step_bias(stat_seed):
     """SGNHT at lr = 0.005: its thermostat absorbs most of the minibatch noise; variances within
-    25% of the posterior's (measured 1.01-1.14; SGHMC without B̂ at the same step: about 1.2)."""
+    25% of the posterior's (measured 1.01-1.14; SGHMC without B̂ at the same step: about 1.2).
+
+    False-failure probability: ≤ 1.1e-5 (4 means at 5 standard errors over 128 chains, Student t,
+    1.86e-6 each; the ratios, standard errors 0.021-0.025 at seed 7, 2.9e-6 beyond their bounds).
+    """
     x, y = data()
     _, _, mu, cov = posterior(x, y)
     sampler = sgrld.sgnht(potential(), learning_rate=0.005, num_data=N, diffusion=0.5)
-    z_mean, _, sample_cov = z_scores(run_chains(sampler, x, y), mu, cov)
+    z_mean, _, sample_cov = z_scores(run_chains(sampler, x, y, stat_seed), mu, cov)
     assert np.abs(z_mean).max() < 5, z_mean
     ratio = np.diag(sample_cov) / np.diag(cov)
     assert np.all((ratio > 0.9) & (ratio < 1.25)), ratio
 
 
-def test_preconditioned_sghmc_with_gamma_samples_the_posterior_within_its_step_bias():
+@pytest.mark.statistical(seed=7)
+def test_preconditioned_sghmc_with_gamma_samples_the_posterior_within_its_step_bias(stat_seed):
     """RMSprop-preconditioned SGHMC with exact Γ at lr = 0.004, α = 1 (G⁻¹ ≤ 1/eps = 1): means
     within 5 standard errors, variances within [0.8, 1.6] of the posterior's (measured 1.12-1.32:
-    the uncorrected minibatch noise and the O(lr) bias; 1.24-1.38 at lr = 0.01)."""
+    the uncorrected minibatch noise and the O(lr) bias; 1.24-1.38 at lr = 0.01).
+
+    False-failure probability: ≤ 2.5e-4 (the ratios, standard errors 0.07-0.08 over 64 chains at
+    seed 7, are 3.5σ and more from their bounds: 2.2e-4; 4 means at 5 standard errors, Student t
+    with 63 degrees of freedom, 4.9e-6 each).
+    """
     x, y = data()
     _, _, mu, cov = posterior(x, y)
     sampler = sgrld.sghmc(
         potential(), learning_rate=0.004, num_data=N, friction=1.0, correction="exact",
         metric=sgrld.metrics.rmsprop(decay=0.5, eps=1.0),
     )  # fmt: skip
-    theta = run_chains(sampler, x, y, chains=64, burn=3000)
+    theta = run_chains(sampler, x, y, stat_seed, chains=64, burn=3000)
     z_mean, _, sample_cov = z_scores(theta, mu, cov)
     assert np.abs(z_mean).max() < 5, z_mean
     ratio = np.diag(sample_cov) / np.diag(cov)
