@@ -84,6 +84,40 @@ def test_load_samples_needs_no_template_and_round_trips(tiny_run):
     assert samples.stats["learning_rate"] == pytest.approx(0.1)
 
 
+def test_samples_stream_epoch_by_epoch_and_join_bit_for_bit(tiny_run):
+    """``iter_samples`` yields each epoch file as written; ``load_samples`` joins them exactly."""
+    out, _ = tiny_run
+    files = sorted((out / "samples").glob("epoch_*.npz"))
+    epochs = list(sgrld.results.iter_samples(out))
+    assert len(epochs) == len(files) == 2 and sgrld.results.draws_per_epoch(out) == [19, 19]
+    whole = sgrld.load_samples(out)
+    for i, (path, epoch) in enumerate(zip(files, epochs, strict=True)):
+        with np.load(path) as written:
+            kernel = written["params/net.Dense_0.kernel"]
+            np.testing.assert_array_equal(epoch.step, written["step"])
+        got = epoch.params["net"]["Dense_0"]["kernel"]
+        assert got.dtype == kernel.dtype and np.array_equal(got, np.swapaxes(kernel, 0, 1))
+        draws = slice(19 * i, 19 * (i + 1))
+        for a, b in zip(jax.tree.leaves(epoch[:4]), jax.tree.leaves(whole[:4]), strict=True):
+            assert a.dtype == b.dtype and np.array_equal(
+                a, b[draws] if b.ndim == 1 else b[:, draws]
+            )
+
+
+def test_epoch_files_that_disagree_are_a_results_error(tmp_path: Path):
+    samples = tmp_path / "samples"
+    samples.mkdir()
+    (samples / "params.json").write_text('{"paths": [["w"]], "empty": []}')
+    one = {"step": np.arange(2), "valid": np.ones((2, 1), bool), "params/w": np.zeros((2, 1, 3))}
+    np.savez(samples / "epoch_0001.npz", **one)
+    np.savez(samples / "epoch_0002.npz", **{**one, "params/w": np.zeros((2, 1, 4))})
+    with pytest.raises(sgrld.results.ResultsError, match="epoch_0002.npz: params/w has shape"):
+        sgrld.load_samples(tmp_path)
+    np.savez(samples / "epoch_0002.npz", **{**one, "stats/potential": np.zeros((2, 1))})
+    with pytest.raises(sgrld.results.ResultsError, match="holds other arrays"):
+        sgrld.load_samples(tmp_path)
+
+
 def test_to_arviz_of_a_results_folder(tiny_run):
     out, _ = tiny_run
     idata = sgrld.to_arviz(out)
@@ -166,10 +200,20 @@ def test_export_command_writes_what_xarray_reads(tiny_run, fmt, suffix, capsys):
     assert sorted(tree.posterior.data_vars) == NAMES
     assert tree.posterior["net.Dense_1.bias"].dims == ("chain", "draw", "net.Dense_1.bias_dim_0")
     assert dict(tree.sample_stats.sizes) == {"chain": 2, "draw": 38}
-    np.testing.assert_array_equal(
-        tree.posterior["net.Dense_1.bias"].values,
-        sgrld.load_samples(out).params["net"]["Dense_1"]["bias"],
-    )
+    whole = sgrld.to_arviz(out)  # streamed epoch by epoch, the same as built in memory
+    assert sorted(tree.children) == sorted(whole.children)
+    for group in ("posterior", "sample_stats"):
+        assert sorted(tree[group].data_vars) == sorted(whole[group].data_vars)
+        for name, want in whole[group].data_vars.items():
+            got = tree[group][name]
+            assert got.dims == want.dims and got.dtype == want.dtype, name
+            assert np.array_equal(got.values, want.values), name
+        np.testing.assert_array_equal(tree[group]["draw"], np.arange(38))
+    if fmt == "zarr":  # chunked by epoch
+        assert tree.posterior["net.Dense_0.kernel"].encoding["chunks"] == (2, 19, 64, 8)
+    tree.close()
+    assert cli.main(["export", str(out), "--format", fmt]) == 0  # replaces it
+    assert not [p.name for p in out.iterdir() if p.name.startswith(".")]
 
 
 def test_export_to_a_chosen_path(tiny_run, tmp_path: Path):
