@@ -218,9 +218,9 @@ def diagnose_command(args: argparse.Namespace) -> int:
     series = diagnostics.traces(args.folder, num_params=args.params, seed=args.seed)
     rows = diagnostics.convergence(series)
     chains, draws = next(iter(series.values())).shape
-    caption = f"{args.folder}: {chains} chain(s) x {draws} draws"
     console = report.console()
-    console.print(report.rich_table(caption, diagnostics.COLUMNS, rows))
+    console.print(f"{args.folder}: {chains} chain(s) x {draws} draws", soft_wrap=True)
+    console.print(report.rich_table("convergence", diagnostics.COLUMNS, rows))
     plot = diagnostics.plot_traces(series, f"{args.folder}/diagnose.png")
     console.print(f"split R-hat above 1.01: the chains have not mixed. Traces in {plot}")
     return 0

@@ -39,13 +39,15 @@ kind = "gaussian"
 learning_rate = 0.1
 
 [run]
-epochs = 10
+epochs = 40
 burn_in = 10
 thin = 5
 chains = 2
 save_samples = true
 checkpoint_every = 2
 """
+# 40 epochs of ~78 steps: the last kill point (epoch 6) leaves 34 epochs, about a second, for the
+# test's poller to see it even on a loaded machine (with 10 epochs a starved poller missed it)
 TIMING = ("epoch_s", "sample_s", "eval_s", "epoch_cpu_s")
 """The fields of a record that are wall or CPU times, the only ones allowed to differ."""
 
@@ -148,7 +150,7 @@ def test_killed_five_times_and_resumed_equals_an_uninterrupted_run(tmp_path: Pat
     assert sgrld_.start(*resume).wait(timeout=300) == 0, sgrld_.log()
 
     assert json.loads(summary_json.read_text())["status"] == "completed"
-    assert _metrics(out) == _metrics(ref) and len(_metrics(ref)) == 10
+    assert _metrics(out) == _metrics(ref) and len(_metrics(ref)) == 40
     got, want = sgrld.load_samples(out), sgrld.load_samples(ref)
     assert got.names == want.names and sorted(got.stats) == sorted(want.stats)
     for a, b in zip(jax.tree.leaves(got[:4]), jax.tree.leaves(want[:4]), strict=True):
