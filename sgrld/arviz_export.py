@@ -11,7 +11,13 @@
   ``gamma_norm``, ``learning_rate``, ``drift_fallback`` (bool) and ``metric_fallbacks`` (the
   chain's cumulative count), plus ``diverging`` (bool): True where the draw is no sample because
   its chain had produced a NaN/inf (a results folder: ``not valid``; :func:`sgrld.sample`'s
-  output: from the first kept step whose update was not finite on).
+  output: from the first kept step whose update was not finite on). A results folder adds, per
+  evaluation set ``NAME``, ``NAME_log_likelihood``: the draw's own mean log-likelihood
+  ``(1/n) Σ_i log p(y_i | x_i, θ)`` on that set (``test_log_likelihood``, ...), in the units of
+  the run's ensemble scores. It belongs here and not in ArviZ's ``log_likelihood`` group, which
+  holds one value per draw *and observation* (``[chain, draw, obs]``, what ``loo``/``waic``
+  need); a mean over the observations is a per-draw statistic like the potential, and the run
+  does not keep the pointwise values (n of them per draw).
 * ``observed_data`` (regression runs): ``y``, the training targets in their own units, dim
   ``y_dim_0``. For a results folder they are not stored with the samples but rebuilt from its
   ``config.toml`` by loading the data set (:func:`sgrld.from_config.training_targets`; a data set

@@ -151,9 +151,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     diagnose = sub.add_parser(
         "diagnose",
-        help="split R-hat and bulk/tail ESS of a run's potential and a few parameters",
+        help="split R-hat and bulk/tail ESS of a run's potential, test log-likelihood and a "
+        "few parameters",
         description="Convergence diagnostics (ArviZ) of a run with run.save_samples = true: split "
-        "R-hat and bulk/tail ESS of the potential and of a fixed random subset of scalar "
+        "R-hat and bulk/tail ESS of the potential, of each draw's mean log-likelihood on the "
+        "evaluation sets (test_log_likelihood, ...) and of a fixed random subset of scalar "
         "parameters, and their traces in OUT/diagnose.png. R-hat above 1.01: not mixed. The "
         "kernel Stein discrepancy needs the posterior's score, which a results folder does not "
         "hold: compute it in Python with sgrld.stein.ksd(sgrld.diagnostics.pooled_draws(OUT), "

@@ -1,10 +1,12 @@
 """Have the chains mixed? Split R-hat and bulk/tail ESS (ArviZ) of a few traces of a run.
 
 The traces (:func:`traces`) are the potential (``sample_stats.potential``, Û(θ)/N on each draw's
-minibatch) and a fixed random subset of scalar parameters (one coordinate of one leaf each,
-chosen with ``numpy.random.default_rng(seed)`` among all coordinates, so the same run and seed
-always give the same ones). :func:`convergence` gives each trace's rank-normalised split R-hat
-(Vehtari et al. 2021) and its bulk and tail effective sample sizes, computed by ``arviz_stats``.
+minibatch), each draw's own mean log-likelihood on the evaluation sets when the run stored it
+(``sample_stats.test_log_likelihood``, ...: a results folder) and a fixed random subset of
+scalar parameters (one coordinate of one leaf each, chosen with ``numpy.random.default_rng(seed)``
+among all coordinates, so the same run and seed always give the same ones). :func:`convergence`
+gives each trace's rank-normalised split R-hat (Vehtari et al. 2021) and its bulk and tail
+effective sample sizes, computed by ``arviz_stats``.
 An R-hat above 1.01 says the chains have not mixed (Vehtari et al.'s threshold).
 
 References:
@@ -27,7 +29,8 @@ from sgrld.sampling import Samples
 
 
 def traces(source: Any, *, num_params: int = 8, seed: int = 0) -> dict[str, np.ndarray]:
-    """The potential and ``num_params`` random scalar parameters, each ``[chains, draws]``.
+    """The potential, the per-draw log-likelihoods (``*_log_likelihood``) and ``num_params``
+    random scalar parameters, each ``[chains, draws]``.
 
     Args:
         source: what :func:`sgrld.to_arviz` takes (:func:`sgrld.sample`'s output or a results
@@ -42,6 +45,9 @@ def traces(source: Any, *, num_params: int = 8, seed: int = 0) -> dict[str, np.n
     out = {}
     if "potential" in tree.sample_stats:
         out["potential"] = tree.sample_stats["potential"].values
+    for name, var in tree.sample_stats.data_vars.items():
+        if name.endswith("_log_likelihood"):
+            out[name] = var.values
     arrays = {name: var.values for name, var in tree.posterior.data_vars.items()}
     sizes = np.array([x[0, 0].size for x in arrays.values()])
     total = int(sizes.sum())

@@ -89,7 +89,7 @@ class EpochWriter:
     def __call__(self, index: int, carry: eng.Carry, chunk: eng.Chunk, sample_s: float) -> bool:
         s, epoch = self.setup, self.first + index
         start = time.perf_counter()
-        scores, values = jax.block_until_ready(
+        scores, values, draws = jax.block_until_ready(
             self.score(self.scores, chunk, s.curvature_keys, s.eval_sets)
         )
         eval_s = time.perf_counter() - start
@@ -109,7 +109,7 @@ class EpochWriter:
         if self.out is not None:
             results.append_record(self.out / "metrics.jsonl", rec)
             if self.save:
-                results.write_samples(self.out / "samples", epoch + 1, chunk)
+                results.write_samples(self.out / "samples", epoch + 1, chunk, draws)
         self.scores, self.carry, self.state = scores, carry, carry.state
         self.records.append(rec)
         if (epoch + 1) % self.every == 0:

@@ -5,8 +5,10 @@ JSON is strict (no NaN: a non-finite float is written as ``null``). Every file b
 are written one ``samples/epoch_EEEE.npz`` per epoch, holding the global ``step`` of each sample
 ``[S]``, its ``valid`` mask ``[S, chains]``, one array ``params/NAME`` ``[S, chains, ...]`` per
 parameter leaf and one array ``stats/FIELD`` ``[S, chains]`` per field of the sampler's ``info``
-at the kept step. ``samples/params.json`` names the leaves by their pytree paths, so
-:func:`load_samples` rebuilds the parameters with no template.
+at the kept step and per evaluation set ``NAME``: ``stats/NAME_log_likelihood``, the draw's own
+mean log-likelihood on that set (:func:`sgrld.scoring.score_function`).
+``samples/params.json`` names the leaves by their pytree paths, so :func:`load_samples` rebuilds
+the parameters with no template.
 
 Why one file per epoch and not one Zarr store appended to: the writer already streams (the
 engine hands over one epoch's samples, which are written and dropped), each file is whole or
@@ -62,7 +64,8 @@ class RunSamples(NamedTuple):
         (a bare array if the parameters are one array).
       stats: the sampler's ``info`` at each kept step, by field, ``[chains, draws]``
         (``potential``, ``grad_norm``, ``learning_rate``, ``gamma_norm``, ``drift_fallback``,
-        ``metric_fallbacks`` for SGRLD).
+        ``metric_fallbacks`` for SGRLD), and each draw's mean log-likelihood on every
+        evaluation set ``NAME`` (``NAME_log_likelihood``: ``test_log_likelihood``, ...).
       names: the parameter leaves' names (their pytree paths joined by ``.``), in leaf order.
     """
 
@@ -135,9 +138,14 @@ def path_name(path: KeyPath) -> str:
     return ".".join(str(k) for k in path) or ROOT_NAME
 
 
-def write_samples(folder: Path, epoch: int, chunk: Chunk) -> None:
+def write_samples(
+    folder: Path, epoch: int, chunk: Chunk, draws: Mapping[str, Any] | None = None
+) -> None:
     """Write one epoch's kept samples to ``folder/epoch_EEEE.npz`` (nothing if it kept none),
-    and the leaves' paths to ``folder/params.json``, each atomically (:mod:`sgrld.atomic`)."""
+    and the leaves' paths to ``folder/params.json``, each atomically (:mod:`sgrld.atomic`).
+
+    ``draws`` are further per-draw stats ``[slots, chains]`` (the scoring's log-likelihoods),
+    stored beside the sampler's ``info`` as ``stats/NAME``."""
     steps = np.asarray(chunk.steps)
     used = steps >= 0
     if not used.any():
@@ -149,6 +157,7 @@ def write_samples(folder: Path, epoch: int, chunk: Chunk) -> None:
         raise ValueError(f"two parameter leaves share a name: {names}")
     leaves = dict(zip(names, jax.tree.leaves(chunk.params), strict=True))
     stats = {k: v for k, v in chunk.info._asdict().items() if k not in ENGINE_FIELDS}
+    stats.update(draws or {})
     empty = [list(p) for p in leaf_paths(chunk.params, empty=True)]
     write_json(folder / "params.json", {"paths": [list(p) for p in paths], "empty": empty})
     with atomic.replacing(folder / f"epoch_{epoch:04d}.npz") as f:

@@ -3,7 +3,9 @@ is folded into the per-chain ensembles of :mod:`sgrld.evaluation`.
 
 :func:`score_function` builds the jitted half of an epoch that follows the sampling chunk
 (:class:`sgrld.engine.Chunk`): one slot of the chunk's sample buffer after the other, all chains
-at once, unused slots skipped, diverged chains' slots not added.
+at once, unused slots skipped, diverged chains' slots not added. The same predictions give each
+kept draw's own mean log-likelihood on every evaluation set (``NAME_log_likelihood``, saved with
+the samples by :func:`sgrld.results.write_samples`): no second forward pass.
 """
 
 from __future__ import annotations
@@ -46,6 +48,18 @@ class Ensemble(NamedTuple):
     update: Callable[[Any, Any, jax.Array], Any]
     scores: Callable[[Any, jax.Array], dict[str, jax.Array]]
     merge: Callable[[Any], Any]
+    log_likelihood: Callable[[Any, jax.Array], jax.Array]
+    """One sample's mean log-likelihood ``(1/n) Σ_i log p(y_i | x_i, θ)`` from its predictions."""
+
+
+def _classification_log_likelihood(logits: jax.Array, y: jax.Array) -> jax.Array:
+    log_probs = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
+    return jnp.mean(jnp.take_along_axis(log_probs, y[:, None], axis=-1))
+
+
+def _regression_log_likelihood(pred: tuple[jax.Array, jax.Array], y: jax.Array) -> jax.Array:
+    mean, std = (a.astype(jnp.float32) for a in pred)
+    return jnp.mean(jax.scipy.stats.norm.logpdf(y.astype(jnp.float32), mean, std))
 
 
 def ensemble_ops(kind: Kind, num_classes: int | None) -> Ensemble:
@@ -56,12 +70,14 @@ def ensemble_ops(kind: Kind, num_classes: int | None) -> Ensemble:
             lambda ens, logits, y: evaluation.update_classification(ens, logits),
             lambda ens, y: evaluation.classification_scores(ens, y, ECE_BINS),
             evaluation.merge_classification,
+            _classification_log_likelihood,
         )
     return Ensemble(
         evaluation.init_regression,
         lambda ens, pred, y: evaluation.update_regression(ens, pred[0], pred[1], y),
         lambda ens, y: evaluation.regression_scores(ens, y),
         evaluation.merge_regression,
+        _regression_log_likelihood,
     )
 
 
@@ -121,52 +137,59 @@ def _select(mask: jax.Array, new: PyTree, old: PyTree) -> PyTree:
 
 def score_function(
     kind: Kind, predict_fn: Callable, ensemble: Ensemble, curvature: bool, curvature_points: int
-) -> Callable[[Scores, Chunk, jax.Array, dict], tuple[Scores, dict[str, jax.Array]]]:
-    """``(scores, chunk, curvature_keys, eval_sets) -> (scores, {set_score: value})``.
+) -> Callable[[Scores, Chunk, jax.Array, dict], tuple[Scores, dict, dict]]:
+    """``(scores, chunk, curvature_keys, eval_sets) -> (scores, {set_score: value}, draws)``.
 
     Folds the chunk's valid samples into the ensembles and returns the ensemble scores so far;
     with ``curvature``, also the mean input-space curvature of each sample on the first
-    ``curvature_points`` test points (:func:`sgrld.evaluation.curvature`).
+    ``curvature_points`` test points (:func:`sgrld.evaluation.curvature`). ``draws`` holds, for
+    every evaluation set ``NAME``, ``NAME_log_likelihood`` ``[slots, chains]``: each buffered
+    draw's own mean log-likelihood on that set (:attr:`Ensemble.log_likelihood`, in the units of
+    the ensemble's scores; NaN in unused slots), from the predictions the ensemble is fed.
     """
     predict = per_point(kind, predict_fn)
     nll = nll_fn(kind, predict)
 
     def score_sample(params, ensembles, key, eval_sets):
-        new = {
-            name: ensemble.update(
-                ensembles[name], chunked(partial(predict, params), x, EVAL_BATCH), y
-            )
-            for name, (x, y) in eval_sets.items()
-        }
+        new, lls = {}, {}
+        for name, (x, y) in eval_sets.items():
+            pred = chunked(partial(predict, params), x, EVAL_BATCH)
+            new[name] = ensemble.update(ensembles[name], pred, y)
+            lls[f"{name}_log_likelihood"] = ensemble.log_likelihood(pred, y)
         if not curvature:
-            return new, jnp.zeros((), jnp.float32)
+            return new, jnp.zeros((), jnp.float32), lls
         x, y = (a[:curvature_points] for a in eval_sets["test"])
         c = jnp.mean(evaluation.curvature(key, partial(nll, params), x, y))
-        return new, c.astype(jnp.float32)
+        return new, c.astype(jnp.float32), lls
 
     def fold(curvature_keys, eval_sets, scores, slot):
         params, s, valid = slot
         keys = jax.vmap(jax.random.fold_in, (0, None))(curvature_keys, s)
-        ensembles, c = jax.vmap(score_sample, (0, 0, 0, None))(
+        ensembles, c, lls = jax.vmap(score_sample, (0, 0, 0, None))(
             params, scores.ensembles, keys, eval_sets
         )
         return Scores(
             _select(valid, ensembles, scores.ensembles),
             scores.samples + valid.astype(jnp.int32),
             scores.curvature_sum + jnp.where(valid, c, 0.0),
-        )
+        ), lls
 
     def score(scores, chunk, curvature_keys, eval_sets):
+        unused = {
+            f"{name}_log_likelihood": jnp.full(chunk.valid.shape[1:], jnp.nan, jnp.float32)
+            for name in eval_sets
+        }
+
         def body(scores, slot):  # the predicate is per slot, not per chain: a real branch
             run = partial(fold, curvature_keys, eval_sets)
-            return jax.lax.cond(slot[1] >= 0, run, lambda c, _: c, scores, slot), None
+            return jax.lax.cond(slot[1] >= 0, run, lambda c, _: (c, unused), scores, slot)
 
-        scores, _ = jax.lax.scan(body, scores, (chunk.params, chunk.steps, chunk.valid))
+        scores, draws = jax.lax.scan(body, scores, (chunk.params, chunk.steps, chunk.valid))
         values = {
             f"{name}_{score}": value
             for name, (_, y) in eval_sets.items()
             for score, value in ensemble.scores(ensemble.merge(scores.ensembles[name]), y).items()
         }
-        return scores, values
+        return scores, values, draws
 
     return score

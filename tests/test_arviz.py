@@ -12,7 +12,7 @@ import pytest
 import xarray as xr
 
 import sgrld
-from sgrld import cli, diagnostics
+from sgrld import cli, diagnostics, from_config
 from sgrld.from_config import run_config
 
 TINY = [
@@ -30,6 +30,8 @@ TINY = [
 """19 steps per epoch, every step a sample: 38 draws of 2 chains, the last the final state."""
 NAMES = ["net.Dense_0.bias", "net.Dense_0.kernel", "net.Dense_1.bias", "net.Dense_1.kernel"]
 STATS = ["potential", "grad_norm", "learning_rate", "gamma_norm", "drift_fallback"]
+DRAW_LL = ["test_log_likelihood", "val_log_likelihood"]
+"""Each draw's own mean log-likelihood on digits' evaluation sets, stored by the run."""
 
 
 @pytest.fixture(autouse=True)
@@ -124,9 +126,31 @@ def test_to_arviz_of_a_results_folder(tiny_run):
     assert sorted(idata.posterior.data_vars) == NAMES
     kernel = idata.posterior["net.Dense_0.kernel"]
     assert kernel.dims[:2] == ("chain", "draw") and kernel.shape == (2, 38, 64, 8)
-    assert set(STATS) | {"diverging", "metric_fallbacks"} == set(idata.sample_stats.data_vars)
+    assert set(STATS + DRAW_LL) | {"diverging", "metric_fallbacks"} == set(
+        idata.sample_stats.data_vars
+    )
+    assert idata.sample_stats["test_log_likelihood"].dims == ("chain", "draw")
     assert idata.sample_stats["diverging"].dtype == bool
     assert not idata.sample_stats["diverging"].values.any()
+
+
+def test_each_draw_stores_its_own_test_log_likelihood(tiny_run):
+    """``stats/test_log_likelihood`` of a draw is that sample's mean log p(y|x, θ) on the test set
+    (not the ensemble's), computed again here from the saved parameters for a few draws."""
+    out, _ = tiny_run
+    samples = sgrld.load_samples(out)
+    stored = samples.stats["test_log_likelihood"]
+    assert stored.shape == (2, 38) and stored.dtype == np.float32 and np.isfinite(stored).all()
+    with np.load(out / "samples" / "epoch_0002.npz") as epoch:
+        np.testing.assert_array_equal(epoch["stats/test_log_likelihood"].T, stored[:, 19:])
+    experiment = from_config.build_experiment(sgrld.config.load_config(None, TINY))
+    x, y = experiment.eval_sets["test"]
+    for chain, draw in [(0, 0), (1, 20), (0, 37)]:
+        params = jax.tree.map(lambda a, c=chain, d=draw: a[c, d], samples.params)
+        log_probs = jax.nn.log_softmax(experiment.predict_fn(params, jnp.asarray(x)))
+        direct = jnp.mean(jnp.take_along_axis(log_probs, jnp.asarray(y)[:, None], axis=-1))
+        assert stored[chain, draw] == pytest.approx(float(direct), rel=1e-5, abs=1e-6)
+    assert not np.allclose(stored[0], stored[1])  # the chains' own values, not a shared score
 
 
 def test_to_arviz_of_sample_output_single_chain_and_root_leaf():
@@ -185,7 +209,8 @@ def test_traces_pick_the_same_scalar_parameters_for_the_same_seed(tiny_run):
     out, _ = tiny_run
     first = diagnostics.traces(out, num_params=5, seed=3)
     again = diagnostics.traces(out, num_params=5, seed=3)
-    assert list(first) == list(again) and len(first) == 6 and "potential" in first
+    assert list(first) == list(again) and len(first) == 8
+    assert list(first)[:3] == ["potential", *DRAW_LL]
     assert all(x.shape == (2, 38) for x in first.values())
     assert list(diagnostics.traces(out, num_params=5, seed=4)) != list(first)
 
@@ -216,6 +241,31 @@ def test_export_command_writes_what_xarray_reads(tiny_run, fmt, suffix, capsys):
     assert not [p.name for p in out.iterdir() if p.name.startswith(".")]
 
 
+def test_netcdf_export_has_the_layout_that_arviz_from_netcdf_reads(tiny_run, tmp_path: Path):
+    """Classic ArviZ (0.x) ``from_netcdf`` lists the root's groups with h5netcdf and opens each
+    with ``xarray.open_dataset(path, group=...)``: the groups must sit at the root and their
+    variables carry ``chain, draw`` first."""
+    import h5netcdf
+
+    out, _ = tiny_run
+    path = sgrld.arviz_export.export(out, "netcdf", to=tmp_path / "run.nc")
+    with h5netcdf.File(path, mode="r") as f:
+        assert sorted(f.groups) == ["posterior", "sample_stats"]
+    for group, sizes in [("posterior", (2, 38, 64, 8)), ("sample_stats", (2, 38))]:
+        with xr.open_dataset(path, group=f"/{group}", engine="h5netcdf") as data:
+            var = data["net.Dense_0.kernel" if group == "posterior" else "test_log_likelihood"]
+            assert var.dims[:2] == ("chain", "draw") and var.shape == sizes
+
+
+def test_arviz_from_netcdf_reads_the_export(tiny_run, tmp_path: Path):
+    """Run where ``arviz`` is importable (it is no dependency; checked with arviz 0.23.4)."""
+    arviz = pytest.importorskip("arviz")
+    out, _ = tiny_run
+    idata = arviz.from_netcdf(sgrld.arviz_export.export(out, "netcdf", to=tmp_path / "run.nc"))
+    assert idata.posterior["net.Dense_0.kernel"].dims[:2] == ("chain", "draw")
+    assert idata.sample_stats["test_log_likelihood"].shape == (2, 38)
+
+
 def test_export_to_a_chosen_path(tiny_run, tmp_path: Path):
     out, _ = tiny_run
     assert cli.main(["export", str(out), "--to", str(tmp_path / "a" / "run.nc")]) == 0
@@ -226,7 +276,8 @@ def test_diagnose_command_prints_the_table_and_plots(tiny_run, capsys):
     out, _ = tiny_run
     assert cli.main(["diagnose", str(out), "--params", "3"]) == 0
     text = capsys.readouterr().out
-    for word in ("split R-hat", "bulk ESS", "tail ESS", "potential", "2 chain(s) x 38 draws"):
+    words = ("split R-hat", "bulk ESS", "tail ESS", "potential", "test_log_likelihood")
+    for word in (*words, "2 chain(s) x 38 draws"):
         assert word in text
     assert (out / "diagnose.png").stat().st_size > 0
 
