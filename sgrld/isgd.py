@@ -64,7 +64,7 @@ import jax.numpy as jnp
 from sgrld.checks import check_num_data, check_params, check_temperature
 from sgrld.momentum import check_potential_size
 from sgrld.noise import normal_like
-from sgrld.per_example import observation_fn, unused_leaves
+from sgrld.per_example import gradient_variance
 from sgrld.potential import Potential
 from sgrld.sampler import Sampler, step_info
 
@@ -214,23 +214,11 @@ def noise_estimate(potential_fn: Callable, num_data: int, kind: str = "per_examp
             "gradient_noise='per_example' needs a potential built by sgrld.potential(...) "
             "(per-example log-likelihoods); gradient_noise='square' does not"
         )
-    observe = observation_fn("diag", "empirical")(potential_fn)
+    variances = gradient_variance(potential_fn)
 
     def per_example(params, batch):
-        size = jax.tree.leaves(batch)[0].shape[0]
-        if size < 2:
-            raise ValueError("gradient_noise='per_example' needs minibatches of >= 2 examples")
-        value, g, second = observe(params, batch, None)
-        g_prior = jax.grad(potential_fn.prior_term)(params)
-        unseen = unused_leaves(potential_fn.loglik_fn, params, batch)
-
-        def half_var(i, g, gp, m2):  # the likelihood's mean gradient is gp − g
-            var = jnp.maximum(_f32(m2) - jnp.square(_f32(gp) - _f32(g)), 0.0) / (size - 1)
-            return jnp.zeros_like(var) if i in unseen else 0.5 * num_data**2 * var
-
-        leaves, treedef = jax.tree.flatten(g)
-        rows = zip(leaves, jax.tree.leaves(g_prior), jax.tree.leaves(second), strict=True)
-        return value, g, treedef.unflatten([half_var(i, *row) for i, row in enumerate(rows)])
+        value, g, var = variances(params, batch)
+        return value, g, jax.tree.map(lambda v: 0.5 * num_data**2 * v, var)
 
     return per_example
 

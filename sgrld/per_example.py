@@ -188,7 +188,8 @@ def _warn_fallback(params, indices, kind) -> None:
     paths = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(params)[0]]
     names = ", ".join(paths[i] for i in indices)
     warnings.warn(  # once per message: the warning's location is fixed
-        f"per-example statistics (Fisher metrics, i-SGD) of {names} use the vmap(grad) fallback "
+        f"per-example statistics (Fisher metrics, i-SGD, SGHMC's B̂) of {names} use the vmap(grad) "
+        "fallback "
         "(B per-example gradients in memory): those leaves are not the parameters of an "
         "nn.Dense layer called once on [batch, features] inputs",
         FallbackWarning,
@@ -244,6 +245,61 @@ def observation_fn(
         return observe
 
     return bind
+
+
+def gradient_variance(potential) -> Callable:
+    """``(params, batch) -> (Û/N, ∇Û/N, V̂)``: V̂ = s²/B per coordinate (float32), an unbiased
+    estimate of the variance of the minibatch-mean gradient from its B per-example gradients
+    (s² their sample variance; the prior's term is the same in every minibatch), computed from
+    the per-example squares of the same pass as the gradient (DOP's statistic: the Dense fast
+    path, else the ``vmap(grad)`` fallback). Leaves the likelihood does not see get 0.
+
+    Used by i-SGD's noise estimate and SGHMC's B̂.
+
+    Example:
+      >>> import jax.numpy as jnp, flax.linen as nn, sgrld
+      >>> layer = nn.Dense(1)
+      >>> loglik = lambda p, b: -0.5 * (b[1] - layer.apply({"params": p}, b[0])[:, 0]) ** 2
+      >>> u = sgrld.potential(loglik, None, num_data=10)
+      >>> params = {"bias": jnp.zeros(1), "kernel": jnp.zeros((1, 1))}
+      >>> v = gradient_variance(u)(params, (jnp.ones((2, 1)), jnp.array([0.0, 2.0])))[2]
+      >>> v["bias"].item()  # per-example gradients 0 and 2: s² = 2, B = 2
+      1.0
+
+    Raises:
+      TypeError: ``potential`` is not built by :func:`sgrld.potential` (no per-example
+        log-likelihoods).
+    """
+    if not hasattr(potential, "loglik_fn"):
+        raise TypeError(
+            "per-example gradient variances need a potential built by sgrld.potential(...) "
+            "(per-example log-likelihoods)"
+        )
+    observe = observation_fn("diag", "empirical")(potential)
+
+    def fn(params, batch):
+        size = jax.tree.leaves(batch)[0].shape[0]
+        if size < 2:
+            raise ValueError("per-example gradient variances need minibatches of >= 2 examples")
+        value, g, second = observe(params, batch, None)
+        g_prior = jax.grad(potential.prior_term)(params)
+        unseen = unused_leaves(potential.loglik_fn, params, batch)
+
+        def variance(i, g, gp, m2):  # the likelihood's mean gradient is g − gp
+            mean = _float32(g) - _float32(gp)
+            var = jnp.maximum(_float32(m2) - jnp.square(mean), 0.0) / (size - 1)
+            return jnp.zeros_like(var) if i in unseen else var
+
+        leaves, treedef = jax.tree.flatten(g)
+        rows = zip(leaves, jax.tree.leaves(g_prior), jax.tree.leaves(second), strict=True)
+        return value, g, treedef.unflatten([variance(i, *row) for i, row in enumerate(rows)])
+
+    return fn
+
+
+def _float32(x: jax.Array) -> jax.Array:
+    """``x`` in at least float32."""
+    return jnp.asarray(x, jnp.promote_types(x.dtype, jnp.float32))
 
 
 def _first(batch, examples):

@@ -56,6 +56,7 @@ from sgrld.momentum import (
     momentum_info,
 )
 from sgrld.noise import normal_like
+from sgrld.per_example import gradient_variance
 from sgrld.sampler import Sampler, gradient_fn
 
 PyTree = Any
@@ -80,37 +81,6 @@ class SGHMCState(NamedTuple):
     momentum: PyTree
     metric_state: MetricState
     noise_variance: PyTree
-
-
-def per_example_variance(potential: Callable) -> Callable:
-    """``(params, batch) -> (Û/N, ∇Û/N, V̂)`` with ``V̂ = s²/B`` per coordinate, ``s²`` the sample
-    variance of the B per-example log-likelihood gradients: an unbiased estimate of the variance
-    of the minibatch gradient g (the prior's term is the same in every minibatch).
-
-    Example:
-      >>> import jax.numpy as jnp, sgrld
-      >>> u = sgrld.potential(lambda w, b: -0.5 * (b - w) ** 2, None, num_data=10)
-      >>> per_example_variance(u)(jnp.zeros(()), jnp.array([0.0, 2.0]))[2].item()  # s² = 2, B = 2
-      1.0
-    """
-    if not hasattr(potential, "loglik_fn"):
-        raise TypeError(
-            "gradient_noise='per_example' needs a potential built by sgrld.potential(...) "
-            "(per-example log-likelihoods)"
-        )
-
-    def one(params, example):
-        return jnp.asarray(potential.loglik_fn(params, jax.tree.map(lambda x: x[None], example)))[0]
-
-    def fn(params, batch):
-        value, g = jax.value_and_grad(potential)(params, batch)
-        size = jax.tree.leaves(batch)[0].shape[0]
-        if size < 2:
-            raise ValueError("gradient_noise='per_example' needs minibatches of >= 2 examples")
-        grads = jax.vmap(jax.grad(one), (None, 0))(params, batch)
-        return value, g, jax.tree.map(lambda x: jnp.var(x, axis=0, ddof=1) / size, grads)
-
-    return fn
 
 
 class _Options(NamedTuple):
@@ -158,7 +128,8 @@ def sghmc(
       correction_warmup: metric updates before Γ̂ is applied (``None``: the metric's warm-up).
       gradient_noise: the minibatch-noise estimate V̂ of Var(g) per coordinate (identity metric
         only): ``None`` (β̂ = 0, Chen et al.'s default), a number (a known variance), or
-        ``"per_example"`` (an average, with ``noise_decay``, of :func:`per_example_variance`;
+        ``"per_example"`` (an average, with ``noise_decay``, of
+        :func:`sgrld.per_example.gradient_variance`;
         B per-example gradients per step).
       noise_decay: decay of the moving average of ``"per_example"``.
 
@@ -190,7 +161,7 @@ def sghmc(
     if metric.statistic is None:
         correction = corrections.none()
     gradients = (
-        per_example_variance(potential_fn)
+        gradient_variance(potential_fn)
         if noise == "per_example"
         else gradient_fn(potential_fn, True, metric)
     )
