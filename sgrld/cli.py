@@ -63,7 +63,7 @@ examples:
   sgrld reproduce funnel --quick
   sgrld run --help                    every configuration key, with its default
   sgrld run my.toml --set run.save_samples=true --out results/a
-  sgrld diagnose results/a            split R-hat and ESS of the potential and a few parameters
+  sgrld diagnose results/a            split R-hat and ESS: potential, log-likelihoods, parameters
   sgrld export results/a --format netcdf   the samples as ArviZ data (inference_data.nc)
 
 Results go to a folder (--out): the resolved configuration (config.toml, config.json), one JSON
