@@ -16,11 +16,14 @@ import sys
 import textwrap
 from pathlib import Path
 
-from sgrld import arviz_export, diagnostics, report, runner
+import jax
+import numpy as np
+
+from sgrld import arviz_export, diagnostics, report, runner, stein
 from sgrld.config import Config, ConfigError, load_config, to_toml
 from sgrld.data import DataError
 from sgrld.experiments.reproduction import Reproduction
-from sgrld.from_config import run_config
+from sgrld.from_config import log_posterior, run_config
 from sgrld.results import ResultsError
 
 # name -> (module, one-line help); each module defines REPRODUCTION, a
@@ -63,7 +66,8 @@ examples:
   sgrld reproduce funnel --quick
   sgrld run --help                    every configuration key, with its default
   sgrld run my.toml --set run.save_samples=true --out results/a
-  sgrld diagnose results/a            split R-hat and ESS: potential, log-likelihoods, parameters
+  sgrld diagnose results/a            split R-hat and ESS: potential, log-likelihoods, parameters;
+                                      the kernel Stein discrepancy if D <= 1,000 (--no-ksd: not)
   sgrld export results/a --format netcdf   the samples as ArviZ data (inference_data.nc)
 
 Results go to a folder (--out): the resolved configuration (config.toml, config.json), one JSON
@@ -156,14 +160,18 @@ def build_parser() -> argparse.ArgumentParser:
         description="Convergence diagnostics (ArviZ) of a run with run.save_samples = true: split "
         "R-hat and bulk/tail ESS of the potential, of each draw's mean log-likelihood on the "
         "evaluation sets (test_log_likelihood, ...) and of a fixed random subset of scalar "
-        "parameters, and their traces in OUT/diagnose.png. R-hat above 1.01: not mixed. The "
-        "kernel Stein discrepancy needs the posterior's score, which a results folder does not "
-        "hold: compute it in Python with sgrld.stein.ksd(sgrld.diagnostics.pooled_draws(OUT), "
-        "log_prob).",
+        "parameters, and their traces in OUT/diagnose.png. R-hat above 1.01: not mixed. For a run "
+        f"with at most {KSD_MAX_DIM:,} parameters it also prints the IMQ kernel Stein discrepancy "
+        f"of the pooled draws (at most {KSD_MAX_DRAWS:,}, evenly thinned) against the full-batch "
+        "log posterior, rebuilt from OUT/config.toml and the data set (skipped, with a line why, "
+        "if either is missing).",
     )
     diagnose.add_argument("folder", metavar="OUT", help="the results folder of the run")
     diagnose.add_argument("--params", type=int, default=8, help="how many scalar parameters")
     diagnose.add_argument("--seed", type=int, default=0, help="seed of the parameters' choice")
+    diagnose.add_argument(
+        "--no-ksd", action="store_true", help="do not compute the kernel Stein discrepancy"
+    )
 
     rep = sub.add_parser("reproduce", help="reproduce a figure or table of the papers")
     experiments = rep.add_subparsers(dest="experiment", required=True, metavar="EXPERIMENT")
@@ -225,7 +233,41 @@ def diagnose_command(args: argparse.Namespace) -> int:
     console.print(report.rich_table("convergence", diagnostics.COLUMNS, rows))
     plot = diagnostics.plot_traces(series, f"{args.folder}/diagnose.png")
     console.print(f"split R-hat above 1.01: the chains have not mixed. Traces in {plot}")
+    if not args.no_ksd:
+        console.print(ksd_line(Path(args.folder)), soft_wrap=True)
     return 0
+
+
+KSD_MAX_DIM = 1000
+"""``sgrld diagnose`` prints the KSD of runs with at most this many parameters (D)."""
+KSD_MAX_DRAWS = 1000
+"""... of at most this many pooled draws (evenly thinned): the scores are one full-batch gradient
+each, and the kernel sum is O(n²)."""
+
+
+def ksd_line(folder: Path) -> str:
+    """``sgrld diagnose``'s line on the IMQ kernel Stein discrepancy of the run's pooled draws
+    against its full-batch log posterior (:func:`sgrld.from_config.log_posterior`), or on why it
+    is skipped: more than :data:`KSD_MAX_DIM` parameters, no readable ``config.toml``, or the
+    data set's files not found."""
+    draws = diagnostics.pooled_draws(folder)
+    leaves = jax.tree.leaves(draws)
+    n, dim = leaves[0].shape[0], sum(int(np.prod(a.shape[1:])) for a in leaves)
+    skip = "kernel Stein discrepancy skipped: "
+    if dim > KSD_MAX_DIM:
+        return f"{skip}D = {dim:,} parameters, above the limit of {KSD_MAX_DIM:,}"
+    try:
+        log_prob = log_posterior(load_config(folder / "config.toml", []))
+    except (ConfigError, DataError, OSError) as err:
+        return f"{skip}the run's configuration or data is not available ({err})"
+    m = min(n, KSD_MAX_DRAWS)
+    value = stein.ksd(draws, log_prob, max_draws=KSD_MAX_DRAWS)
+    return (
+        f"kernel Stein discrepancy (IMQ): {value:.4g} over {m:,} draws (D = {dim:,})\n"
+        f"  {m:,} independent exact draws would give E[KSD²] = (E‖∇log p‖² + D)/{m:,}, so a KSD of "
+        f"at least √(D/{m:,}) = {(dim / m) ** 0.5:.3g}; correlated draws raise it, and a value "
+        "far above that of exact draws says the draws are not from the posterior"
+    )
 
 
 COMMANDS = {"run": run_command, "export": export_command, "diagnose": diagnose_command}

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -59,19 +60,11 @@ def build_experiment(config: Config) -> Experiment:
         sgrld.config.ConfigError: if ``data.split`` or ``data.validation_size`` is out of the
             range the files allow.
     """
-    ds = _load(config)
-    x_train, y_train = ds.x_train[: config.data.train_size], ds.y_train[: config.data.train_size]
+    parts = _posterior(config)
+    ds, model, prior, regression = parts.ds, parts.model, parts.prior, parts.regression
+    x_train, y_train = parts.train
     check_schedule(config, len(x_train))
-    regression = DATASETS[config.data.name].regression
-    model = _model(config, ds.num_classes, regression)
-    apply = bnn.apply_fn(model)
-    prior = PRIORS[config.prior.kind](**config.prior.params)
-    noise_std = config.likelihood.noise_std
-    fixed = None if noise_std is None else noise_std / ds.target_std
-    loglik = (
-        bnn.likelihoods.gaussian(apply, fixed) if regression else bnn.likelihoods.categorical(apply)
-    )
-    potential = sgrld.potential(loglik, bnn.logprior_fn(prior), len(x_train))
+    apply, fixed, potential, noise_std = parts.apply, parts.fixed, parts.potential, parts.noise_std
     sampler = _sampler(config.sampler, potential, len(x_train))
     input_shape = (1, *x_train.shape[1:])
 
@@ -86,6 +79,60 @@ def build_experiment(config: Config) -> Experiment:
     meta = {"config": config.to_dict()}
     common = dict(sampler=sampler, init_fn=init_fn, train=(x_train, y_train), meta=meta)
     return _experiment(ds, apply, regression, fixed, **common)
+
+
+class _Posterior(NamedTuple):
+    """What :func:`build_experiment` and :func:`log_posterior` share: the data set, the training
+    split, the network, the prior, σ (fixed, standardised; ``None``: sampled) and the potential."""
+
+    ds: Any
+    train: tuple[np.ndarray, np.ndarray]
+    regression: bool
+    model: Any
+    apply: Any
+    prior: Any
+    noise_std: float | None
+    fixed: float | None
+    potential: sgrld.Potential
+
+
+def _posterior(config: Config) -> _Posterior:
+    """Load the data and build the model, prior, likelihood and potential of a configuration."""
+    ds = _load(config)
+    x_train, y_train = ds.x_train[: config.data.train_size], ds.y_train[: config.data.train_size]
+    regression = DATASETS[config.data.name].regression
+    model = _model(config, ds.num_classes, regression)
+    apply = bnn.apply_fn(model)
+    prior = PRIORS[config.prior.kind](**config.prior.params)
+    noise_std = config.likelihood.noise_std
+    fixed = None if noise_std is None else noise_std / ds.target_std
+    loglik = (
+        bnn.likelihoods.gaussian(apply, fixed) if regression else bnn.likelihoods.categorical(apply)
+    )
+    potential = sgrld.potential(loglik, bnn.logprior_fn(prior), len(x_train))
+    train = (x_train, y_train)
+    return _Posterior(ds, train, regression, model, apply, prior, noise_std, fixed, potential)
+
+
+def log_posterior(config: Config) -> Callable[[PyTree], jax.Array]:
+    """The full-batch log posterior ``log p(θ|D)`` of a configuration's run, up to a constant:
+    ``params -> −N · potential(θ, (x, y))`` with the potential of :func:`build_experiment` and
+    ``(x, y)`` the whole training set (``N`` examples), i.e. ``Σ_i log p(y_i|x_i, θ) + log p(θ)``.
+
+    The ``log_prob`` that :func:`sgrld.stein.ksd` takes (``sgrld diagnose`` uses it). It loads the
+    data set as :func:`build_experiment` does, so it needs the data files (``data.data_dir``).
+
+    Raises:
+        sgrld.data.DataError: if the data set's files are missing or corrupt.
+    """
+    parts = _posterior(config)
+    potential, batch = parts.potential, tuple(jnp.asarray(a) for a in parts.train)
+    num_data = potential.num_data
+
+    def log_prob(params: PyTree) -> jax.Array:
+        return -num_data * potential(params, batch)
+
+    return log_prob
 
 
 def training_targets(config: Config) -> np.ndarray | None:

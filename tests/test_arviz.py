@@ -306,3 +306,51 @@ def test_unknown_export_format_is_a_usage_error(tmp_path: Path, capsys):
     assert "invalid choice: 'csv'" in capsys.readouterr().err
     with pytest.raises(ValueError, match="unknown export format 'csv'"):
         sgrld.arviz_export.export(tmp_path, "csv")
+
+
+def test_diagnose_prints_the_kernel_stein_discrepancy_of_a_small_run(tiny_run, capsys):
+    out, _ = tiny_run  # D = 64·8 + 8 + 8·10 + 10 = 610 parameters
+    assert cli.main(["diagnose", str(out), "--params", "2"]) == 0
+    text = capsys.readouterr().out
+    line = next(x for x in text.splitlines() if x.startswith("kernel Stein discrepancy (IMQ): "))
+    value = float(line.split(": ")[1].split()[0])
+    assert np.isfinite(value) and value > 0
+    assert "over 76 draws (D = 610)" in line and "exact draws" in text
+
+
+def test_diagnose_skips_the_kernel_stein_discrepancy_and_says_why(
+    tiny_run, tmp_path: Path, monkeypatch, capsys
+):
+    out, _ = tiny_run
+    monkeypatch.setattr(cli, "KSD_MAX_DIM", 100)
+    assert cli.main(["diagnose", str(out), "--params", "2"]) == 0
+    text = capsys.readouterr().out
+    assert "kernel Stein discrepancy skipped: D = 610 parameters, above the limit of 100" in text
+    monkeypatch.setattr(cli, "KSD_MAX_DIM", 1000)
+    (tmp_path / "samples").symlink_to(out / "samples")  # the draws, without config.toml
+    assert cli.ksd_line(tmp_path).startswith("kernel Stein discrepancy skipped: the run's ")
+    assert cli.main(["diagnose", str(out), "--params", "2", "--no-ksd"]) == 0
+    assert "kernel Stein discrepancy" not in capsys.readouterr().out
+
+
+def test_log_posterior_gradient_is_minus_n_times_the_full_batch_potential_gradient(monkeypatch):
+    built = []
+    make = sgrld.potential
+    monkeypatch.setattr(sgrld, "potential", lambda *a: built.append(make(*a)) or built[-1])
+    config = sgrld.config.load_config(None, TINY)
+    experiment = from_config.build_experiment(config)  # the potential its sampler steps on
+    potential = built[0]
+    params = experiment.init_fn(jax.random.key(1))
+    x, y = (jnp.asarray(a) for a in experiment.train)
+    n = len(x)
+    assert potential.num_data == n
+    full = jax.grad(lambda p: -n * potential(p, (x, y)))(params)
+    # the same from two unequal minibatches: Σ_b |b|·Û_b(θ) = U(θ) when the batches cover D
+    k = n // 3
+    halves = jax.grad(
+        lambda p: -k * potential(p, (x[:k], y[:k])) - (n - k) * potential(p, (x[k:], y[k:]))
+    )(params)
+    got = jax.grad(from_config.log_posterior(config))(params)
+    for g, w, h in zip(*(jax.tree.leaves(t) for t in (got, full, halves)), strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-4)
+        np.testing.assert_allclose(g, h, rtol=1e-4, atol=1e-3)
