@@ -63,7 +63,6 @@ def build_experiment(config: Config) -> Experiment:
     parts = _posterior(config)
     ds, model, prior, regression = parts.ds, parts.model, parts.prior, parts.regression
     x_train, y_train = parts.train
-    check_schedule(config, len(x_train))
     apply, fixed, potential, noise_std = parts.apply, parts.fixed, parts.potential, parts.noise_std
     sampler = _sampler(config.sampler, potential, len(x_train))
     input_shape = (1, *x_train.shape[1:])
@@ -334,6 +333,7 @@ def run_config(
     elif existing == "refuse" and folder is not None:
         run_folder.clear(folder, existing, files)  # before the data loads; it removes nothing
     experiment = build_experiment(config)
+    check_schedule(config, len(experiment.train[0]))
     if folder is not None and existing != "resume":
         folder.mkdir(parents=True, exist_ok=True)
         run_folder.clear(folder, existing, files)
