@@ -18,6 +18,7 @@ import pytest
 import sgrld
 from sgrld.isgd import NoiseClippingWarning
 from sgrld.per_example import FallbackWarning
+from tests.helpers import assert_vmap_equals_single_chains
 from tests.test_conjugate import N, data
 from tests.test_sampler import batch, init_params, quartic_potential
 from tests.test_sghmc import posterior, potential, run_chains, z_scores
@@ -71,18 +72,7 @@ def test_contract(kw):
 
 def test_vmap_over_chains_equals_single_chains():
     sampler = make(learning_rate=None, warmup=3)
-    states = jax.vmap(sampler.init)(
-        jax.tree.map(lambda x: jnp.stack([x, x + 0.1, x - 0.2]), init_params())
-    )
-    keys = jax.random.split(jax.random.key(0), 3)
-    step = jax.jit(sampler.step)
-    for _ in range(2):
-        batched, _ = jax.vmap(step, in_axes=(0, 0, None))(keys, states, batch())
-        for c in range(3):
-            single, _ = step(keys[c], jax.tree.map(lambda x, c=c: x[c], states), batch())
-            for a, b in zip(jax.tree.leaves(single), jax.tree.leaves(batched), strict=True):
-                np.testing.assert_allclose(a, b[c], rtol=1e-5, atol=1e-6)
-        states = batched
+    assert_vmap_equals_single_chains(sampler, init_params(), batch())
 
 
 def test_temperature_zero_is_sgd():

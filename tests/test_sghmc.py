@@ -22,6 +22,7 @@ import pytest
 
 import sgrld
 from sgrld import bnn
+from tests.helpers import assert_vmap_equals_single_chains
 from tests.test_conjugate import DIM, NOISE, B, N, data
 from tests.test_sampler import batch, init_params, quartic_potential
 
@@ -82,18 +83,7 @@ def test_contract(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_vmap_over_chains_equals_single_chains(name):
     sampler = make(name)
-    states = jax.vmap(sampler.init)(
-        jax.tree.map(lambda x: jnp.stack([x, x + 0.1, x - 0.2]), init_params())
-    )
-    keys = jax.random.split(jax.random.key(0), 3)
-    step = jax.jit(sampler.step)
-    for _ in range(2):
-        batched, _ = jax.vmap(step, in_axes=(0, 0, None))(keys, states, batch())
-        for c in range(3):
-            single, _ = step(keys[c], jax.tree.map(lambda x, c=c: x[c], states), batch())
-            for a, b in zip(jax.tree.leaves(single), jax.tree.leaves(batched), strict=True):
-                np.testing.assert_allclose(a, b[c], rtol=1e-5, atol=1e-6)
-        states = batched
+    assert_vmap_equals_single_chains(sampler, init_params(), batch())
 
 
 @pytest.mark.parametrize("name", ["sghmc", "sgnht"])
