@@ -106,7 +106,7 @@ def dropout_loss(
 
 
 def _dense_layers(net: PyTree) -> list[str]:
-    """The ``Dense_i`` layer names of an MLP's parameters, in order; ValueError for anything else."""
+    """The ``Dense_i`` layer names of an MLP's parameters, in order (ValueError for others)."""
     names = [f"Dense_{i}" for i in range(len(net))]
     if not names or set(names) != set(net):
         raise ValueError(

@@ -1,15 +1,15 @@
 """vSGD: constant-learning-rate SGD as approximate Bayesian inference (Mandt, Hoffman & Blei 2017).
 
-At a constant learning rate the SGD iterates ``θ ← θ − lr·∇loss(θ; batch)`` do not converge: near a
-mode with Hessian ``A`` (of the per-datum loss) and per-example gradient covariance ``C``, minibatches
-of ``b`` make them an Ornstein–Uhlenbeck process whose stationary law is Gaussian with covariance
-``Σ`` solving ``AΣ + ΣA = (lr/b)·C`` (their Eq. 9). For the loss ``Û/N`` of a Bayesian model, the
-posterior's covariance is ``A⁻¹/N``; Σ matches it when ``C ≈ A`` (the Fisher identity) and
-``lr = 2b/N`` (their Theorem 1 with a scalar rate, Eq. 15's isotropic case). The method: run SGD
-at a constant ``lr``, discard a burn-in, then keep every ``k``-th iterate; the kept iterates are
-the ensemble. Here the sampler is :func:`sgrld.baselines.sgd` with a constant rate, and the
-keeping is the engine's and the runner's ``burn_in`` / ``thin``, so vSGD's ensemble is scored
-exactly as a sampler's samples are.
+At a constant learning rate the SGD iterates ``θ ← θ − lr·∇loss(θ; batch)`` do not converge:
+near a mode with Hessian ``A`` (of the per-datum loss) and per-example gradient covariance ``C``,
+minibatches of ``b`` make them an Ornstein–Uhlenbeck process whose stationary law is Gaussian
+with covariance ``Σ`` solving ``AΣ + ΣA = (lr/b)·C`` (their Eq. 9). For the loss ``Û/N`` of a
+Bayesian model, the posterior's covariance is ``A⁻¹/N``; Σ matches it when ``C ≈ A`` (the Fisher
+identity) and ``lr = 2b/N`` (their Theorem 1 with a scalar rate, Eq. 15's isotropic case). The
+method: run SGD at a constant ``lr``, discard a burn-in, then keep every ``k``-th iterate; the
+kept iterates are the ensemble. Here the sampler is :func:`sgrld.baselines.sgd` with a constant
+rate, and the keeping is the engine's and the runner's ``burn_in`` / ``thin``, so vSGD's ensemble
+is scored exactly as a sampler's samples are.
 
 The learning rate is a hyperparameter (tuned on validation data by ``sgrld reproduce isgd-uci``,
 as Franzese et al. did); ``2b/N`` is the value at which the iterates' spread is the posterior's
