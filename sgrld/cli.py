@@ -67,7 +67,8 @@ examples:
   sgrld run --help                    every configuration key, with its default
   sgrld run my.toml --set run.save_samples=true --out results/a
   sgrld diagnose results/a            split R-hat and ESS: potential, log-likelihoods, parameters;
-                                      the kernel Stein discrepancy if D <= 1,000 (--no-ksd: not)
+                                      the kernel Stein discrepancy if D <= 1,000, on K random
+                                      coordinates with --ksd-coordinates K (--no-ksd: not)
   sgrld export results/a --format netcdf   the samples as ArviZ data (inference_data.nc)
 
 Results go to a folder (--out): the resolved configuration (config.toml, config.json), one JSON
@@ -164,7 +165,8 @@ def build_parser() -> argparse.ArgumentParser:
         f"with at most {KSD_MAX_DIM:,} parameters it also prints the IMQ kernel Stein discrepancy "
         f"of the pooled draws (at most {KSD_MAX_DRAWS:,}, evenly thinned) against the full-batch "
         "log posterior, rebuilt from OUT/config.toml and the data set (skipped, with a line why, "
-        "if either is missing).",
+        "if either is missing); for a larger run, --ksd-coordinates K computes it on K random "
+        "coordinates with the joint score (one full-batch gradient per draw).",
     )
     diagnose.add_argument("folder", metavar="OUT", help="the results folder of the run")
     diagnose.add_argument("--params", type=int, default=8, help="how many scalar parameters")
@@ -172,6 +174,23 @@ def build_parser() -> argparse.ArgumentParser:
     diagnose.add_argument(
         "--no-ksd", action="store_true", help="do not compute the kernel Stein discrepancy"
     )
+    diagnose.add_argument(
+        "--ksd-coordinates",
+        type=int,
+        metavar="K",
+        help=f"the KSD on K random coordinates (seed --seed) with the joint score; needed above "
+        f"D = {KSD_MAX_DIM:,} (default: all coordinates, for D <= {KSD_MAX_DIM:,})",
+    )
+    diagnose.add_argument(
+        "--ksd-draws",
+        type=int,
+        default=KSD_MAX_DRAWS,
+        metavar="M",
+        help=f"the KSD of at most M pooled draws, evenly thinned (default {KSD_MAX_DRAWS:,}); "
+        "each costs one full-batch gradient",
+    )
+
+    _sweep_parser(sub)
 
     rep = sub.add_parser("reproduce", help="reproduce a figure or table of the papers")
     experiments = rep.add_subparsers(dest="experiment", required=True, metavar="EXPERIMENT")
@@ -234,7 +253,10 @@ def diagnose_command(args: argparse.Namespace) -> int:
     plot = diagnostics.plot_traces(series, f"{args.folder}/diagnose.png")
     console.print(f"split R-hat above 1.01: the chains have not mixed. Traces in {plot}")
     if not args.no_ksd:
-        console.print(ksd_line(Path(args.folder)), soft_wrap=True)
+        line = ksd_line(
+            Path(args.folder), args.ksd_coordinates, max_draws=args.ksd_draws, seed=args.seed
+        )
+        console.print(line, soft_wrap=True)
     return 0
 
 
@@ -245,28 +267,44 @@ KSD_MAX_DRAWS = 1000
 each, and the kernel sum is O(n²)."""
 
 
-def ksd_line(folder: Path) -> str:
+def ksd_line(
+    folder: Path, coordinates: int | None = None, *, max_draws: int = KSD_MAX_DRAWS, seed: int = 0
+) -> str:
     """``sgrld diagnose``'s line on the IMQ kernel Stein discrepancy of the run's pooled draws
-    against its full-batch log posterior (:func:`sgrld.from_config.log_posterior`), or on why it
-    is skipped: more than :data:`KSD_MAX_DIM` parameters, no readable ``config.toml``, or the
-    data set's files not found."""
+    against its full-batch log posterior (:func:`sgrld.from_config.log_posterior`), on all
+    coordinates or on ``coordinates`` random ones (:func:`sgrld.stein.ksd`), or on why it is
+    skipped: more than :data:`KSD_MAX_DIM` parameters and no ``coordinates``, no readable
+    ``config.toml``, or the data set's files not found.
+
+    Raises:
+        sgrld.config.ConfigError: if ``coordinates`` or ``max_draws`` is below 1.
+    """
+    for flag, value in (("--ksd-coordinates", coordinates), ("--ksd-draws", max_draws)):
+        if value is not None and value < 1:
+            raise ConfigError(f"{flag} must be at least 1, got {value}")
     draws = diagnostics.pooled_draws(folder)
     leaves = jax.tree.leaves(draws)
     n, dim = leaves[0].shape[0], sum(int(np.prod(a.shape[1:])) for a in leaves)
     skip = "kernel Stein discrepancy skipped: "
-    if dim > KSD_MAX_DIM:
-        return f"{skip}D = {dim:,} parameters, above the limit of {KSD_MAX_DIM:,}"
+    if dim > KSD_MAX_DIM and coordinates is None:
+        return (
+            f"{skip}D = {dim:,} parameters, above the limit of {KSD_MAX_DIM:,} (--ksd-coordinates "
+            f"{KSD_MAX_DIM} computes it on {KSD_MAX_DIM:,} random coordinates, at one full-batch "
+            "gradient per draw)"
+        )
     try:
         log_prob = log_posterior(load_config(folder / "config.toml", []))
     except (ConfigError, DataError, OSError) as err:
         return f"{skip}the run's configuration or data is not available ({err})"
-    m = min(n, KSD_MAX_DRAWS)
-    value = stein.ksd(draws, log_prob, max_draws=KSD_MAX_DRAWS)
+    m, k = min(n, max_draws), min(dim, coordinates or dim)
+    value = stein.ksd(draws, log_prob, max_draws=max_draws, coordinates=k, seed=seed)
+    on = f"D = {dim:,}" if k == dim else f"{k:,} random coordinates of D = {dim:,}"
     return (
-        f"kernel Stein discrepancy (IMQ): {value:.4g} over {m:,} draws (D = {dim:,})\n"
-        f"  {m:,} independent exact draws would give E[KSD²] = (E‖∇log p‖² + D)/{m:,}, so a KSD of "
-        f"at least √(D/{m:,}) = {(dim / m) ** 0.5:.3g}; correlated draws raise it, and a value "
-        "far above that of exact draws says the draws are not from the posterior"
+        f"kernel Stein discrepancy (IMQ): {value:.4g} over {m:,} draws ({on})\n"
+        f"  {m:,} independent exact draws would give E[KSD²] = (E‖∇log p‖² + {k:,})/{m:,} (the "
+        f"score on the kernel's coordinates), so a KSD of at least √({k:,}/{m:,}) = "
+        f"{(k / m) ** 0.5:.3g}; correlated draws raise it, and a value far above that of exact "
+        "draws says the draws are not from the posterior"
     )
 
 
