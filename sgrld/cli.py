@@ -33,6 +33,10 @@ REPRODUCTIONS = {
         "sgrld.experiments.funnel",
         "Yu et al. (2023) Fig. 2: the 2-D funnel in four metrics",
     ),
+    "isgd-uci": (
+        "sgrld.experiments.isgd_uci",
+        "Franzese et al. (2021) App. C.1: i-SGD, samplers and baselines on six UCI sets",
+    ),
     "mnist-mlp": (
         "sgrld.experiments.mnist_mlp",
         "Yu et al. (2023) Tables 1-2: MNIST 784-W-W-10 MLPs in five metrics",

@@ -1,0 +1,212 @@
+"""One run of the UCI regression experiment of Franzese et al. (2021, App. C.1): a method at one
+learning rate on one data set and split, on the experiment runner, with its test and validation
+RMSE and NLL.
+
+Used by ``sgrld reproduce isgd-uci`` (:mod:`sgrld.experiments.isgd_uci`, which describes the
+experiment). Every method shares the configuration of :func:`config_of` (data, network, prior,
+Gaussian likelihood with sampled noise, batch size, seed); the samplers run it as it is
+(:func:`sgrld.from_config.run_config`), the baselines of :mod:`sgrld.baselines` replace its sampler
+by theirs in the same :class:`~sgrld.runner.Experiment`, so every row is scored by the runner's
+online ensemble, in the targets' units.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from typing import Any, NamedTuple
+
+import sgrld
+from sgrld import baselines, bnn, runner
+from sgrld.config import PRIORS, Config, load_config
+from sgrld.data import load_dataset
+from sgrld.from_config import build_experiment, run_config, schedule_of
+from sgrld.report import finite
+
+BATCH_SIZE = 32
+DROPOUT_RATE = 0.05
+"""MC dropout's p, on the inputs and the hidden layer (Gal & Ghahramani tuned it in {0.005, 0.01,
+0.05, 0.1}; one value here, so that only the learning rate is tuned, as for every method)."""
+
+
+class Method(NamedTuple):
+    """A row of the table.
+
+    Attributes:
+      key: its name on the command line.
+      label: its name in the table.
+      paper: its row in Franzese et al.'s tables (None: not there).
+      kind: ``"sampler"`` (a configuration's ``[sampler]``), ``"sgd"``, ``"vsgd"``, ``"swag"`` or
+        ``"dropout"`` (:mod:`sgrld.baselines`).
+      sampler: the ``--set`` overrides of ``[sampler]`` (samplers only).
+      grid: the learning rates tried (none: i-SGD's λ rule, which has no learning rate).
+    """
+
+    key: str
+    label: str
+    paper: str | None
+    kind: str
+    sampler: tuple[str, ...] = ()
+    grid: tuple[float, ...] = (0.003, 0.01, 0.03)
+
+    @property
+    def tuned(self) -> bool:
+        """Whether a learning rate is chosen (on validation data)."""
+        return bool(self.grid)
+
+
+SMALL = (0.001, 0.003, 0.01)
+"""The grid of SGHMC (friction 0.1: steps about 10x SGLD's) and pSGLD (G⁻¹ = 1/(√V + eps) > 1)."""
+METHODS = (
+    Method("sgld", "SGLD", "sgld", "sampler", ("sampler.kind=sgrld", "sampler.metric=identity")),
+    Method(
+        "isgd", "i-SGD", "i-sgd", "sampler", ("sampler.kind=isgd", "sampler.learning_rate=rule"), ()
+    ),
+    Method("sghmc", "SGHMC", "sghmc", "sampler", ("sampler.kind=sghmc",), SMALL),
+    Method("vsgd", "vSGD", "vsgd", "vsgd"),
+    Method("dropout", "MC dropout", "drop", "dropout"),
+    Method("swag", "SWAG", None, "swag"),
+    Method("sgd", "SGD", "Baseline", "sgd"),
+    Method(
+        "rmsprop", "RMSprop", None, "sampler",
+        ("sampler.kind=sgrld", "sampler.metric=rmsprop", "sampler.metric_params.eps=1e-4"),
+        SMALL,
+    ),
+    Method(
+        "rmsprop-gamma", "RMSprop + Γ", None, "sampler",
+        (
+            "sampler.kind=sgrld", "sampler.metric=rmsprop", "sampler.metric_params.eps=1e-4",
+            "sampler.correction=hutchinson",
+        ),
+        SMALL,
+    ),
+)  # fmt: skip
+"""The methods, in the table's order: the paper's and our Γ-corrected RMSprop (pSGLD + Γ)."""
+
+
+class Plan(NamedTuple):
+    """How long every run lasts and what it keeps.
+
+    Attributes:
+      steps: updates per run (at least; runs last whole epochs).
+      samples: the ensemble size S: the samplers and vSGD keep every ``steps/(2S)``-th state of the
+        second half, SWAG and MC dropout draw S networks after ``steps − S`` updates.
+      data_dir: the data folder.
+      seed: the base seed (split k runs with ``seed + k``).
+    """
+
+    steps: int
+    samples: int
+    data_dir: str | None
+    seed: int
+
+
+def width(dataset: str) -> int:
+    """The hidden layer's width: 100 for protein, 50 for the others (the paper's App. C.1)."""
+    return 100 if dataset == "uci_protein" else 50
+
+
+def config_of(
+    method: Method, dataset: str, split: int, lr: float | None, plan: Plan, validation_size: int
+) -> Config:
+    """The configuration of one run: the data set's split (``validation_size`` training rows held
+    out), one hidden layer, the Gaussian prior, sampled noise, batches of :data:`BATCH_SIZE`, and
+    ``run.epochs`` so that the run makes at least ``plan.steps`` updates; burn-in and thinning keep
+    S = ``plan.samples`` states of the second half (the samplers' and vSGD's ensemble)."""
+    common = [
+        f"data.name={dataset}", f"data.split={split}", f"data.validation_size={validation_size}",
+        f"data.batch_size={BATCH_SIZE}", "model.kind=regression_mlp",
+        f"model.widths=[{width(dataset)}]", "prior.kind=gaussian", f"run.seed={plan.seed + split}",
+    ]  # fmt: skip
+    if plan.data_dir is not None:
+        common.append(f"data.data_dir={plan.data_dir!r}")
+    per_epoch = max(train_size(dataset, split, plan.data_dir) - validation_size, 0) // BATCH_SIZE
+    epochs = math.ceil(plan.steps / max(per_epoch, 1))
+    total = epochs * per_epoch
+    thin = max(total // (2 * plan.samples), 1)
+    run = [f"run.epochs={epochs}", f"run.burn_in={total - plan.samples * thin}", f"run.thin={thin}"]
+    sampler = list(method.sampler)
+    if lr is not None:
+        sampler.append(f"sampler.learning_rate={lr}")
+    return load_config(None, common + run + sampler)
+
+
+_SIZES: dict[tuple[str, int, str | None], int] = {}
+
+
+def train_size(dataset: str, split: int, data_dir: str | None) -> int:
+    """The number of rows of a split's training part (read once)."""
+    key = (dataset, split, data_dir)
+    if key not in _SIZES:
+        _SIZES[key] = len(load_dataset(dataset, data_dir, split=split, validation_size=0).x_train)
+    return _SIZES[key]
+
+
+def baseline(
+    method: Method, config: Config, lr: float, num_data: int, samples: int
+) -> tuple[sgrld.Sampler, runner.Schedule]:
+    """The :mod:`sgrld.baselines` sampler of ``method`` and its runner schedule.
+
+    Every baseline takes SGD steps on the MAP potential of ``config`` (its Gaussian prior is the
+    weight decay; the noise level is learnt). SGD keeps its last state; vSGD the states the
+    samplers keep (burn-in and thinning of ``config``); SWAG and MC dropout train for all but the
+    last ``samples`` steps and draw one network in each of those (SWAG: collecting from half the
+    training, about ``samples`` iterates, K = 20).
+    """
+    s = schedule_of(config)
+    total = s.epochs * (num_data // s.batch_size)
+    train = total - samples
+    widths = tuple(config.model.widths)
+    logprior = bnn.logprior_fn(PRIORS[config.prior.kind](**config.prior.params))
+    make_loss = lambda apply: sgrld.potential(bnn.likelihoods.gaussian(apply), logprior, num_data)
+    draws = dataclasses.replace(s, burn_in=train, thin=1)
+    if method.kind == "dropout":
+        model = baselines.DropoutMLP(widths, 1, DROPOUT_RATE, drop_inputs=True)
+        loss = baselines.dropout_loss(make_loss, model)
+        sampler = baselines.mc_dropout(
+            loss, lr, train_steps=train, rate=DROPOUT_RATE, drop_inputs=True
+        )
+        return sampler, draws
+    loss = make_loss(bnn.apply_fn(bnn.MLP(widths, 1)))
+    if method.kind == "swag":
+        start = train // 2
+        every = max((train - start) // samples, 1)
+        sampler = baselines.swag(loss, lr, train_steps=train, swa_start=start, collect_every=every)
+        return sampler, draws
+    if method.kind == "vsgd":
+        return baselines.vsgd(loss, lr), s
+    return baselines.sgd(loss, lr), dataclasses.replace(s, burn_in=0, thin=total)
+
+
+def run(
+    method: Method, dataset: str, split: int, lr: float | None, plan: Plan, validation_size: int
+) -> dict[str, Any]:
+    """Run ``method`` at ``lr`` on a split (``validation_size`` training rows held out).
+
+    Returns:
+      A JSON-ready dict: ``status`` (``"completed"``, ``"diverged"`` or ``"interrupted"``),
+      ``message``, ``seconds`` (wall time, compilation included), ``samples`` (the ensemble's
+      size) and the ensemble's ``test_rmse``, ``test_nll``, ``val_rmse`` and ``val_nll`` (in the
+      targets' units; None where missing).
+    """
+    start = time.perf_counter()
+    config = config_of(method, dataset, split, lr, plan, validation_size)
+    if method.kind == "sampler":
+        result = run_config(config, out=None)
+    else:
+        experiment = build_experiment(config)
+        sampler, schedule = baseline(method, config, lr, len(experiment.train[0]), plan.samples)
+        result = runner.run(dataclasses.replace(experiment, sampler=sampler), schedule)
+    final = result.records[-1] if result.records else {}
+    scores = {
+        key: finite(final.get(key, math.nan))
+        for key in ("test_rmse", "test_nll", "val_rmse", "val_nll")
+    }
+    return {
+        "status": result.status,
+        "message": result.message,
+        "seconds": time.perf_counter() - start,
+        "samples": final.get("samples", 0),
+        **scores,
+    }
