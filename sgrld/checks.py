@@ -28,8 +28,22 @@ def check_params(params: PyTree) -> PyTree:
     return jax.tree.map(jnp.asarray, params)
 
 
+def is_traced(value: Any) -> bool:
+    """Whether ``value`` is traced: a per-chain hyperparameter inside a jitted, vmapped step
+    (:func:`sgrld.sweep.swept`), whose number Python cannot check; the configuration that chose
+    it checks it instead (:func:`sgrld.sweep.parse_grid`).
+
+    Example:
+        >>> import jax
+        >>> is_traced(0.1), bool(jax.jit(lambda x: is_traced(x))(0.1))
+        (False, True)
+    """
+    return isinstance(value, jax.core.Tracer)
+
+
 def as_schedule(learning_rate: float | Schedule) -> Schedule:
-    """Return a schedule ``step -> learning rate``, validating constants and ``schedule(0)``."""
+    """Return a schedule ``step -> learning rate``, validating constants and ``schedule(0)``
+    (a traced constant, :func:`is_traced`, is taken as it is)."""
     if callable(learning_rate):
         first = learning_rate(0)
         try:
@@ -39,6 +53,8 @@ def as_schedule(learning_rate: float | Schedule) -> Schedule:
         if not (math.isfinite(first) and first > 0):
             raise ValueError(f"learning_rate schedule gives {first} at step 0; it must be > 0")
         return learning_rate
+    if is_traced(learning_rate):
+        return lambda step: jnp.asarray(learning_rate, jnp.float32)
     lr = float(learning_rate)
     if not (math.isfinite(lr) and lr > 0):
         raise ValueError(f"learning_rate must be a finite number > 0, got {learning_rate}")

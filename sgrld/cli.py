@@ -1,5 +1,5 @@
-"""The ``sgrld`` command line: ``sgrld run``, ``sgrld demo``, ``sgrld reproduce NAME``, and
-``sgrld export`` / ``sgrld diagnose`` of a results folder.
+"""The ``sgrld`` command line: ``sgrld run``, ``sgrld sweep``, ``sgrld demo``, ``sgrld reproduce
+NAME``, and ``sgrld export`` / ``sgrld diagnose`` of a results folder.
 
 Exit codes: 0 success; 1 a chain diverged (results so far are written); 2 a bad configuration,
 missing/corrupt data, a folder that holds no samples, or (``sgrld run``) a results folder that
@@ -20,6 +20,7 @@ import jax
 import numpy as np
 
 from sgrld import arviz_export, diagnostics, report, runner, stein
+from sgrld import sweep as sgrld_sweep
 from sgrld.config import Config, ConfigError, load_config, to_toml
 from sgrld.data import DataError
 from sgrld.experiments.reproduction import Reproduction
@@ -74,6 +75,9 @@ examples:
                                       the kernel Stein discrepancy if D <= 1,000, on K random
                                       coordinates with --ksd-coordinates K (--no-ksd: not)
   sgrld export results/a --format netcdf   the samples as ArviZ data (inference_data.nc)
+  sgrld sweep my.toml --grid sampler.learning_rate=[0.05,0.1,0.25,0.5] --replicates 3
+                                      4 learning rates x 3 seeds as the chains of one program:
+                                      mean ± std per learning rate, the best on validation
 
 Results go to a folder (--out): the resolved configuration (config.toml, config.json), one JSON
 line per epoch (metrics.jsonl), summary.json and curves.png. Data sets are read from --data-dir,
@@ -196,6 +200,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     _sweep_parser(sub)
 
+    _sweep_parser(sub)
+
     rep = sub.add_parser("reproduce", help="reproduce a figure or table of the papers")
     experiments = rep.add_subparsers(dest="experiment", required=True, metavar="EXPERIMENT")
     for name, (module, help_text) in REPRODUCTIONS.items():
@@ -203,6 +209,62 @@ def build_parser() -> argparse.ArgumentParser:
         _reproduction(module).add_arguments(p)
         p.set_defaults(module=module)
     return parser
+
+
+def _sweep_parser(sub: argparse._SubParsersAction) -> None:
+    """The ``sgrld sweep`` subcommand's arguments."""
+    sweep = sub.add_parser(
+        "sweep",
+        help="learning rates (or Monge's α²) x replicates as the chains of one program",
+        description="Run every (setting, replicate) pair of a grid as the chains of one compiled "
+        "program (replicate r: seed run.seed + r, the chains of `sgrld run` with that seed), then "
+        "print and save (sweep.md, sweep.json, summary.json) the mean ± std over replicates of "
+        "the test scores per setting and the best setting on the validation log-likelihood. "
+        f"Sweepable keys: {', '.join(sgrld_sweep.SWEEPABLE)}.",
+    )
+    sweep.add_argument(
+        "config", metavar="CONFIG.toml", nargs="?", help="the configuration file (as sgrld run)"
+    )
+    sweep.add_argument(
+        "--grid",
+        action="append",
+        default=[],
+        metavar="KEY=[V1,V2,...]",
+        help="a key and its values, e.g. --grid sampler.learning_rate=[0.05,0.1,0.25] "
+        "(repeatable: every combination is a setting)",
+    )
+    sweep.add_argument(
+        "--replicates", type=int, default=1, help="seeds per setting (default: %(default)s)"
+    )
+    sweep.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a key of the configuration (as sgrld run)",
+    )
+    sweep.add_argument("--out", help="results folder (default: out.folder of the configuration)")
+    sweep.add_argument(
+        "--overwrite", action="store_true", help="replace a run already in the results folder"
+    )
+
+
+def sweep_command(args: argparse.Namespace) -> int:
+    """``sgrld sweep``: check the grid, run all its chains at once, print and save the table."""
+    overrides = list(args.overrides)
+    if args.out is not None:
+        overrides.append(f"out.folder={json.dumps(args.out)}")
+    config = load_config(args.config, overrides)
+    grids = [sgrld_sweep.parse_grid(text, config) for text in args.grid]
+    console = report.console()
+    name = str(args.config) if args.config else "the default configuration"
+    console.print(f"Sweeping {name} -> {config.out.folder}")
+    existing = "overwrite" if args.overwrite else "refuse"
+    out = sgrld_sweep.run_sweep(config, grids, args.replicates, existing=existing, progress=True)
+    console.print(report.rich_table(sgrld_sweep.caption(out), out.columns, out.rows))
+    console.print(out.result.message)
+    return runner.EXIT_CODES[out.result.status]
 
 
 def _reproduction(module: str) -> Reproduction:
@@ -312,7 +374,12 @@ def ksd_line(
     )
 
 
-COMMANDS = {"run": run_command, "export": export_command, "diagnose": diagnose_command}
+COMMANDS = {
+    "run": run_command,
+    "sweep": sweep_command,
+    "export": export_command,
+    "diagnose": diagnose_command,
+}
 """The commands other than ``demo`` and ``reproduce``."""
 
 

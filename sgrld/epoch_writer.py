@@ -57,6 +57,8 @@ class EpochWriter:
         checkpoint_info: the run's ``schedule`` and ``meta``, stored in every checkpoint.
         checkpoint_every: a checkpoint after every this many epochs.
         resumed: the checkpoint the run continues from, or ``None``.
+        stop_on_divergence: stop the run after the epoch in which a chain diverged (``False``:
+            the other chains go on, as the chains of a sweep, :mod:`sgrld.sweep`).
     """
 
     def __init__(
@@ -69,9 +71,11 @@ class EpochWriter:
         checkpoint_info: Mapping[str, Any],
         checkpoint_every: int,
         resumed: checkpoint.Saved | None = None,
+        stop_on_divergence: bool = True,
     ):
         self.setup, self.out, self.save, self.curvature = setup, out, save_samples, curvature
         self.stop, self.info, self.every = stop, dict(checkpoint_info), checkpoint_every
+        self.stop_on_divergence = stop_on_divergence
         self.score: Callable | None = None
         self.compile_s = math.nan
         self.scores, self.carry = setup.scores, setup.carry
@@ -114,7 +118,7 @@ class EpochWriter:
         self.records.append(rec)
         if (epoch + 1) % self.every == 0:
             self.checkpoint()
-        return diverged or self.stop.signal is not None
+        return (diverged and self.stop_on_divergence) or self.stop.signal is not None
 
     def checkpoint(self) -> None:
         """Write a checkpoint of the last committed epoch, unless it has one already."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
@@ -35,7 +35,9 @@ from sgrld.runner import Experiment, Result, Schedule, first_kept_window, run, s
 PyTree = Any
 
 
-def build_experiment(config: Config) -> Experiment:
+def build_experiment(
+    config: Config, sampler: Callable[[sgrld.Potential, int], sgrld.Sampler] | None = None
+) -> Experiment:
     """Load the data and build the model, prior, potential and sampler of a configuration.
 
     The potential is ``−mean log p(y|x, θ) − log p(θ)/N`` (:func:`sgrld.potential`) with ``N``
@@ -51,6 +53,8 @@ def build_experiment(config: Config) -> Experiment:
 
     Args:
         config: a validated configuration.
+        sampler: ``(potential, N) -> sampler`` in place of the configuration's own
+            (:func:`sampler_of`), e.g. one with per-chain hyperparameters (:mod:`sgrld.sweep`).
 
     Returns:
         The :class:`Experiment`, with ``meta = {"config": config.to_dict()}``.
@@ -64,7 +68,7 @@ def build_experiment(config: Config) -> Experiment:
     ds, model, prior, regression = parts.ds, parts.model, parts.prior, parts.regression
     x_train, y_train = parts.train
     apply, fixed, potential, noise_std = parts.apply, parts.fixed, parts.potential, parts.noise_std
-    sampler = _sampler(config.sampler, potential, len(x_train))
+    build = sampler or (lambda potential, n: sampler_of(config.sampler, potential, n))
     input_shape = (1, *x_train.shape[1:])
 
     def init_fn(key):
@@ -76,6 +80,7 @@ def build_experiment(config: Config) -> Experiment:
 
     check_exact_size(config, jax.eval_shape(init_fn, jax.random.key(0)))
     meta = {"config": config.to_dict()}
+    sampler = build(potential, len(x_train))
     common = dict(sampler=sampler, init_fn=init_fn, train=(x_train, y_train), meta=meta)
     return _experiment(ds, apply, regression, fixed, **common)
 
@@ -216,14 +221,40 @@ def _experiment(ds, apply, regression: bool, fixed: float | None, **common) -> E
     return Experiment(**common, predict_fn=predict_fn, eval_sets=units, kind="regression")
 
 
-def _sampler(s: SamplerConfig, potential: sgrld.Potential, num_data: int) -> sgrld.Sampler:
+def sampler_of(
+    s: SamplerConfig,
+    potential: sgrld.Potential,
+    num_data: int,
+    values: Mapping[str, Any] | None = None,
+) -> sgrld.Sampler:
     """The sampler of ``[sampler]``: ``sampler.kind``'s factory with its options; the metric of
-    sgrld, and of sghmc unless it is the identity without options (plain SGHMC)."""
-    options = s.sampler_options()
-    metric = METRICS[s.metric](**s.metric_params)
+    sgrld, and of sghmc unless it is the identity without options (plain SGHMC).
+
+    Args:
+        s: the ``[sampler]`` section.
+        potential: the potential ``Û/N``.
+        num_data: the training-set size N.
+        values: options replaced by other values, by key within ``[sampler]``
+            (``"learning_rate"``, ``"metric_params.alpha2"``); they may be traced, one per chain
+            (:func:`sgrld.sweep.swept`).
+
+    Example:
+        >>> import jax, jax.numpy as jnp, sgrld
+        >>> u = sgrld.potential(lambda p, b: -0.5 * jnp.sum((p - b) ** 2, -1),
+        ...                     lambda p: 0.0, num_data=4)
+        >>> s = sampler_of(SamplerConfig(), u, 4, {"learning_rate": 0.5})
+        >>> float(s.step(jax.random.key(0), s.init(jnp.zeros(2)), jnp.zeros((4, 2)))[1]
+        ...       .learning_rate)
+        0.5
+    """
+    options, metric_params = s.sampler_options(), dict(s.metric_params)
+    for key, value in (values or {}).items():
+        section, _, name = key.rpartition(".")
+        (metric_params if section == "metric_params" else options)[name] = value
+    metric = METRICS[s.metric](**metric_params)
     if s.kind == "sgrld":
         return sgrld.sgrld(potential, metric, num_data=num_data, **options)
-    if s.kind == "sghmc" and (s.metric != "identity" or s.metric_params):
+    if s.kind == "sghmc" and (s.metric != "identity" or metric_params):
         options["metric"] = metric
     return SAMPLERS[s.kind](potential, num_data=num_data, **options)
 
@@ -304,6 +335,8 @@ def run_config(
     existing: Literal["refuse", "overwrite", "resume"] = "overwrite",
     progress: bool = False,
     label: str | None = None,
+    build: Callable[[Config], tuple[Experiment, Schedule]] | None = None,
+    stop_on_divergence: bool = True,
 ) -> Result:
     """Build and run the experiment of a configuration.
 
@@ -319,6 +352,9 @@ def run_config(
             checkpoint (``"resume"``, :func:`check_resumable`).
         progress: show a progress bar.
         label: the progress bar's description (default: the metric's name).
+        build: ``config -> (experiment, schedule)`` in place of :func:`build_experiment` and
+            :func:`schedule_of` (a sweep's chains, :func:`sgrld.sweep.sweep_experiment`).
+        stop_on_divergence: see :func:`sgrld.runner.run`.
 
     Returns:
         The :class:`Result` of :func:`run`.
@@ -332,7 +368,7 @@ def run_config(
         saved = check_resumable(config, folder)
     elif existing == "refuse" and folder is not None:
         run_folder.clear(folder, existing, files)  # before the data loads; it removes nothing
-    experiment = build_experiment(config)
+    experiment, schedule = (build or _build)(config)
     check_schedule(config, len(experiment.train[0]))
     if folder is not None and existing != "resume":
         folder.mkdir(parents=True, exist_ok=True)
@@ -340,7 +376,7 @@ def run_config(
         write_config(config, folder)
     return run(
         experiment,
-        schedule_of(config),
+        schedule,
         out=folder,
         save_samples=config.run.save_samples,
         curvature=config.run.curvature,
@@ -349,4 +385,9 @@ def run_config(
         existing="refuse" if existing == "refuse" else "overwrite",
         resume=saved,
         checkpoint_every=config.run.checkpoint_every,
+        stop_on_divergence=stop_on_divergence,
     )
+
+
+def _build(config: Config) -> tuple[Experiment, Schedule]:
+    return build_experiment(config), schedule_of(config)

@@ -61,7 +61,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from sgrld.checks import check_num_data, check_params, check_temperature
+from sgrld.checks import check_num_data, check_params, check_temperature, is_traced
 from sgrld.momentum import check_potential_size
 from sgrld.noise import normal_like
 from sgrld.per_example import gradient_variance
@@ -166,7 +166,7 @@ def isgd(
     num_data = check_num_data(num_data)
     check_potential_size(potential_fn, num_data)
     temperature = check_temperature(temperature)
-    if learning_rate is not None:
+    if learning_rate is not None and not is_traced(learning_rate):
         learning_rate = float(learning_rate)
         if not (math.isfinite(learning_rate) and learning_rate > 0):
             raise ValueError(

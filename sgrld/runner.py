@@ -106,6 +106,10 @@ class Schedule:
         thin: a sample every ``thin`` steps (see :func:`sample_steps`).
         chains: independent chains, run with ``jax.vmap``.
         seed: seed of the initialisation, shuffling and noise of all chains.
+        seeds: one seed per group of chains instead (``None``: ``seed`` for all): the chains are
+            cut into ``len(seeds)`` groups of ``chains / len(seeds)`` consecutive chains, and
+            group ``g`` gets the initialisations and keys of a run of that many chains with
+            ``seed = seeds[g]`` (the replicates of :mod:`sgrld.sweep`).
     """
 
     epochs: int
@@ -114,6 +118,7 @@ class Schedule:
     thin: int = 1
     chains: int = 1
     seed: int = 0
+    seeds: tuple[int, ...] | None = None
 
     def __post_init__(self):
         lows = {"epochs": 1, "batch_size": 1, "burn_in": 0, "thin": 1, "chains": 1}
@@ -121,6 +126,11 @@ class Schedule:
             value = getattr(self, name)
             if isinstance(value, bool) or int(value) != value or value < low:
                 raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        if self.seeds is not None and (not self.seeds or self.chains % len(self.seeds)):
+            raise ValueError(
+                f"seeds must be None or 1 to chains={self.chains} seeds dividing the chains "
+                f"into equal groups, got {len(self.seeds)}"
+            )
 
 
 @dataclass(frozen=True)
@@ -137,6 +147,8 @@ class Experiment:
             sets are skipped.
         kind: ``"classification"`` or ``"regression"``.
         meta: anything JSON-serialisable to store in ``summary.json`` (e.g. the configuration).
+        chain_args: further arguments of ``sampler.init`` after the parameters, each with a
+            leading chain axis (e.g. the per-chain hyperparameters of :func:`sgrld.sweep.swept`).
     """
 
     sampler: Sampler
@@ -146,6 +158,7 @@ class Experiment:
     eval_sets: Mapping[str, tuple[Any, Any]]
     kind: scoring.Kind = "classification"
     meta: Mapping[str, Any] = field(default_factory=dict)
+    chain_args: tuple[Any, ...] = ()
 
 
 @dataclass
@@ -160,6 +173,8 @@ class Result:
         state: the final sampler states (leading chain axis), or ``None`` if no epoch completed.
         out: the results folder, or ``None``.
         summary: the contents of ``summary.json``.
+        scores: the final ensembles of every chain (leading chain axis), or ``None``.
+        diverged_step: per chain, the global step at which it diverged, or −1.
     """
 
     status: Status
@@ -169,6 +184,8 @@ class Result:
     state: Any
     out: Path | None
     summary: dict[str, Any]
+    scores: scoring.Scores | None = None
+    diverged_step: np.ndarray | None = None
 
 
 @dataclass
@@ -201,8 +218,8 @@ def _prepare(experiment: Experiment, schedule: Schedule, curvature: bool, points
         if len(x)
     }
     k = schedule.chains
-    init_root, chain_root, curvature_root = jax.random.split(jax.random.key(schedule.seed), 3)
-    params = jax.vmap(experiment.init_fn)(jax.random.split(init_root, k))
+    init_keys, keys, curvature_keys = _chain_roots(schedule)
+    params = jax.vmap(experiment.init_fn)(init_keys)
     one_chain = jax.tree.map(lambda a: a[0], params)
     num_classes = None
     if experiment.kind == "classification":
@@ -218,9 +235,9 @@ def _prepare(experiment: Experiment, schedule: Schedule, curvature: bool, points
     _warn_buffer(engine.slots(steps), params)
     return _Setup(
         engine=engine,
-        carry=engine.init(jax.vmap(experiment.sampler.init)(params)),
-        keys=eng.chain_keys(chain_root, k),
-        curvature_keys=jax.random.split(curvature_root, k),
+        carry=engine.init(jax.vmap(experiment.sampler.init)(params, *experiment.chain_args)),
+        keys=keys,
+        curvature_keys=curvature_keys,
         train=(x_train, y_train),
         eval_sets=eval_sets,
         scores=scoring.init_scores(ensemble, eval_sets, k),
@@ -230,6 +247,24 @@ def _prepare(experiment: Experiment, schedule: Schedule, curvature: bool, points
         steps=steps,
         names=divergence.leaf_names(one_chain),
     )
+
+
+def _chain_roots(schedule: Schedule) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Each chain's initialisation key, chain key (:func:`sgrld.engine.chain_keys`) and curvature
+    key, from ``schedule.seed`` or per group from ``schedule.seeds``."""
+    seeds = (schedule.seed,) if schedule.seeds is None else schedule.seeds
+    k = schedule.chains // len(seeds)
+    groups = []
+    for seed in seeds:
+        init_root, chain_root, curvature_root = jax.random.split(jax.random.key(seed), 3)
+        groups.append(
+            (
+                jax.random.split(init_root, k),
+                eng.chain_keys(chain_root, k),
+                jax.random.split(curvature_root, k),
+            )
+        )
+    return tuple(jnp.concatenate(keys) for keys in zip(*groups, strict=True))
 
 
 def _warn_buffer(slots: int, params: PyTree) -> None:
@@ -281,7 +316,8 @@ def _run_epochs(
         try:
             epochs.compile()
             diverged = bool(np.any(np.asarray(setup.carry.diverged_step) >= 0))
-            left = 0 if diverged or epochs.stop.signal else num_epochs - epochs.first
+            stop = (diverged and epochs.stop_on_divergence) or epochs.stop.signal
+            left = 0 if stop else num_epochs - epochs.first
             final = setup.engine.run(
                 setup.carry,
                 setup.keys,
@@ -303,11 +339,15 @@ def _run_epochs(
         by = " by SIGTERM" if epochs.stop.signal == "SIGTERM" else ""
         return "interrupted", f"interrupted{by} after epoch {len(epochs.records)}{where}"
     bad = divergence.first_divergence(final, setup.names)
-    if bad is not None:
+    if bad is not None and epochs.stop_on_divergence:
         return "diverged", _divergence_message(bad, setup.steps, out)
-    return "completed", f"completed {len(epochs.records)} epochs" + (
-        f"; results in {out}" if out else ""
-    )
+    where = f"; results in {out}" if out else ""
+    if bad is not None:  # the other chains went on
+        where += (
+            f"; {bad.count} chain(s) diverged and took no samples after it (the first: chain "
+            f"{bad.chain} at step {bad.step}, NaN/inf in parameter {bad.leaf})"
+        )
+    return "completed", f"completed {len(epochs.records)} epochs{where}"
 
 
 def run(
@@ -323,6 +363,7 @@ def run(
     existing: run_folder.Existing = "overwrite",
     resume: checkpoint.Saved | None = None,
     checkpoint_every: int = 1,
+    stop_on_divergence: bool = True,
 ) -> Result:
     """Run SGRLD chains over epochs of shuffled minibatches and score the thinned samples online.
 
@@ -352,6 +393,9 @@ def run(
         resume: continue the run in ``out`` from this checkpoint (:func:`sgrld.checkpoint.latest`)
             instead; the records and samples are those of an uninterrupted run.
         checkpoint_every: write a checkpoint after every this many epochs (and when the run ends).
+        stop_on_divergence: stop after the epoch in which a chain diverged (status
+            ``"diverged"``); ``False``: the other chains go on to the end (status ``"completed"``,
+            the message counting the diverged chains, ``Result.diverged_step`` saying which).
 
     Returns:
         A :class:`Result`; ``status`` is ``"diverged"`` or ``"interrupted"`` when the run stopped
@@ -377,10 +421,20 @@ def run(
             run_folder.start(out, existing, resume, experiment.meta)
         info = {"schedule": vars(schedule), "meta": experiment.meta}
         epochs = EpochWriter(
-            setup, out, save_samples, curvature, stop, info, checkpoint_every, resume
+            setup,
+            out,
+            save_samples,
+            curvature,
+            stop,
+            info,
+            checkpoint_every,
+            resume,
+            stop_on_divergence,
         )
         status, message = _run_epochs(setup, epochs, schedule.epochs, out, progress, label)
         result = Result(status, message, epochs.records, epochs.compile_s, epochs.state, out, {})
+        result.scores = epochs.scores
+        result.diverged_step = np.asarray(epochs.carry.diverged_step)
         result.summary = records.summary(result, schedule, setup.steps, experiment.meta)
         if out is not None:
             results.write_json(out / "summary.json", result.summary)

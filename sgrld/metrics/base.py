@@ -29,6 +29,8 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from sgrld.checks import is_traced
+
 PyTree = Any
 
 
@@ -129,7 +131,10 @@ def _warmup(decay: float | str) -> int:
 
 
 def check_nonnegative(value: float, name: str) -> float:
-    """Return ``value`` as a float, or raise ``ValueError`` if it is negative or NaN."""
+    """Return ``value`` as a float, or raise ``ValueError`` if it is negative or NaN (a traced
+    value, :func:`sgrld.checks.is_traced`, is returned as it is)."""
+    if is_traced(value):
+        return value
     value = float(value)
     if not value >= 0.0:
         raise ValueError(f"{name} must be >= 0, got {value}")
