@@ -200,8 +200,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     _sweep_parser(sub)
 
-    _sweep_parser(sub)
-
     rep = sub.add_parser("reproduce", help="reproduce a figure or table of the papers")
     experiments = rep.add_subparsers(dest="experiment", required=True, metavar="EXPERIMENT")
     for name, (module, help_text) in REPRODUCTIONS.items():
