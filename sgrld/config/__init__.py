@@ -35,7 +35,7 @@ batches of 100, burn-in 1000 minibatches, a sample every 100 minibatches, 400 ep
     kind = "sgrld"              # sgrld, sghmc, sgnht, isgd (sgrld.<kind>; only its options)
     metric = "monge"            # identity, rmsprop, wenzel, monge, shampoo, fisher_diag,
                                 # fisher_qdiag, fisher_full (labels, eps, decay)
-    learning_rate = 0.25        # lr = h·N
+    learning_rate = 0.25        # lr = h·N (default 0.25; isgd: "rule", its λ rule)
     temperature = 1.0
     # adapt_until = 5000        # freeze the metric after this many steps (default: never)
     correction = "none"         # none, hutchinson, exact (sgrld.correction.MODES)

@@ -92,6 +92,10 @@ class PriorConfig:
     params: dict[str, Any] = field(default_factory=dict)
 
 
+LEARNING_RATE = 0.25
+"""``sampler.learning_rate`` of sgrld, sghmc and sgnht when it is not set (Yu et al.'s)."""
+
+
 @dataclass(frozen=True)
 class SamplerConfig:
     """``[sampler]``: the sampler's kind, its metric and every keyword option of the samplers.
@@ -99,15 +103,17 @@ class SamplerConfig:
     The fields after ``metric_params`` are exactly the keyword options of :func:`sgrld.sgrld`,
     :func:`sgrld.sghmc`, :func:`sgrld.sgnht` and :func:`sgrld.isgd` (all but ``num_data``, the
     training-set size, and ``metric``); a test keeps them in step. Those of :func:`sgrld.sgrld`
-    have its defaults, except ``learning_rate`` (Yu et al.'s 0.25); the others default to
-    ``None``, the sampler's own default. An option set for a kind that does not take it is an
+    have its defaults, except ``learning_rate`` (``None``: :data:`LEARNING_RATE`, Yu et al.'s
+    0.25, except for isgd, whose default is its λ rule); the others default to ``None``, the
+    sampler's own default. An option set for a kind that does not take it is an
     error. :meth:`sampler_options` passes the kind's options on.
 
     Attributes:
         kind: a name of :data:`sgrld.config.SAMPLERS`: ``sgrld``, ``sghmc``, ``sgnht``, ``isgd``.
         metric: a name of :data:`sgrld.config.METRICS` (sgrld, sghmc).
         metric_params: keyword arguments of the metric factory.
-        learning_rate: ``lr = h·N`` (> 0); ``"rule"``: i-SGD's λ rule (isgd only).
+        learning_rate: ``lr = h·N`` (> 0); ``"rule"``: i-SGD's λ rule (isgd only); ``None``:
+            the kind's default (:data:`LEARNING_RATE`; the rule for isgd).
         temperature: T ≥ 0.
         adapt_until: freeze the metric after this many steps (``None``: never).
         correction: one of :data:`sgrld.correction.MODES` (sgrld, sghmc).
@@ -129,7 +135,7 @@ class SamplerConfig:
     kind: str = "sgrld"
     metric: str = "identity"
     metric_params: dict[str, Any] = field(default_factory=dict)
-    learning_rate: float | str = 0.25
+    learning_rate: float | str | None = None
     temperature: float = 1.0
     adapt_until: int | None = None
     correction: str = "none"
@@ -154,10 +160,15 @@ class SamplerConfig:
             'hutchinson'
             >>> SamplerConfig(kind="sghmc", friction=0.5).sampler_options()["friction"]
             0.5
+            >>> SamplerConfig().sampler_options()["learning_rate"], "learning_rate" in (
+            ...     SamplerConfig(kind="isgd").sampler_options())
+            (0.25, False)
         """
         options = {}
         for name, default in sampler_keywords(self.kind).items():
             value = getattr(self, name)
+            if name == "learning_rate" and value is None:
+                value = "rule" if self.kind == "isgd" else LEARNING_RATE
             if value == "rule":  # isgd's learning_rate=None
                 continue
             if value is not None or default is None:

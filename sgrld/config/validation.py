@@ -81,7 +81,7 @@ def _validate_sampler(config: Config) -> None:
     _check_kind_options(s)
     choice("sampler.metric", s.metric, sorted(METRICS))
     check_kwargs("sampler.metric_params", METRICS[s.metric], s.metric_params)
-    if s.learning_rate != "rule":
+    if s.learning_rate not in ("rule", None):
         if isinstance(s.learning_rate, str):
             raise ConfigError(
                 f"sampler.learning_rate: a number > 0 or 'rule' (isgd), got {s.learning_rate!r}"
@@ -104,7 +104,7 @@ def _validate_sampler(config: Config) -> None:
         raise ConfigError(f"sampler.noise_decay: must lie in [0, 1), got {s.noise_decay}")
     at_least("sampler.warmup", s.warmup, 1)
     at_least("sampler.margin", s.margin, 1)
-    if s.kind == "isgd" and s.learning_rate == "rule" and s.temperature == 0:
+    if s.kind == "isgd" and s.learning_rate in ("rule", None) and s.temperature == 0:
         raise ConfigError("sampler.temperature: 0 needs a numeric learning_rate, not 'rule'")
 
 
