@@ -138,6 +138,7 @@ def batch_scores(logits, labels, num_bins):
         "log_likelihood": np.mean(log_mean[np.arange(len(labels)), labels]),
         "accuracy": np.mean(correct),
         "ece": ece,
+        "confidence": np.mean(confidence),
     }
 
 
@@ -153,7 +154,7 @@ def test_online_accumulation_equals_batch_computation():
 
     expected = batch_scores(np.asarray(logits), np.asarray(labels), num_bins=10)
     scores = scores_jit(state, labels, num_bins=10)
-    for name in ("log_likelihood", "accuracy", "ece"):
+    for name in ("log_likelihood", "accuracy", "ece", "confidence"):
         assert float(scores[name]) == pytest.approx(expected[name], abs=1e-5), name
 
     per_sample = log_softmax(logits, axis=-1)[:, np.arange(num_points), labels]

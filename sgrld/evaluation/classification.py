@@ -109,7 +109,7 @@ def merge_classification(states: ClassificationEnsemble) -> ClassificationEnsemb
 def classification_scores(
     state: ClassificationEnsemble, labels: Int[ArrayLike, " n"], num_bins: int = 30
 ) -> dict[str, Float[Array, ""]]:
-    """Log-likelihood, accuracy and ECE of the ensemble-averaged predictive.
+    """Log-likelihood, accuracy, ECE and average confidence of the ensemble-averaged predictive.
 
     .. math:: \\bar p(c \\mid x_i) = \\frac{1}{S}\\sum_s p(c \\mid x_i, \\theta_s), \\quad
               \\text{log\\_likelihood} = \\frac{1}{n}\\sum_i \\log \\bar p(y_i \\mid x_i), \\quad
@@ -124,7 +124,7 @@ def classification_scores(
         num_bins: number of ECE bins (static under ``jax.jit``).
 
     Returns:
-        ``{"log_likelihood", "accuracy", "ece"}``, each a scalar.
+        ``{"log_likelihood", "accuracy", "ece", "confidence"}``, each a scalar.
 
     Example:
         >>> import jax.numpy as jnp
@@ -135,7 +135,7 @@ def classification_scores(
         >>> state = update_classification(state, jnp.log(jnp.array([[0.5, 0.5], [0.8, 0.2]])))
         >>> scores = classification_scores(state, jnp.array([0, 1]), num_bins=10)
         >>> print({name: round(float(value), 4) for name, value in scores.items()})
-        {'log_likelihood': -0.6365, 'accuracy': 0.5, 'ece': 0.45}
+        {'log_likelihood': -0.6365, 'accuracy': 0.5, 'ece': 0.45, 'confidence': 0.7}
     """
     labels = jnp.asarray(labels)
     log_probs = state.log_prob_sum - log_count(state.count, state.log_prob_sum.dtype)
@@ -144,4 +144,5 @@ def classification_scores(
         "log_likelihood": jnp.mean(log_lik),
         "accuracy": jnp.mean(jnp.argmax(log_probs, axis=-1) == labels),
         "ece": expected_calibration_error(jnp.exp(log_probs), labels, num_bins),
+        "confidence": jnp.mean(jnp.exp(jnp.max(log_probs, axis=-1))),
     }
