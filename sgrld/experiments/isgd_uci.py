@@ -21,6 +21,7 @@ Each run is :func:`sgrld.experiments.isgd_uci_runs.run`; the table goes to ``isg
 from __future__ import annotations
 
 import argparse
+import math
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -115,11 +116,35 @@ NOTES = (
 )
 
 
-def _grid(method: runs.Method, quick: bool) -> tuple[float | None, ...]:
-    """The learning rates tried (``None``: the method's own rule); ``--quick``: the middle one."""
+def _grid(method: runs.Method, args: argparse.Namespace) -> tuple[float | None, ...]:
+    """The learning rates tried (``None``: the method's own rule): its ``--lr METHOD=LR`` entries,
+    else its grid (``--quick``: the grid's middle one)."""
     if not method.tuned:
         return (None,)
-    return (method.grid[len(method.grid) // 2],) if quick else method.grid
+    own = tuple(lr for key, lr in args.lr or () if key == method.key)
+    if own:
+        return own
+    return (method.grid[len(method.grid) // 2],) if args.quick else method.grid
+
+
+def method_lr(text: str) -> tuple[str, float]:
+    """A ``--lr`` entry ``METHOD=LR``: a method of the table with a tuned learning rate, LR > 0.
+
+    Example:
+      >>> method_lr("sgld=0.03")
+      ('sgld', 0.03)
+    """
+    key, _, value = text.partition("=")
+    keys = [m.key for m in runs.METHODS if m.tuned]
+    if key not in keys:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected METHOD=LR with METHOD in {keys}")
+    try:
+        lr = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: LR must be a number") from None
+    if not (math.isfinite(lr) and lr > 0):
+        raise argparse.ArgumentTypeError(f"{text!r}: LR must be finite and > 0")
+    return key, lr
 
 
 def select(grid: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -216,6 +241,14 @@ def options(parser: argparse.ArgumentParser) -> None:
         help=f"methods (default: all): {', '.join(keys)}",
     )  # fmt: skip
     parser.add_argument(
+        "--lr",
+        type=method_lr,
+        nargs="+",
+        metavar="METHOD=LR",
+        help="try only these learning rates for these methods (repeat a method for several) "
+        "(default: each method's grid; its middle value with --quick)",
+    )
+    parser.add_argument(
         "--splits",
         type=positive_int,
         help="run the first N published splits (default: all, 20 and 5 for protein; 1 with "
@@ -237,6 +270,11 @@ def options(parser: argparse.ArgumentParser) -> None:
         help="folder with the UCI sets (uci/<folder>/ or <folder>/ of the published layout) "
         "(default: $SGRLD_DATA_DIR, else ~/.cache/sgrld/data)",
     )
+    parser.add_argument(
+        "--no-verify",
+        action="store_true",
+        help="skip the SHA-256 check of the data files (files of your own in the published layout)",
+    )
 
 
 def _samples(text: str) -> int:
@@ -254,6 +292,7 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
         args.samples or (QUICK["samples"] if args.quick else SAMPLES),
         args.data_dir,
         args.seed,
+        not args.no_verify,
     )
     datasets = tuple(args.datasets or q["datasets"])
     return {"datasets": datasets, "splits": args.splits or q["splits"], "plan": plan}
@@ -276,15 +315,15 @@ def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
     methods = [m for m in runs.METHODS if m.key in args.methods]
     config = {"title": header(args), "quick": args.quick, **plan._asdict()}
     config |= {"datasets": list(s["datasets"]), "methods": [m.key for m in methods]}
-    config["grids"] = {m.key: _grid(m, args.quick) for m in methods}
+    config["grids"] = {m.key: _grid(m, args) for m in methods}
     results: Results = {"config": config, "runs": []}
     for dataset in s["datasets"]:
         available = SPLITS.get(dataset, 20)
         for split in range(min(s["splits"] or available, available)):
-            n = runs.train_size(dataset, split, plan.data_dir)
+            n = runs.train_size(dataset, split, plan)
             validation = max(round(VALIDATION_SHARE * n), 1)
             for method in methods:
-                for lr in _grid(method, args.quick):
+                for lr in _grid(method, args):
                     r = runs.run(method, dataset, split, lr, plan, validation)
                     results["runs"].append(
                         {"dataset": dataset, "split": split, "method": method.key, "lr": lr, **r}
