@@ -328,6 +328,7 @@ def run_sweep(
     *,
     existing: Literal["refuse", "overwrite"] = "overwrite",
     progress: bool = False,
+    label: str = "sweep",
 ) -> SweepResult:
     """Run a sweep (see the module docstring) and write its table.
 
@@ -338,6 +339,7 @@ def run_sweep(
         out: the results folder (``"config"``: ``out.folder``; ``None``: nothing written).
         existing: an earlier run in the folder is refused or replaced (its files removed).
         progress: show a progress bar.
+        label: the progress bar's description.
 
     Returns:
         The :class:`SweepResult`.
@@ -370,7 +372,7 @@ def run_sweep(
         out,
         existing=existing,
         progress=progress,
-        label="sweep",
+        label=label,
         build=build,
         stop_on_divergence=False,
     )

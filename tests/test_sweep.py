@@ -106,14 +106,11 @@ def test_monge_alpha2_and_learning_rate_grid():
     (Monge's α² enters the step traced, one per chain)."""
     monge = [*TINY[:-3], "run.epochs=1", "run.burn_in=0", "run.thin=19", "sampler.metric=monge"]
     config = load_config(None, monge)
-    grids = [parse_grid(g, config) for g in ("sampler.learning_rate=[0.1]",
-                                             "sampler.metric_params.alpha2=[0.25, 1.0]")]  # fmt: skip
-    out = run_sweep(config, grids, replicates=1, out=None)
+    texts = ("sampler.learning_rate=[0.1]", "sampler.metric_params.alpha2=[0.25, 1.0]")
+    out = run_sweep(config, [parse_grid(t, config) for t in texts], replicates=1, out=None)
     assert [(row["lr"], row["α²"]) for row in out.rows] == [("0.1", "0.25"), ("0.1", "1")]
-    alone = run_config(
-        load_config(None, [*monge, "sampler.learning_rate=0.1", "sampler.metric_params.alpha2=1.0"]),
-        out=None,
-    )
+    values = ["sampler.learning_rate=0.1", "sampler.metric_params.alpha2=1.0"]
+    alone = run_config(load_config(None, [*monge, *values]), out=None)
     for a, b in zip(
         jax.tree.leaves(alone.state.params), jax.tree.leaves(out.result.state.params), strict=True
     ):
@@ -169,3 +166,31 @@ def test_cli_bad_grid_and_no_validation_split_exit_2(capsys, tmp_path):
     assert cli.main([*base, *twice]) == 2
     assert "given twice" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
+
+
+def test_mnist_mlp_replicates_run_as_one_sweep(tmp_path, monkeypatch):
+    """`sgrld reproduce mnist-mlp --replicates 3`: each cell is one sweep of 3 replicates (no
+    grid) from --seed, and its row gives our mean ± std beside the paper's."""
+    import argparse
+    from types import SimpleNamespace
+
+    from sgrld.experiments import mnist_mlp
+    from tests.test_reproduction import _result
+
+    calls = []
+
+    def fake_sweep(config, grids, replicates, **kwargs):
+        calls.append((config.sampler.metric, config.run.seed, grids, replicates))
+        over = {"test_log_likelihood": np.array([-0.060, -0.062, -0.064])}
+        over |= {"test_accuracy": np.array([0.983, 0.984, 0.985]), "test_ece": np.ones(3) / 100}
+        return SimpleNamespace(result=_result(), scores=[over])
+
+    monkeypatch.setattr(mnist_mlp, "run_sweep", fake_sweep)
+    parser = argparse.ArgumentParser()
+    mnist_mlp.REPRODUCTION.add_arguments(parser)
+    argv = ["--metrics", "identity", "--replicates", "3", "--seed", "5", "--out", str(tmp_path)]
+    assert mnist_mlp.REPRODUCTION.run(parser.parse_args(argv)) == 0
+    assert calls == [("identity", 5, [], 3)]
+    row = json.loads((tmp_path / "mnist_mlp.json").read_text())["rows"][0]
+    assert row["log p(y|X)"] == "-0.0620 ± 0.0020" and row["acc."] == "0.9840 ± 0.0010"
+    assert row["ECE"] == "0.0100 ± 0.0000" and row["paper log p"] == "-0.0750 ± 0.0004"

@@ -25,6 +25,10 @@ sampling times on one Xeon core, not comparable across machines) and, with ``--c
 mean curvature C(x) over samples on 1000 test points. A value of ours is marked ▼ where it is below
 the paper's mean by more than twice the paper's standard deviation over its 10 runs.
 
+``--replicates R`` runs each cell R times (seeds ``--seed`` to ``--seed + R − 1``) as the chains
+of one program (:func:`sgrld.sweep.run_sweep`), and the table gives our mean ± std over them, as
+the paper's over its 10 runs (the curves are then those of the ensemble of all replicates).
+
 ``--quick`` trains on the first 10 000 training images for 4 epochs (100 steps each; burn-in 200,
 a sample every 25): with the default W = 400 and horseshoe prior, a few minutes for the five
 metrics. It is a smoke test of the pipeline, not a reproduction.
@@ -41,11 +45,14 @@ import itertools
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from sgrld import report, runner
 from sgrld.config import Config, from_dict
 from sgrld.experiments.reproduction import OnResult, Reproduction, Results
 from sgrld.from_config import run_config
 from sgrld.report import MISSING, TEXT
+from sgrld.sweep import mean_std, run_sweep
 
 METRICS = ("identity", "wenzel", "rmsprop", "monge", "shampoo")
 LABELS = {
@@ -202,12 +209,19 @@ def config(
     return from_dict(settings)
 
 
-def _cell(ours: float | None, paper: tuple[float, float] | None) -> tuple[str, str]:
-    """(ours, paper) formatted; ours marked ▼ below the paper's mean − 2 standard deviations."""
+def _cell(
+    ours: float | None, paper: tuple[float, float] | None, over: np.ndarray | None = None
+) -> tuple[str, str]:
+    """(ours, paper) formatted; ours marked ▼ below the paper's mean − 2 standard deviations.
+    ``over``: our value in each replicate, shown as mean ± std (the mean is compared)."""
+    text = report.format_value(ours)
+    if over is not None:
+        ours = float(np.mean(over)) if np.all(np.isfinite(over)) else None
+        text = mean_std(over)
     if paper is None:
-        return report.format_value(ours), MISSING
+        return text, MISSING
     worse = ours is not None and ours < paper[0] - 2 * paper[1]
-    return report.format_value(ours) + (" ▼" if worse else ""), f"{paper[0]:.4f} ± {paper[1]:.4f}"
+    return text + (" ▼" if worse else ""), f"{paper[0]:.4f} ± {paper[1]:.4f}"
 
 
 COLUMNS = tuple(
@@ -229,8 +243,15 @@ NOTES = (
 )
 
 
-def table_row(prior: str, width: int, metric: str, result: runner.Result | None) -> dict[str, str]:
-    """One row of the output table (``result=None``: Monge where α² = 0, i.e. Identity, is best)."""
+def table_row(
+    prior: str,
+    width: int,
+    metric: str,
+    result: runner.Result | None,
+    replicates: dict[str, np.ndarray] | None = None,
+) -> dict[str, str]:
+    """One row of the output table (``result=None``: Monge where α² = 0, i.e. Identity, is best;
+    ``replicates``: the scores of each replicate, :attr:`sgrld.sweep.SweepResult.scores`)."""
     paper = PAPER[(prior, width)][metric]
     row = dict.fromkeys((key for key, _, _ in COLUMNS), MISSING)
     row |= {"prior": prior, "W": str(width), "metric": LABELS[metric]}
@@ -238,14 +259,17 @@ def table_row(prior: str, width: int, metric: str, result: runner.Result | None)
         note = "α² = 0 is optimal (= Identity)"
         return row | {"log p(y|X)": note, "paper log p": note, "status": "not run"}
     final = result.records[-1] if result.records else {}
-    row["log p(y|X)"], row["paper log p"] = _cell(final.get("test_log_likelihood"), paper.log_lik)
-    row["acc."], row["paper acc."] = _cell(final.get("test_accuracy"), paper.accuracy)
+    over = (replicates or {}).get
+    ll, acc = "test_log_likelihood", "test_accuracy"
+    row["log p(y|X)"], row["paper log p"] = _cell(final.get(ll), paper.log_lik, over(ll))
+    row["acc."], row["paper acc."] = _cell(final.get(acc), paper.accuracy, over(acc))
+    ece = report.format_value(final.get("test_ece"))
     alpha2 = f", α²={paper.alpha2:g}" if paper.alpha2 else ""
     return row | {
         "lr": format(paper.learning_rate, "g") + alpha2,
         "conf.": report.format_value(final.get("test_confidence")),
         "paper conf.": report.format_value(paper.confidence),
-        "ECE": report.format_value(final.get("test_ece")),
+        "ECE": ece if replicates is None else mean_std(replicates["test_ece"]),
         "curv.": report.format_value(final.get("curvature"), "{:.2f}"),
         "paper curv.": report.format_value(paper.curvature, "{:.2f}"),
         "s/epoch": report.format_value(result.summary["sampler_seconds_per_epoch"], "{:.2f}"),
@@ -276,6 +300,13 @@ def options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--chains", type=int, default=1, help="chains per run (default: 1)")
     parser.add_argument(
+        "--replicates",
+        type=int,
+        default=1,
+        help="runs per cell (seeds --seed, --seed + 1, ...) as the chains of one program; the "
+        "table gives their mean ± std, as the paper's 10 runs (default: 1)",
+    )
+    parser.add_argument(
         "--curvature", action="store_true", help="also score the curvature C(x) (slow)"
     )
 
@@ -296,6 +327,7 @@ def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
             "epochs": _epochs(args),
             "quick": args.quick,
             "seed": args.seed,
+            "replicates": args.replicates,
         },
         "rows": [],
         "runs": [],
@@ -317,8 +349,13 @@ def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
             seed=args.seed,
             curvature=args.curvature,
         )
-        result = run_config(cfg, progress=True, label=f"{prior} W={width} {LABELS[metric]}")
-        results["rows"].append(table_row(prior, width, metric, result))
+        label, replicates = f"{prior} W={width} {LABELS[metric]}", None
+        if args.replicates == 1:
+            result = run_config(cfg, progress=True, label=label)
+        else:
+            sweep = run_sweep(cfg, [], args.replicates, progress=True, label=label)
+            result, replicates = sweep.result, sweep.scores[0]
+        results["rows"].append(table_row(prior, width, metric, result, replicates))
         results["runs"].append(result)
         results["curves"].setdefault((prior, width), {})[LABELS[metric]] = result.records
         on_result(results)
