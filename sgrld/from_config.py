@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import sgrld
-from sgrld import bnn, checkpoint, run_folder
+from sgrld import bnn, checkpoint, devices, run_folder
 from sgrld.config import METRICS, PRIORS, SAMPLERS, Config, ConfigError, write_config
 from sgrld.config.schema import SamplerConfig
 from sgrld.data import DATASETS, DataError, load_dataset
@@ -79,6 +79,7 @@ def build_experiment(
         return params
 
     check_exact_size(config, jax.eval_shape(init_fn, jax.random.key(0)))
+    apply = bnn.models.evaluation_apply_fn(model, x_train)  # batch norm: training statistics
     meta = {"config": config.to_dict()}
     sampler = build(potential, len(x_train))
     common = dict(sampler=sampler, init_fn=init_fn, train=(x_train, y_train), meta=meta)
@@ -279,6 +280,13 @@ def _load(config: Config):
 def _model(config: Config, num_classes: int, regression: bool):
     """The Flax network of ``[model]``."""
     m = config.model
+    if m.kind == "resnet20":
+        return bnn.ResNet20(
+            width=m.widths[0],
+            depth=m.depth,
+            num_outputs=num_classes,
+            image_shape=DATASETS[config.data.name].image_shape,
+        )
     if m.kind == "cnn":
         return bnn.CNN(
             dense_features=m.widths,
@@ -294,8 +302,9 @@ def schedule_of(config: Config) -> Schedule:
     return Schedule(r.epochs, config.data.batch_size, r.burn_in, r.thin, r.chains, r.seed)
 
 
-RESUME_IGNORES = ("out.folder", "run.checkpoint_every")
-"""Keys that may differ between a run and its resumption (they change no result)."""
+RESUME_IGNORES = ("out.folder", "run.checkpoint_every", "run.devices")
+"""Keys that may differ between a run and its resumption (they change no result: chains sharded
+over other devices give the same samples bit for bit)."""
 
 
 def check_resumable(config: Config, folder: Path) -> checkpoint.Saved | None:
@@ -361,16 +370,18 @@ def run_config(
     """
     folder = Path(config.out.folder) if out == "config" else out
     folder = None if folder is None else Path(folder)
-    if folder is not None:
+    writer = devices.is_writer()  # process 0 of a multi-process run; the others write nothing
+    if folder is not None and writer:
         run_folder.check_writable(folder)
     saved, files = None, run_folder.RUN_FILES + run_folder.CONFIG_FILES
     if existing == "resume" and folder is not None:
         saved = check_resumable(config, folder)
-    elif existing == "refuse" and folder is not None:
+    elif existing == "refuse" and folder is not None and writer:
         run_folder.clear(folder, existing, files)  # before the data loads; it removes nothing
+    mesh = mesh_of(config)
     experiment, schedule = (build or _build)(config)
     check_schedule(config, len(experiment.train[0]))
-    if folder is not None and existing != "resume":
+    if folder is not None and existing != "resume" and writer:
         folder.mkdir(parents=True, exist_ok=True)
         run_folder.clear(folder, existing, files)
         write_config(config, folder)
@@ -386,7 +397,35 @@ def run_config(
         resume=saved,
         checkpoint_every=config.run.checkpoint_every,
         stop_on_divergence=stop_on_divergence,
+        mesh=mesh,
     )
+
+
+def mesh_of(config: Config) -> jax.sharding.Mesh | None:
+    """The device mesh of ``run.devices`` and ``run.data_parallel`` (``None`` without
+    ``run.devices``), checked against ``run.chains`` and ``data.batch_size``.
+
+    Example:
+        >>> cfg = sgrld.config.load_config(None, ["run.devices=1", "run.chains=3"])
+        >>> dict(mesh_of(cfg).shape)
+        {'chains': 1, 'data': 1}
+
+    Raises:
+        ConfigError: more ``run.data_parallel`` or ``run.devices`` than there are devices, or
+            chains or a batch size that the mesh does not divide, naming the keys.
+    """
+    r = config.run
+    if r.devices is None:
+        return None
+    keys = f"run.devices = {r.devices!r}, run.data_parallel = {r.data_parallel}"
+    try:
+        mesh = devices.make_mesh(r.devices, r.data_parallel)
+        devices.check_mesh(mesh, r.chains, config.data.batch_size)
+    except ValueError as err:
+        raise ConfigError(
+            f"{keys}, run.chains = {r.chains}, data.batch_size = {config.data.batch_size}: {err}"
+        ) from None
+    return mesh
 
 
 def _build(config: Config) -> tuple[Experiment, Schedule]:

@@ -387,7 +387,9 @@ def test_cifar_exact_values_in_every_accepted_directory(tmp_path, subdir):
     batches = cifar_arrays()
     write_cifar(tmp_path / subdir, batches)
     assert resolve_data_dir("cifar10", tmp_path) == tmp_path / subdir
-    ds = load_dataset("cifar10", tmp_path, validation_size=0, standardize=False, flatten=False)
+    ds = load_dataset(
+        "cifar10", tmp_path, validation_size=0, standardize=False, flatten=False, verify=False
+    )
     train = np.concatenate([images for images, _ in batches[:5]])
     assert ds.x_train.shape == (60, 32, 32, 3) and ds.x_test.shape == (12, 32, 32, 3)
     assert ds.x_train.dtype == np.float32 and ds.y_train.dtype == np.int32
@@ -400,7 +402,7 @@ def test_cifar_exact_values_in_every_accepted_directory(tmp_path, subdir):
 def test_cifar_flatten_is_hwc_and_standardize_uses_train_stats(tmp_path):
     batches = cifar_arrays()
     write_cifar(tmp_path, batches)
-    ds = load_dataset("cifar10", tmp_path, validation_size=12, seed=2)  # flatten + standardize
+    ds = load_dataset("cifar10", tmp_path, validation_size=12, seed=2, verify=False)
     assert ds.x_train.shape == (48, 3072) and ds.x_val.shape == (12, 3072)
     assert ds.x_test.shape == (12, 3072)
 
@@ -424,7 +426,7 @@ def test_cifar_truncated_pickle(tmp_path):
     path = directory / "data_batch_3"
     path.write_bytes(path.read_bytes()[:5000])
     with pytest.raises(DataError, match="cannot unpickle") as info:
-        load_dataset("cifar10", directory)
+        load_dataset("cifar10", directory, verify=False)
     assert str(path) in str(info.value) and "cs.toronto.edu" in str(info.value)
 
 
@@ -488,7 +490,7 @@ def test_cifar_label_out_of_range(tmp_path):
     batches[5][1][7] = 11
     directory = write_cifar(tmp_path, batches)
     with pytest.raises(DataError, match=r"test_batch: label 11 at index 7"):
-        load_dataset("cifar10", directory, validation_size=0)
+        load_dataset("cifar10", directory, validation_size=0, verify=False)
 
 
 # --------------------------------------------------------------------------- digits

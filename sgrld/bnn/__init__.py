@@ -19,13 +19,14 @@ Example:
 """
 
 from sgrld.bnn import likelihoods, models, priors
-from sgrld.bnn.models import CNN, MLP, apply_fn, init_params, regression_mlp
+from sgrld.bnn.models import CNN, MLP, ResNet20, apply_fn, init_params, regression_mlp
 from sgrld.bnn.priors import Prior, logprior_fn
 
 __all__ = [
     "CNN",
     "MLP",
     "Prior",
+    "ResNet20",
     "apply_fn",
     "init_params",
     "likelihoods",

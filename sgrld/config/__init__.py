@@ -19,8 +19,10 @@ batches of 100, burn-in 1000 minibatches, a sample every 100 minibatches, 400 ep
     batch_size = 100
 
     [model]
-    kind = "mlp"                # mlp, cnn (widths = its dense layers), regression_mlp (one width)
+    kind = "mlp"                # mlp, cnn (widths = its dense layers), regression_mlp (one width),
+                                # resnet20 (one width: the first stack's channels, 16)
     widths = [400, 400]
+    # depth = 20                # resnet20 only: 6n + 2 layers
 
     [likelihood]                # regression only (the Gaussian likelihood)
     # noise_std = 0.5           # fixed noise std, in the targets' units; default: sampled
@@ -61,6 +63,8 @@ batches of 100, burn-in 1000 minibatches, a sample every 100 minibatches, 400 ep
     save_samples = false
     curvature = false
     checkpoint_every = 1        # epochs between checkpoints (sgrld run --resume OUT)
+    # devices = "all"           # shard the chains over "all" or N devices (default: one device)
+    # data_parallel = 2         # devices that split each chain's minibatch (chains = devices / D)
 
     [out]
     folder = "results/run"

@@ -91,5 +91,5 @@ def sampler_keywords(kind: str) -> dict[str, Any]:
     }
 
 
-MODEL_KINDS = ("mlp", "cnn", "regression_mlp")
+MODEL_KINDS = ("mlp", "cnn", "regression_mlp", "resnet20")
 """``model.kind``: built by :mod:`sgrld.from_config`."""

@@ -56,12 +56,16 @@ class ModelConfig:
 
     Attributes:
         kind: ``"mlp"`` (hidden ``widths``), ``"cnn"`` (Li et al.'s CNN, ``widths`` = its dense
-            layers) or ``"regression_mlp"`` (one hidden layer, ``widths = [width]``).
+            layers), ``"regression_mlp"`` (one hidden layer, ``widths = [width]``) or
+            ``"resnet20"`` (:class:`sgrld.bnn.ResNet20`, ``widths = [w]``: the first stack's
+            channels, 16 in the paper, then 2w and 4w).
         widths: hidden layer widths.
+        depth: layers of a ``resnet20`` (``6n + 2``: 20 is ResNet-20, 8 one block per stack).
     """
 
     kind: str = "mlp"
     widths: tuple[int, ...] = (400, 400)
+    depth: int = 20
 
 
 @dataclass(frozen=True)
@@ -189,6 +193,10 @@ class RunConfig:
         save_samples: write the thinned samples to ``samples/`` (one ``.npz`` per epoch).
         curvature: score the input-space curvature C(x) of every sample (slow).
         checkpoint_every: write a checkpoint (to resume from) after every this many epochs.
+        devices: shard the chains over ``"all"`` devices or the first ``N`` (``None``: one
+            device, no mesh; :func:`sgrld.devices.make_mesh`).
+        data_parallel: devices ``D`` that split each chain's minibatch and sum its gradient; the
+            mesh has ``devices / D`` chain groups, which must divide ``chains``.
     """
 
     epochs: int = 400
@@ -199,6 +207,8 @@ class RunConfig:
     save_samples: bool = False
     curvature: bool = False
     checkpoint_every: int = 1
+    devices: int | str | None = None
+    data_parallel: int = 1
 
 
 @dataclass(frozen=True)

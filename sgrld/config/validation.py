@@ -44,10 +44,21 @@ def _validate_model(config: Config) -> None:
         at_least(f"model.widths[{i}]", width, 1)
     if m.kind == "regression_mlp" and len(m.widths) != 1:
         raise ConfigError(f"model.widths: regression_mlp has one hidden layer, got {m.widths}")
-    regression = DATASETS[name].regression
-    if regression and m.kind == "cnn":
+    if m.kind == "resnet20" and len(m.widths) != 1:
         raise ConfigError(
-            f"model.kind: 'cnn' classifies images, and data.name = {name!r} is a regression "
+            f"model.widths: resnet20 takes one width, its first stack's channels (16 in "
+            f"Yu et al.), got {list(m.widths)}"
+        )
+    if m.kind != "resnet20" and m.depth != 20:
+        raise ConfigError(f"model.depth: only a resnet20 has a depth, not a {m.kind}")
+    if m.depth < 8 or m.depth % 6 != 2:
+        raise ConfigError(
+            f"model.depth: must be 6n + 2 with n >= 1 (8, 14, 20, ...), got {m.depth}"
+        )
+    regression = DATASETS[name].regression
+    if regression and m.kind in ("cnn", "resnet20"):
+        raise ConfigError(
+            f"model.kind: {m.kind!r} classifies images, and data.name = {name!r} is a regression "
             "data set; use 'regression_mlp' or 'mlp'"
         )
     if not regression and m.kind == "regression_mlp":
@@ -142,8 +153,44 @@ def _validate_run(config: Config) -> None:
     at_least("run.thin", r.thin, 1)
     at_least("run.chains", r.chains, 1)
     at_least("run.checkpoint_every", r.checkpoint_every, 1)
+    _validate_devices(config)
     if not config.out.folder:
         raise ConfigError("out.folder: must not be empty")
+
+
+def _validate_devices(config: Config) -> None:
+    """``run.devices`` and ``run.data_parallel`` against the chains and the batch size (the
+    number of devices that ``"all"`` stands for is checked when the mesh is made)."""
+    r = config.run
+    if isinstance(r.devices, str) and r.devices != "all":
+        raise ConfigError(f'run.devices: "all" or a number of devices, got {r.devices!r}')
+    if isinstance(r.devices, int):
+        at_least("run.devices", r.devices, 1)
+    at_least("run.data_parallel", r.data_parallel, 1)
+    if r.data_parallel > 1 and r.devices is None:
+        raise ConfigError(
+            f"run.data_parallel = {r.data_parallel} needs a mesh: set run.devices too"
+        )
+    if config.data.batch_size % r.data_parallel:
+        raise ConfigError(
+            f"data.batch_size = {config.data.batch_size} cannot be split evenly over "
+            f"run.data_parallel = {r.data_parallel} devices; use a multiple of {r.data_parallel}"
+        )
+    if isinstance(r.devices, int):
+        if r.data_parallel > r.devices:
+            raise ConfigError(
+                f"run.data_parallel = {r.data_parallel} is more than run.devices = {r.devices}"
+            )
+        if r.devices % r.data_parallel:
+            raise ConfigError(
+                f"run.data_parallel = {r.data_parallel} does not divide run.devices = {r.devices}"
+            )
+        groups = r.devices // r.data_parallel
+        if r.chains % groups:
+            raise ConfigError(
+                f"run.chains = {r.chains} cannot be spread evenly over run.devices / "
+                f"run.data_parallel = {groups} chain groups; use a multiple of {groups} chains"
+            )
 
 
 SECTION_CHECKS = (

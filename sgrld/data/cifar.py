@@ -28,7 +28,7 @@ from .dataset import check_labels
 from .errors import DataError
 from .files import DataFiles
 
-__all__ = ["load_cifar10", "parse_cifar_batch"]
+__all__ = ["expected_layout", "load_cifar10", "parse_cifar_batch"]
 
 _ALLOWED_GLOBALS = frozenset(
     {
@@ -110,6 +110,22 @@ def parse_cifar_batch(
     return nhwc, labels
 
 
+def expected_layout(image_shape: tuple[int, int, int] = (32, 32, 3), num_classes: int = 10) -> str:
+    """What a CIFAR batch file must hold, for error messages.
+
+    Example:
+        >>> expected_layout()[:60]
+        "expected layout: a pickled dict {b'data': uint8 array (n, 30"
+    """
+    height, width, channels = image_shape
+    return (
+        f"expected layout: a pickled dict {{b'data': uint8 array (n, {height * width * channels}),"
+        f" one image a row, its {height * width} pixels of channel 0, then of channel 1, ..., "
+        f"each {height}x{width} row-major; b'labels': list of n ints in [0, {num_classes})}}, "
+        "as in cifar-10-batches-py of the official python archive"
+    )
+
+
 def load_cifar10(files: DataFiles) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Load the five training batches and the test batch of CIFAR-10.
 
@@ -133,7 +149,8 @@ def load_cifar10(files: DataFiles) -> tuple[np.ndarray, np.ndarray, np.ndarray, 
             images, labels = parse_cifar_batch(data, info.image_shape, str(path))
             labels = check_labels(labels, info.num_classes, str(path))
         except DataError as err:
-            raise DataError(f"{err}; {files.hint(filename)}") from err
+            layout = expected_layout(info.image_shape, info.num_classes)
+            raise DataError(f"{err}; {layout}; {files.hint(filename)}") from err
         parts.append((images, labels))
     *train, (test_images, y_test) = parts
     train_images = np.concatenate([x for x, _ in train])

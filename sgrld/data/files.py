@@ -13,7 +13,7 @@ from pathlib import Path
 from .errors import DataError, MissingDataError
 from .registry import DATA_DIR_ENV, DatasetInfo, candidate_dirs, dataset_info, resolve_data_dir
 
-__all__ = ["DataFiles", "sha256_hex"]
+__all__ = ["DataFiles", "algorithm", "checksum", "sha256_hex"]
 
 
 def sha256_hex(data: bytes) -> str:
@@ -26,6 +26,29 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def algorithm(expected: str) -> str:
+    """The checksum algorithm of a known hex digest: MD5 for 32 digits (the published checksums
+    of the CIFAR-10 files), else SHA-256.
+
+    Example:
+        >>> algorithm("d41d8cd98f00b204e9800998ecf8427e"), algorithm(sha256_hex(b""))
+        ('MD5', 'SHA-256')
+    """
+    return "MD5" if len(expected) == 32 else "SHA-256"
+
+
+def checksum(data: bytes, expected: str) -> str:
+    """The lower-case hex digest of ``data`` in the :func:`algorithm` of ``expected``.
+
+    Example:
+        >>> checksum(b"", "0" * 32)
+        'd41d8cd98f00b204e9800998ecf8427e'
+    """
+    if algorithm(expected) == "MD5":
+        return hashlib.md5(data, usedforsecurity=False).hexdigest()
+    return sha256_hex(data)
+
+
 @dataclass(frozen=True)
 class DataFiles:
     """The files of one data set in its resolved directory, with the checksum policy.
@@ -34,7 +57,7 @@ class DataFiles:
         info: The data set.
         directory: Resolved data directory (see :func:`sgrld.data.resolve_data_dir`).
         searched: All candidate directories, named when a file is missing.
-        checksums: Known SHA-256 (hex) per exact file name.
+        checksums: Known SHA-256 (or, 32 hex digits, MD5) per exact file name.
         verify: ``True`` requires a known checksum for every file and checks it; ``False``
             checks nothing; ``None`` checks the files whose name has a known checksum.
     """
@@ -64,7 +87,7 @@ class DataFiles:
         )
 
     def hint(self, filename: str) -> str:
-        """Describe the expected SHA-256 of ``filename`` (and of its ``.gz``) and its source.
+        """Describe the expected checksum of ``filename`` (and of its ``.gz``) and its source.
 
         Example:
             >>> files = DataFiles.resolve("fashion_mnist", "/nonexistent", None, None)
@@ -72,11 +95,13 @@ class DataFiles:
             'expected SHA-256 of t10k-labels-idx1-ubyte.gz: 67da17c7...; obtain ...'
         """
         names = (filename, f"{filename}.gz")
-        known = [f"{n}: {self.checksums[n]}" for n in names if n in self.checksums]
+        known = [
+            f"{algorithm(self.checksums[n])} of {n}: {self.checksums[n]}"
+            for n in names
+            if n in self.checksums
+        ]
         expected = (
-            "expected SHA-256 of " + "; of ".join(known)
-            if known
-            else f"no SHA-256 is known for {filename}"
+            "expected " + "; ".join(known) if known else f"no SHA-256 is known for {filename}"
         )
         return f"{expected}; obtain {self.info.source}"
 
@@ -131,11 +156,11 @@ class DataFiles:
                 f"checksums={{{path.name!r}: '<sha256>'}} or verify=None/False"
             )
         if self.verify is not False and expected is not None:
-            actual = sha256_hex(data)
+            actual = checksum(data, expected)
             if actual != expected.lower():
                 raise DataError(
-                    f"{path}: SHA-256 mismatch, expected {expected}, got {actual}; the file "
-                    f"is corrupt, truncated or from another data set. Obtain "
+                    f"{path}: {algorithm(expected)} mismatch, expected {expected}, got "
+                    f"{actual}; the file is corrupt, truncated or from another data set. Obtain "
                     f"{self.info.source} (or skip the check: verify=False, or "
                     "data.verify_checksums = false in a config)"
                 )

@@ -62,6 +62,15 @@ FASHION_MNIST_SHA256 = (
 )
 """SHA-256 of the gzipped Fashion-MNIST files, in the order of ``sorted(IDX_FILES)``."""
 CIFAR10_FILES = (*(f"data_batch_{i}" for i in range(1, 6)), "test_batch")
+CIFAR10_MD5 = {
+    "data_batch_1": "c99cafc152244af753f735de768cd75f",
+    "data_batch_2": "d4bba439e000b95fd0a9bffe97cbabec",
+    "data_batch_3": "54ebc095f3ab1f0389bbae665268c751",
+    "data_batch_4": "634d18415352ddfa80567beed471001a",
+    "data_batch_5": "482c414d41f54cd18b22e5b47cb7c3cb",
+    "test_batch": "40351d587109b95175f43aff81a1287e",
+}
+"""MD5 of the files of the official ``cifar-10-batches-py`` (as published with torchvision)."""
 
 
 @dataclass(frozen=True)
@@ -80,7 +89,8 @@ class DatasetInfo:
         files: File names (without a ``.gz`` suffix) that must be present.
         gzip: Whether each file may also be stored gzipped, as ``<name>.gz``.
         subdirs: Folders, relative to the base data directory, searched before the base.
-        checksums: Known SHA-256 (hex) per exact file name, e.g. ``"t10k-images-idx3-ubyte"``.
+        checksums: Known SHA-256 (hex; MD5 for the 32-digit CIFAR-10 ones) per exact file name,
+            e.g. ``"t10k-images-idx3-ubyte"``.
         source: Human-readable instructions on where to obtain the files.
     """
 
@@ -197,6 +207,7 @@ DATASETS: Mapping[str, DatasetInfo] = MappingProxyType(
             standardize=True,
             files=CIFAR10_FILES,
             subdirs=("cifar10/cifar-10-batches-py", "cifar10", "cifar-10-batches-py"),
+            checksums=MappingProxyType(CIFAR10_MD5),
             source="cifar-10-python.tar.gz (md5 c58f30108f718f92721af3b95e74349a) from"
             " https://www.cs.toronto.edu/~kriz/cifar.html, extracted with"
             " `tar -xzf cifar-10-python.tar.gz`",
