@@ -2,8 +2,9 @@
 
 The public API is listed here and nowhere else. The samplers and their parts, and the readers of
 samples (``load_samples``, ``to_arviz``, which imports ArviZ on first call), load with
-``import sgrld``; the Bayesian-NN stack (``bnn``, ``data``, ``evaluation``), the experiment runner
-and its configuration load on first use, so ``import sgrld`` imports neither Flax nor scikit-learn.
+``import sgrld``; the Bayesian-NN stack (``bnn``, ``data``, ``evaluation``), the baselines
+(``baselines``), the experiment runner and its configuration load on first use, so
+``import sgrld`` imports neither Flax nor scikit-learn.
 """
 
 import importlib
@@ -31,6 +32,7 @@ from sgrld.sghmc import SGHMCState, sghmc
 from sgrld.sgnht import SGNHTState, sgnht
 
 _LAZY = (
+    "baselines",
     "bnn",
     "config",
     "data",
