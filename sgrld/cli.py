@@ -30,6 +30,10 @@ from sgrld.results import ResultsError
 # name -> (module, one-line help); each module defines REPRODUCTION, a
 # sgrld.experiments.reproduction.Reproduction (its options and its run).
 REPRODUCTIONS = {
+    "cifar-resnet": (
+        "sgrld.experiments.cifar_resnet",
+        "Yu et al. (2023) Tables 3, 7, 9: ResNet-20 on CIFAR-10, Gaussian and correlated priors",
+    ),
     "funnel": (
         "sgrld.experiments.funnel",
         "Yu et al. (2023) Fig. 2: the 2-D funnel in four metrics",
