@@ -1,5 +1,6 @@
 """The dropout baseline of Marceau-Caron & Ollivier (2017) Table 1: an MLP with dropout on its
-hidden layers, trained by plain SGD on the mean negative log-likelihood (no prior, no noise).
+hidden layers (:class:`sgrld.baselines.DropoutMLP`), trained by plain SGD on the mean negative
+log-likelihood (no prior, no noise), scored as one network (not MC dropout).
 
 Each epoch is one jitted ``jax.lax.scan`` over shuffled minibatches (the last incomplete one
 dropped, as the runner does); at test time dropout is off, and since it is *inverted* dropout
@@ -16,37 +17,9 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from sgrld.bnn.models import he_normal
+from sgrld.baselines.dropout import DropoutMLP
 
 PyTree = Any
-
-
-class DropoutMLP(nn.Module):
-    """:class:`sgrld.bnn.MLP` with dropout after every hidden layer (same parameter names).
-
-    ``h_l = dropout(relu(h_{l−1} W_l + b_l))``, ``logits = h_L W_out + b_out``; dropout zeroes a
-    unit with probability ``rate`` and scales the others by ``1/(1 − rate)`` when ``train``.
-
-    Example:
-      >>> import jax, jax.numpy as jnp
-      >>> from sgrld.bnn import MLP, init_params
-      >>> net = init_params(MLP(features=(8,), num_outputs=3), jax.random.key(0), (1, 5))
-      >>> m, x = DropoutMLP(features=(8,), num_outputs=3), jnp.ones((2, 5))
-      >>> test = m.apply({"params": net}, x, train=False)
-      >>> bool((test == MLP((8,), 3).apply({"params": net}, x)).all())
-      True
-    """
-
-    features: Sequence[int] = (400, 400)
-    num_outputs: int = 10
-    rate: float = 0.5
-
-    @nn.compact
-    def __call__(self, x: jax.Array, *, train: bool) -> jax.Array:
-        for width in self.features:
-            x = nn.relu(nn.Dense(width, kernel_init=he_normal)(x))
-            x = nn.Dropout(self.rate, deterministic=not train)(x)
-        return nn.Dense(self.num_outputs, kernel_init=he_normal)(x)
 
 
 def nll_loss(model: nn.Module) -> Callable[[PyTree, tuple, jax.Array], jax.Array]:
