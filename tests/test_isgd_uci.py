@@ -4,6 +4,7 @@ rows, and i-SGD's default learning rate (its λ rule) in a configuration."""
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -112,3 +113,11 @@ def test_bad_options_are_refused(argv, capsys):
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["reproduce", "isgd-uci", "--quick", *argv])
     assert exit_info.value.code == 2
+
+
+def test_header_names_the_learning_rates_fixed_by_lr():
+    parser = argparse.ArgumentParser()
+    isgd_uci.REPRODUCTION.add_arguments(parser)
+    args = parser.parse_args(["--lr", "sgld=0.03", "swag=0.01", "--splits", "2"])
+    assert "2 split(s)" in isgd_uci.header(args)
+    assert "learning rates of --lr: sgld=0.03, swag=0.01" in isgd_uci.header(args)

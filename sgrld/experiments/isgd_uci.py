@@ -302,9 +302,11 @@ def header(args: argparse.Namespace) -> str:
     s = _settings(args)
     quick = " (--quick: a smoke test, not a reproduction)" if args.quick else ""
     splits = "all splits" if s["splits"] is None else f"{s['splits']} split(s)"
+    fixed = ", ".join(f"{key}={lr:g}" for key, lr in args.lr or ())
+    fixed = f"; learning rates of --lr: {fixed}" if fixed else ""
     return (
         f"Franzese et al. (2021) UCI regression: {', '.join(s['datasets'])}; {splits}, "
-        f"{s['plan'].steps:,} updates a run, S = {s['plan'].samples}{quick}"
+        f"{s['plan'].steps:,} updates a run, S = {s['plan'].samples}{fixed}{quick}"
     )
 
 
