@@ -227,19 +227,19 @@ def _init(o: _Options, params: PyTree) -> MCDropoutState:
 
 
 def _step(o: _Options, key, state: MCDropoutState, batch):
+    """SGD on the trained network while training, then a thinned copy of it; one gradient
+    either way (after training, at the trained network, for ``info`` only)."""
     loss_key, draw_key = jax.random.split(key)
+    value, grads, fitted, opt_state = descend(
+        o.descent, loss_key, state.trained, state.opt_state, batch
+    )
+    training = state.step < o.train_steps
+    trained = jax.tree.map(lambda a, b: jnp.where(training, a, b), fitted, state.trained)
 
-    def fit(state):
-        params, opt_state, info = descend(
-            o.descent, loss_key, state.step, state.trained, state.opt_state, batch
-        )
-        return MCDropoutState(state.step + 1, params, params, opt_state), info
+    def draw(trained):
+        return {**trained, "net": thin(draw_key, trained["net"], o.rate, drop_inputs=o.drop_inputs)}
 
-    def sample(state):
-        value, grads = jax.value_and_grad(o.descent.loss)(state.trained, batch, loss_key)
-        net = thin(draw_key, state.trained["net"], o.rate, drop_inputs=o.drop_inputs)
-        params = {**state.trained, "net": net}
-        info = step_info(value, grads, jnp.zeros((), jnp.float32), params)
-        return state._replace(step=state.step + 1, params=params), info
-
-    return jax.lax.cond(state.step < o.train_steps, fit, sample, state)
+    params = jax.lax.cond(training, lambda t: t, draw, trained)
+    lr = jnp.where(training, o.descent.schedule(state.step), 0.0)
+    info = step_info(value, grads, lr, params)
+    return MCDropoutState(state.step + 1, params, trained, opt_state), info

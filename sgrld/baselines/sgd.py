@@ -95,17 +95,13 @@ def descent(
 
 
 def descend(
-    d: Descent, key: jax.Array, step: jax.Array, params: PyTree, opt_state: Any, batch: PyTree
-) -> tuple[PyTree, Any, Any]:
-    """Step ``step`` of the optimiser from ``params``: ``(new_params, new_opt_state, info)``.
-
-    ``info`` is the :class:`~sgrld.SGRLDInfo` of the step (loss, gradient norm, learning rate,
-    finiteness), what the engine and the runner read.
-    """
+    d: Descent, key: jax.Array, params: PyTree, opt_state: Any, batch: PyTree
+) -> tuple[jax.Array, PyTree, PyTree, Any]:
+    """One optimiser step from ``params``: ``(loss, gradient, new_params, new_opt_state)``, the
+    loss and its gradient at ``params`` on ``batch`` (its masks, if any, from ``key``)."""
     value, grads = jax.value_and_grad(d.loss)(params, batch, key)
     updates, opt_state = d.transform.update(grads, opt_state, params)
-    new = optax.apply_updates(params, updates)
-    return new, opt_state, step_info(value, grads, d.schedule(step), new)
+    return value, grads, optax.apply_updates(params, updates), opt_state
 
 
 def sgd(
@@ -160,5 +156,6 @@ def _init(d: Descent, params: PyTree) -> SGDState:
 
 
 def _step(d: Descent, key, state: SGDState, batch):
-    params, opt_state, info = descend(d, key, state.step, state.params, state.opt_state, batch)
+    value, grads, params, opt_state = descend(d, key, state.params, state.opt_state, batch)
+    info = step_info(value, grads, d.schedule(state.step), params)
     return SGDState(state.step + 1, params, opt_state), info

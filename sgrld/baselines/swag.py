@@ -213,21 +213,16 @@ def draw(key: jax.Array, moments: SWAGMoments) -> PyTree:
 
 
 def _step(o: _Options, key, state: SWAGState, batch):
+    """SGD (and a collection when due) while training, then a draw; one gradient either way
+    (after training, the loss at the last draw, for ``info`` only)."""
     loss_key, draw_key = jax.random.split(key)
-
-    def fit(state):
-        params, opt_state, info = descend(
-            o.descent, loss_key, state.step, state.params, state.opt_state, batch
-        )
-        s = state.step
-        due = (s >= o.swa_start) & ((s + 1 - o.swa_start) % o.collect_every == 0)
-        moments = jax.lax.cond(due, collect, lambda m, _: m, state.moments, params)
-        return SWAGState(s + 1, params, opt_state, moments), info
-
-    def sample(state):
-        value, grads = jax.value_and_grad(o.descent.loss)(state.params, batch, loss_key)
-        params = draw(draw_key, state.moments)
-        info = step_info(value, grads, jnp.zeros((), jnp.float32), params)
-        return state._replace(step=state.step + 1, params=params), info
-
-    return jax.lax.cond(state.step < o.train_steps, fit, sample, state)
+    value, grads, fitted, opt_state = descend(
+        o.descent, loss_key, state.params, state.opt_state, batch
+    )
+    s = state.step
+    training = s < o.train_steps
+    due = training & (s >= o.swa_start) & ((s + 1 - o.swa_start) % o.collect_every == 0)
+    moments = jax.lax.cond(due, collect, lambda m, _: m, state.moments, fitted)
+    params = jax.lax.cond(training, lambda m: fitted, lambda m: draw(draw_key, m), moments)
+    lr = jnp.where(training, o.descent.schedule(s), 0.0)
+    return SWAGState(s + 1, params, opt_state, moments), step_info(value, grads, lr, params)
