@@ -12,6 +12,7 @@ from typing import Any
 
 from sgrld import (
     correction,
+    devices,
     engine,
     integrators,
     metrics,
@@ -22,6 +23,7 @@ from sgrld import (
 )
 from sgrld.adam_sgld import AdamSGLDState, adam_sgld
 from sgrld.arviz_export import to_arviz
+from sgrld.devices import make_mesh
 from sgrld.isgd import ISGDInfo, ISGDState, isgd
 from sgrld.momentum import MomentumInfo
 from sgrld.potential import Potential, potential
@@ -63,10 +65,12 @@ __all__ = [
     "SGNHTState",
     "Samples",
     "correction",
+    "devices",
     "engine",
     "integrators",
     "isgd",
     "load_samples",
+    "make_mesh",
     "metrics",
     "minibatch_fn",
     "noise",

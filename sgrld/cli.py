@@ -4,7 +4,9 @@ NAME``, and ``sgrld export`` / ``sgrld diagnose`` of a results folder.
 Exit codes: 0 success; 1 a chain diverged (results so far are written); 2 a bad configuration,
 missing/corrupt data, a folder that holds no samples, or (``sgrld run``) a results folder that
 already holds a run, or a ``--resume`` whose configuration differs (the message says which key or
-file); 130 interrupted with Ctrl-C or SIGTERM (results so far and a checkpoint are written).
+file), or a coordinator of a multi-process run not reached; 3 another process of a multi-process
+run failed (the results so far are written, not marked completed); 130 interrupted with Ctrl-C or
+SIGTERM (results so far and a checkpoint are written).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -19,7 +22,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from sgrld import arviz_export, diagnostics, report, runner, stein
+from sgrld import arviz_export, devices, diagnostics, report, runner, stein
 from sgrld import sweep as sgrld_sweep
 from sgrld.config import Config, ConfigError, load_config, to_toml
 from sgrld.data import DataError
@@ -146,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="replace the run already in the results folder (without it, sgrld run refuses)",
     )
+    _device_arguments(run)
 
     demo = sub.add_parser(
         "demo",
@@ -269,6 +273,71 @@ def sweep_command(args: argparse.Namespace) -> int:
     return runner.EXIT_CODES[out.result.status]
 
 
+def _device_arguments(parser: argparse.ArgumentParser) -> None:
+    """``sgrld run``'s flags for devices (``run.devices``, ``run.data_parallel``) and for a
+    multi-process run (:func:`sgrld.devices.initialize`)."""
+    group = parser.add_argument_group(
+        "devices and hosts",
+        "Shard the chains over devices and each minibatch over data_parallel of them. A "
+        "multi-process run starts the same command in every process: --distributed finds the "
+        "processes on SLURM, Open MPI or a TPU pod; elsewhere give --coordinator, "
+        "--num-processes and --process-id. Process 0 writes the results.",
+    )
+    group.add_argument(
+        "--devices", metavar="all|N", help='run.devices: "all" devices or the first N'
+    )
+    group.add_argument(
+        "--data-parallel", type=int, metavar="D", help="run.data_parallel: devices per minibatch"
+    )
+    group.add_argument(
+        "--distributed",
+        action="store_true",
+        help="join a multi-process run (jax.distributed), its processes found by JAX",
+    )
+    group.add_argument("--coordinator", metavar="HOST:PORT", help="process 0's address")
+    group.add_argument("--num-processes", type=int, metavar="N")
+    group.add_argument("--process-id", type=int, metavar="I")
+    group.add_argument(
+        "--init-timeout",
+        type=int,
+        default=300,
+        metavar="SECONDS",
+        help="how long to wait for the coordinator and the other processes",
+    )
+
+
+def _join(argv: list[str] | None) -> None:
+    """Join the multi-process run that ``sgrld run``'s flags ask for, before anything uses JAX
+    (building the parser does: a reproduction's options list its problems)."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] != ["run"]:
+        return
+    parser = argparse.ArgumentParser(add_help=False)
+    _device_arguments(parser)
+    args = parser.parse_known_args(argv[1:])[0]
+    explicit = (args.coordinator, args.num_processes, args.process_id)
+    if args.distributed or any(v is not None for v in explicit):
+        where = f"the coordinator {args.coordinator}" if args.coordinator else "JAX's detection"
+        print(f"sgrld: joining a multi-process run through {where}", file=sys.stderr, flush=True)
+        devices.initialize(*explicit, timeout_s=args.init_timeout)
+
+
+def _device_overrides(args: argparse.Namespace) -> list[str]:
+    """The overrides of ``--devices`` and ``--data-parallel``."""
+    overrides = []
+    if args.devices is not None:
+        value = args.devices if args.devices == "all" else _count(args.devices)
+        overrides.append(f"run.devices={json.dumps(value)}")
+    if args.data_parallel is not None:
+        overrides.append(f"run.data_parallel={args.data_parallel}")
+    return overrides
+
+
+def _count(text: str) -> int | str:
+    """``--devices N`` as a number (other text is left for the configuration check)."""
+    return int(text) if text.isdigit() else text
+
+
 def _reproduction(module: str) -> Reproduction:
     """The :class:`~sgrld.experiments.reproduction.Reproduction` of ``module``."""
     return importlib.import_module(module).REPRODUCTION
@@ -276,7 +345,7 @@ def _reproduction(module: str) -> Reproduction:
 
 def run_command(args: argparse.Namespace) -> int:
     """``sgrld run``: load the configuration, run it, print the final scores, plot the curves."""
-    overrides = list(args.overrides)
+    overrides = list(args.overrides) + _device_overrides(args)
     out = args.resume or args.out
     if args.resume and args.out and Path(args.out) != Path(args.resume):
         raise ConfigError(f"--out {args.out} and --resume {args.resume} name different folders")
@@ -294,7 +363,7 @@ def run_command(args: argparse.Namespace) -> int:
     console.print(f"{verb} {name} -> {config.out.folder}")
     existing = "resume" if args.resume else "overwrite" if args.overwrite else "refuse"
     result = run_config(config, existing=existing, progress=True)
-    if result.records:
+    if result.records and result.out is not None:  # another process of a multi-process run
         report.plot_curves({config.sampler.metric: result.records}, result.out / "curves.png")
         row = report.summary_row(result, metric=config.sampler.metric)
         caption = f"{name} after {len(result.records)} epochs"
@@ -376,6 +445,9 @@ def ksd_line(
     )
 
 
+EXIT_PROCESS_FAILED = 3
+"""``sgrld``'s exit code when another process of a multi-process run failed."""
+
 COMMANDS = {
     "run": run_command,
     "sweep": sweep_command,
@@ -387,6 +459,11 @@ COMMANDS = {
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``sgrld`` command; returns the exit code."""
+    try:
+        _join(argv)
+    except devices.DistributedError as err:
+        print(f"sgrld: error: {err}", file=sys.stderr)
+        return 2
     args = build_parser().parse_args(argv)
     try:
         if args.command in COMMANDS:
@@ -397,6 +474,17 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, DataError, ResultsError) as err:
         print(f"sgrld: error: {err}", file=sys.stderr)
         return 2
+    except jax.errors.JaxRuntimeError as err:
+        if not devices.multi_process():
+            raise
+        print(
+            f"sgrld: error: the multi-process run failed ({err}); another process has probably "
+            "died. This process stops; the results are incomplete (summary.json does not say "
+            '"completed")',
+            file=sys.stderr,
+            flush=True,
+        )
+        os._exit(EXIT_PROCESS_FAILED)  # not JAX's exit, which waits for the dead process, aborts
     except KeyboardInterrupt:  # before a run started (while loading data) or a second Ctrl-C
         print("sgrld: interrupted", file=sys.stderr)
         return runner.EXIT_CODES["interrupted"]

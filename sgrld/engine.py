@@ -28,10 +28,13 @@ Every run of chains (:func:`sgrld.sample`, the experiment runner, the reproducti
 * a **callback** after each chunk, ``callback(index, carry, chunk, seconds) -> stop``, which the
   runner uses to score the chunk's samples and write its records.
 
-Designed to grow: the chunk function is pure, ``(carry, start, chain_keys, data) -> (carry,
-chunk)``, with the chain axis leading in every argument and result, so sharding the chains over a
-device mesh is a sharding of that axis at the ``jit`` boundary, and a checkpoint is the
-:class:`Carry` plus the global step (the keys of every later step follow from it).
+The chunk function is pure, ``(carry, start, chain_keys, data) -> (carry, chunk)``, with the
+chain axis leading in every argument and result, and a checkpoint is the :class:`Carry` plus the
+global step (the keys of every later step follow from it). Given a device **mesh**
+(:func:`sgrld.devices.make_mesh`), the chunk is compiled with the carry and the chain keys
+sharded over the mesh's ``chains`` axis and each step's minibatches constrained to
+``P("chains", "data")`` (:mod:`sgrld.devices`); the step itself is unchanged, so each chain draws
+its noise from its own key whatever the mesh. Without a mesh, nothing is placed or constrained.
 
 Example:
   >>> import jax, sgrld
@@ -59,6 +62,7 @@ import jax.numpy as jnp
 import numpy as np
 import threadpoolctl
 
+from sgrld import devices
 from sgrld.progress import progress_bar
 from sgrld.sampler import Sampler
 from sgrld.summaries import summary_final, summary_init, summary_update
@@ -203,9 +207,10 @@ def _chunk_fn(
     n: int,
     slots: int,
     freeze: bool,
+    constrain: Callable[[PyTree], PyTree],
 ) -> Callable:
     """``(carry, start, chain_keys, data) -> (carry, Chunk)``: ``n`` steps of every chain, keeping
-    the steps of ``rule = (burn_in, thin, keep)``."""
+    the steps of ``rule = (burn_in, thin, keep)``; ``constrain`` places each step's minibatches."""
     burn_in, thin, keep_fn = rule
     step_chains = jax.vmap(sampler.step)
 
@@ -224,7 +229,7 @@ def _chunk_fn(
         carry, buffer, slot, acc = loop
         x, s = inputs
         keys = jax.vmap(lambda k: jax.random.split(jax.random.fold_in(k, s)))(chain_keys)
-        batch = jax.vmap(source.batch, (None, 0, 0))(data, x, keys[:, 1])
+        batch = constrain(jax.vmap(source.batch, (None, 0, 0))(data, x, keys[:, 1]))
         new_state, info = step_chains(keys[:, 0], carry.state, batch)
         alive = carry.diverged_step < 0
         ok = alive & info.is_finite
@@ -259,6 +264,26 @@ def _chunk_fn(
     return run
 
 
+def _constrain(mesh: Any) -> Callable[[PyTree], PyTree]:
+    """``batch -> batch`` placing minibatches ``[K, B, ...]`` over the mesh's chains and data
+    axes (leaves ``[K]``: over the chains); the identity without a mesh."""
+    if mesh is None:
+        return lambda batch: batch
+    parallel = mesh.shape[devices.DATA]
+
+    def put(x):
+        if x.ndim < 2:
+            return jax.lax.with_sharding_constraint(x, devices.chain_sharding(mesh))
+        if x.shape[1] % parallel:
+            raise ValueError(
+                f"a minibatch of {x.shape[1]} examples cannot be split evenly over "
+                f"data_parallel = {parallel} devices; use a multiple of {parallel}"
+            )
+        return jax.lax.with_sharding_constraint(x, devices.batch_sharding(mesh))
+
+    return lambda batch: jax.tree.map(put, batch)
+
+
 class Engine:
     """Runs a sampler's chains in chunks (see the module docstring).
 
@@ -270,6 +295,16 @@ class Engine:
       keep: an optional predicate ``step -> bool`` (jnp operations on the int32 global step,
         independent of the chain) that a kept step must also pass, e.g. the sampling phase of
         :func:`sgrld.schedules.cyclical`; ``None`` keeps the burn-in and thinning rule alone.
+      mesh: a device mesh (:func:`sgrld.devices.make_mesh`) to shard the chains over its
+        ``chains`` axis and each minibatch over its ``data`` axis; ``None``: one device. In a
+        multi-process run every result is gathered onto every process (one all-gather of the
+        carry and the chunk's samples per chunk), so each process can read it.
+
+    Attributes:
+      compile_s: seconds spent compiling chunk functions.
+      device_bytes: the device memory one device needs for the largest compiled chunk
+        (:func:`sgrld.devices.compiled_bytes`), ``None`` before a compile or where the backend
+        does not report it.
     """
 
     def __init__(
@@ -280,6 +315,7 @@ class Engine:
         burn_in: int = 0,
         thin: int = 1,
         keep: Callable[[Any], Any] | None = None,
+        mesh: jax.sharding.Mesh | None = None,
     ):
         for name, value, low in (("burn_in", burn_in, 0), ("thin", thin, 1)):
             if isinstance(value, bool) or int(value) != value or value < low:
@@ -288,7 +324,7 @@ class Engine:
         if keep is not None and not callable(keep):
             raise TypeError(f"keep must be None or a callable step -> bool, got {keep!r}")
         self.burn_in, self.thin, self.keep = int(burn_in), int(thin), keep
-        self.compile_s = 0.0
+        self.mesh, self.compile_s, self.device_bytes = mesh, 0.0, None
         self._compiled: dict[tuple[int, int, bool], Any] = {}
 
     def init(self, state: Any, num_chains: int | None = None) -> Carry:
@@ -299,6 +335,29 @@ class Engine:
         k = jax.tree.leaves(state)[0].shape[0]
         minus = jnp.full((k,), -1, jnp.int32)
         return Carry(state, minus, minus)
+
+    def place(self, carry: Carry, keys: jax.Array) -> tuple[Carry, jax.Array]:
+        """The carry and the chain keys on the mesh, sharded over its chains (as they are
+        without a mesh)."""
+        if self.mesh is None:
+            return carry, keys
+        devices.check_mesh(self.mesh, keys.shape[0])
+        chains = devices.chain_sharding(self.mesh)
+        return devices.place(carry, chains), devices.place(keys, chains)
+
+    def _start(self, start: int) -> jax.Array:
+        step = jnp.int32(start)
+        return step if self.mesh is None else devices.place(step, devices.replicated(self.mesh))
+
+    def _jit(self, fn: Callable) -> Any:
+        if self.mesh is None:
+            return jax.jit(fn)
+        rep = devices.replicated(self.mesh)
+        if devices.multi_process():
+            return jax.jit(fn, out_shardings=rep)
+        by_chain = devices.chain_sharding(self.mesh, axis=1)
+        chunk = Chunk(by_chain, by_chain, rep, by_chain, rep)
+        return jax.jit(fn, out_shardings=(devices.chain_sharding(self.mesh), chunk))
 
     def slots(self, num_steps: int, start: int | None = None) -> int:
         """Buffer slots of a chunk: exact from a known ``start``, else the bound for any start."""
@@ -316,14 +375,20 @@ class Engine:
         slots: int,
         freeze: bool = False,
     ) -> Any:
-        """The compiled chunk function for ``num_steps`` steps (cached; time in ``compile_s``)."""
+        """The compiled chunk function for ``num_steps`` steps (cached; time in ``compile_s``),
+        for the carry and keys as :meth:`place` puts them."""
         key = (num_steps, slots, freeze)
         if key not in self._compiled:
             rule = (self.burn_in, self.thin, self.keep)
-            fn = _chunk_fn(self.sampler, self.source, rule, *key)
+            fn = _chunk_fn(self.sampler, self.source, rule, *key, _constrain(self.mesh))
+            carry, keys = self.place(carry, keys)
             tic = time.perf_counter()
-            self._compiled[key] = jax.jit(fn).lower(carry, jnp.int32(0), keys, data).compile()
+            compiled = self._jit(fn).lower(carry, self._start(0), keys, data).compile()
             self.compile_s += time.perf_counter() - tic
+            self._compiled[key] = compiled
+            need = devices.compiled_bytes(compiled)
+            if need is not None:
+                self.device_bytes = max(need, self.device_bytes or 0)
         return self._compiled[key]
 
     def run_chunk(
@@ -343,7 +408,8 @@ class Engine:
         """
         slots = self.slots(num_steps, start if exact_slots else None)
         frozen = bool(np.any(np.asarray(carry.diverged_step) >= 0))
-        args = (carry, jnp.int32(start), keys, data)
+        carry, keys = self.place(carry, keys)
+        args = (carry, self._start(start), keys, data)
         fn = self.compile(carry, keys, data, num_steps=num_steps, slots=slots, freeze=frozen)
         tic = time.perf_counter()
         new, chunk = jax.block_until_ready(fn(*args))

@@ -56,7 +56,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sgrld import checkpoint, divergence, interrupts, records, results, run_folder, scoring
+from sgrld import checkpoint, devices, divergence, interrupts, records, results, run_folder, scoring
 from sgrld import engine as eng
 from sgrld.epoch_writer import EpochWriter
 from sgrld.sampler import Sampler
@@ -204,14 +204,20 @@ class _Setup:
     names: list[str]
 
 
-def _prepare(experiment: Experiment, schedule: Schedule, curvature: bool, points: int) -> _Setup:
-    x_train, y_train = (jnp.asarray(a) for a in experiment.train)
-    steps = x_train.shape[0] // schedule.batch_size
+def _prepare(
+    experiment: Experiment, schedule: Schedule, curvature: bool, points: int, mesh: Any
+) -> _Setup:
+    n_train = len(experiment.train[0])
+    steps = n_train // schedule.batch_size
     if steps < 1:
         raise ValueError(
-            f"batch_size {schedule.batch_size} is larger than the training set "
-            f"({x_train.shape[0]} examples)"
+            f"batch_size {schedule.batch_size} is larger than the training set ({n_train} examples)"
         )
+    if mesh is None:
+        x_train, y_train = (jnp.asarray(a) for a in experiment.train)
+    else:
+        devices.check_mesh(mesh, schedule.chains, schedule.batch_size)
+        x_train, y_train = devices.place_rows(mesh, tuple(experiment.train))
     eval_sets = {
         name: (jnp.asarray(x), jnp.asarray(y))
         for name, (x, y) in experiment.eval_sets.items()
@@ -223,14 +229,15 @@ def _prepare(experiment: Experiment, schedule: Schedule, curvature: bool, points
     one_chain = jax.tree.map(lambda a: a[0], params)
     num_classes = None
     if experiment.kind == "classification":
-        logits = jax.eval_shape(experiment.predict_fn, one_chain, x_train[:1])
+        logits = jax.eval_shape(experiment.predict_fn, one_chain, experiment.train[0][:1])
         num_classes = int(logits.shape[-1])
     ensemble = scoring.ensemble_ops(experiment.kind, num_classes)
     engine = eng.Engine(
         experiment.sampler,
-        eng.epochs(x_train.shape[0], schedule.batch_size),
+        eng.epochs(n_train, schedule.batch_size),
         burn_in=first_kept_window(schedule.burn_in, schedule.thin),
         thin=schedule.thin,
+        mesh=mesh,
     )
     _warn_buffer(engine.slots(steps), params)
     return _Setup(
@@ -350,6 +357,17 @@ def _run_epochs(
     return "completed", f"completed {len(epochs.records)} epochs{where}"
 
 
+def _device_summary(engine: eng.Engine, chains: int) -> dict[str, Any]:
+    """The summary's ``devices``: the mesh, and the device memory of the epoch's chunk function
+    (XLA's ``memory_analysis``, :func:`sgrld.devices.compiled_bytes`) per device and per chain."""
+    need, per_device = engine.device_bytes, devices.chains_per_device(engine.mesh, chains)
+    return {
+        **devices.describe(engine.mesh),
+        "chunk_bytes_per_device": need,
+        "chunk_bytes_per_chain": None if need is None else need / per_device,
+    }
+
+
 def run(
     experiment: Experiment,
     schedule: Schedule,
@@ -364,6 +382,7 @@ def run(
     resume: checkpoint.Saved | None = None,
     checkpoint_every: int = 1,
     stop_on_divergence: bool = True,
+    mesh: jax.sharding.Mesh | None = None,
 ) -> Result:
     """Run SGRLD chains over epochs of shuffled minibatches and score the thinned samples online.
 
@@ -396,6 +415,11 @@ def run(
         stop_on_divergence: stop after the epoch in which a chain diverged (status
             ``"diverged"``); ``False``: the other chains go on to the end (status ``"completed"``,
             the message counting the diverged chains, ``Result.diverged_step`` saying which).
+        mesh: a device mesh (:func:`sgrld.devices.make_mesh`) to shard the chains and each
+            minibatch over; ``None``: one device. In a multi-process run
+            (:func:`sgrld.devices.initialize`) only process 0 writes ``out``; the others write
+            nothing. ``summary.json``'s ``devices`` gives the mesh and the device memory per
+            chain of the epoch's chunk.
 
     Returns:
         A :class:`Result`; ``status`` is ``"diverged"`` or ``"interrupted"`` when the run stopped
@@ -412,8 +436,10 @@ def run(
             raise ValueError(f"{name} needs an out folder")
     if curvature and "test" not in experiment.eval_sets:
         raise ValueError("curvature=True scores the 'test' evaluation set, which is missing")
+    if not devices.is_writer():  # another process of a multi-process run writes the results
+        out, save_samples = None, False
     with interrupts.stop_on_signals() as stop:
-        setup = _prepare(experiment, schedule, curvature, curvature_points)
+        setup = _prepare(experiment, schedule, curvature, curvature_points, mesh)
         if resume is not None:
             setup = _restore(setup, resume, schedule)
         out = None if out is None else Path(out)
@@ -436,6 +462,7 @@ def run(
         result.scores = epochs.scores
         result.diverged_step = np.asarray(epochs.carry.diverged_step)
         result.summary = records.summary(result, schedule, setup.steps, experiment.meta)
+        result.summary["devices"] = _device_summary(setup.engine, schedule.chains)
         if out is not None:
             results.write_json(out / "summary.json", result.summary)
     return result
