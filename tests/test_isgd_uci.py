@@ -37,7 +37,15 @@ def test_command_end_to_end_on_small_uci_files(tmp_path: Path):
     """--quick on boston-shaped files: i-SGD (its rule) and SWAG learn the linear target (test
     RMSE well below the targets' std, about 3.8), the paper's cells beside ours."""
     data, out = write_boston_like(tmp_path / "data"), tmp_path / "out"
-    argv = ["reproduce", "isgd-uci", "--quick", "--no-verify", "--methods", "isgd", "swag"]
+    argv = [
+        "reproduce",
+        "isgd-uci",
+        "--quick",
+        "--no-verify-checksums",
+        "--methods",
+        "isgd",
+        "swag",
+    ]
     code = cli.main([*argv, "--data-dir", str(data), "--out", str(out)])
     assert code == 0
     payload = json.loads((out / "isgd_uci.json").read_text())

@@ -271,7 +271,7 @@ def options(parser: argparse.ArgumentParser) -> None:
         "(default: $SGRLD_DATA_DIR, else ~/.cache/sgrld/data)",
     )
     parser.add_argument(
-        "--no-verify",
+        "--no-verify-checksums",
         action="store_true",
         help="skip the SHA-256 check of the data files (files of your own in the published layout)",
     )
@@ -292,7 +292,7 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
         args.samples or (QUICK["samples"] if args.quick else SAMPLES),
         args.data_dir,
         args.seed,
-        not args.no_verify,
+        not args.no_verify_checksums,
     )
     datasets = tuple(args.datasets or q["datasets"])
     return {"datasets": datasets, "splits": args.splits or q["splits"], "plan": plan}
