@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from sgrld.checks import as_schedule, check_num_data, check_params, check_temperature
+from sgrld.checks import as_schedule, as_temperature, check_num_data, check_params
 from sgrld.integrators import euler_maruyama, langevin_scales
 from sgrld.metrics.base import check_decay, check_nonnegative
 from sgrld.sampler import Sampler, step_info
@@ -30,7 +30,7 @@ def adam_sgld(
     potential_fn: Callable[[PyTree, PyTree], jax.Array],
     learning_rate: float | Callable[[jax.Array], jax.Array],
     num_data: int,
-    temperature: float = 1.0,
+    temperature: float | Callable[[jax.Array], jax.Array] = 1.0,
     *,
     a: float = 1.0,
     beta: float = 0.5,
@@ -54,7 +54,7 @@ def adam_sgld(
       potential_fn: ``(params, batch) -> Û(θ)/N``.
       learning_rate: ``lr = h·N``, a float or a schedule.
       num_data: N.
-      temperature: T ≥ 0.
+      temperature: T ≥ 0, or a schedule ``step -> T`` (:mod:`sgrld.schedules`).
       a: weight of the adaptive drift.
       beta: decay of the gradient average m.
       decay: decay of the squared-gradient average V.
@@ -78,7 +78,7 @@ def adam_sgld(
     options = _Options(
         as_schedule(learning_rate),
         check_num_data(num_data),
-        check_temperature(temperature),
+        as_temperature(temperature),
         check_nonnegative(a, "a"),
         check_decay(beta, "beta"),
         check_decay(decay, "decay"),
@@ -90,7 +90,7 @@ def adam_sgld(
 class _Options(NamedTuple):
     schedule: Callable
     num_data: int
-    temperature: float
+    temperature: Callable
     a: float
     beta: float
     decay: float
@@ -111,7 +111,8 @@ def _step(potential_fn, o: _Options, integrator, key, state, batch):
     v = jax.tree.map(lambda v, g: o.decay * v + (1 - o.decay) * g**2, state.second_moment, g)
     n = o.num_data
     drift = jax.tree.map(lambda g, m, v: g + (o.a / n) * m / (o.eps / n + jnp.sqrt(v)), g, m, v)
-    scales = langevin_scales(lr, temperature=o.temperature, num_data=n, correction_scale=0)
+    temperature = o.temperature(state.step)
+    scales = langevin_scales(lr, temperature=temperature, num_data=n, correction_scale=0)
     xi = integrator.noise(key, state.params)
     params = integrator.move(state.params, drift, xi, None, scales)
     return AdamSGLDState(state.step + 1, params, m, v), step_info(value, g, lr, params)

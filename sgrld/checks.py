@@ -76,6 +76,27 @@ def check_temperature(temperature: float) -> float:
     return temperature
 
 
+def as_temperature(temperature: float | Schedule) -> Schedule:
+    """A schedule ``step -> T`` (float32) from a number (checked ``>= 0``; a traced one, a
+    per-chain value of :func:`sgrld.sweep.swept`, is taken as it is) or a schedule such as
+    :func:`sgrld.schedules.cyclical`'s ``temperature``.
+
+    Example:
+        >>> float(as_temperature(0.5)(3))
+        0.5
+    """
+    if callable(temperature):
+        return lambda step: jnp.asarray(temperature(step), jnp.float32)
+    value = temperature if is_traced(temperature) else check_temperature(temperature)
+    return lambda step: jnp.asarray(value, jnp.float32)
+
+
+def is_zero(value: float | Schedule) -> bool:
+    """Whether a temperature is the constant 0 (not a schedule, not traced): a sampler then
+    skips what the noise would multiply (the correction Γ)."""
+    return not callable(value) and not is_traced(value) and float(value) == 0.0
+
+
 def first_nonfinite(*trees: PyTree) -> jax.Array:
     """Index of the first leaf (over the leaves of each tree, in order) with a NaN/inf, or −1."""
     bad = jnp.stack(

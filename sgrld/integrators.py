@@ -35,7 +35,7 @@ class Scales(NamedTuple):
 
 
 def langevin_scales(
-    lr: jax.Array, *, temperature: float, num_data: int, correction_scale: float
+    lr: jax.Array, *, temperature: float | jax.Array, num_data: int, correction_scale: float
 ) -> Scales:
     """``Scales(lr, √(2·lr·T/N), c·lr·T/N)``: the step ``h = lr/N`` of Langevin dynamics at T."""
     return Scales(

@@ -3,8 +3,8 @@ their ``info``.
 
 Example:
   >>> import jax.numpy as jnp
-  >>> float(as_temperature(0.5)(3)), check_friction(0.1)
-  (0.5, 0.1)
+  >>> check_friction(0.1)
+  0.1
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from sgrld.checks import check_temperature
 from sgrld.metrics.base import tree_vdot
 from sgrld.potential import Potential
 from sgrld.sampler import step_info
@@ -84,14 +83,6 @@ def check_friction(friction: float, name: str = "friction") -> float:
             f"got {friction}"
         )
     return value
-
-
-def as_temperature(temperature: float | Callable) -> Callable:
-    """A schedule ``step -> T`` from a number (checked ``>= 0``) or a schedule."""
-    if callable(temperature):
-        return lambda step: jnp.asarray(temperature(step), jnp.float32)
-    value = check_temperature(temperature)
-    return lambda step: jnp.asarray(value, jnp.float32)
 
 
 def check_potential_size(potential_fn: Callable, num_data: int) -> None:

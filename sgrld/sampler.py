@@ -38,10 +38,11 @@ import jax.numpy as jnp
 from sgrld import correction as corrections
 from sgrld.checks import (
     as_schedule,
+    as_temperature,
     check_num_data,
     check_params,
-    check_temperature,
     first_nonfinite,
+    is_zero,
 )
 from sgrld.integrators import Integrator, euler_maruyama, langevin_scales
 from sgrld.metrics.base import Metric, MetricState, branch_over_chains, tree_vdot
@@ -162,7 +163,7 @@ def _frozen(key, grad_fn, params, metric, metric_state) -> corrections.Estimate:
 
 
 def _check(potential_fn, metric, learning_rate, num_data, temperature, adapt_until):
-    """Validated ``(schedule, num_data, temperature)``; errors name the argument."""
+    """Validated ``(schedule, num_data, temperature schedule)``; errors name the argument."""
     if not isinstance(metric, Metric):
         raise TypeError(f"metric must be an sgrld.metrics.Metric, got {type(metric).__name__}")
     schedule = as_schedule(learning_rate)
@@ -174,7 +175,7 @@ def _check(potential_fn, metric, learning_rate, num_data, temperature, adapt_unt
         )
     if adapt_until is not None and (int(adapt_until) != adapt_until or adapt_until < 0):
         raise ValueError(f"adapt_until must be None or an integer >= 0, got {adapt_until!r}")
-    return schedule, num_data, check_temperature(temperature)
+    return schedule, num_data, as_temperature(temperature)
 
 
 def _estimate_fn(correction, potential_fn, prior_in_metric, metric, adapt_until) -> Callable:
@@ -210,6 +211,7 @@ class _Parts(NamedTuple):
     """The assembled parts of an SGRLD step."""
 
     schedule: Schedule
+    temperature: Schedule
     estimate: Callable
     precondition: Callable
     integrator: Integrator
@@ -232,7 +234,8 @@ def _step(
     est = parts.estimate(probe_key, params, batch, state.metric_state, state.step)
     xi = parts.integrator.noise(noise_key, params)
     d = parts.precondition(est.metric_state, est.grad, xi, est.gamma if parts.corrected else None)
-    new_params = parts.integrator.move(params, d.drift, d.noise, d.gamma, parts.scales(lr))
+    scales = parts.scales(lr, temperature=parts.temperature(state.step))
+    new_params = parts.integrator.move(params, d.drift, d.noise, d.gamma, scales)
     info = step_info(
         est.value,
         est.grad,
@@ -253,7 +256,7 @@ def riemannian_langevin(
     integrator: Integrator | None = None,
     learning_rate: float | Schedule,
     num_data: int,
-    temperature: float = 1.0,
+    temperature: float | Schedule = 1.0,
     max_drift_norm: float | None = None,
     adapt_until: int | None = None,
     prior_in_metric: bool = True,
@@ -267,7 +270,7 @@ def riemannian_langevin(
       integrator: an :class:`~sgrld.integrators.Integrator` (``None``: Euler–Maruyama).
       learning_rate: ``lr = h·N``, a float or a schedule ``step -> lr``.
       num_data: N.
-      temperature: T ≥ 0.
+      temperature: T ≥ 0, or a schedule ``step -> T`` (:mod:`sgrld.schedules`).
       max_drift_norm: wrap the preconditioner in :func:`~sgrld.preconditioning.limit_drift`.
       adapt_until: freeze the metric after this many steps.
       prior_in_metric: whether the prior's gradient enters the metric's statistic.
@@ -275,23 +278,23 @@ def riemannian_langevin(
     Returns:
       A :class:`Sampler` whose ``step`` returns :class:`SGRLDState` and :class:`SGRLDInfo`.
     """
-    schedule, num_data, temperature = _check(
+    schedule, num_data, temperatures = _check(
         potential_fn, metric, learning_rate, num_data, temperature, adapt_until
     )
     correction = correction or corrections.none()
-    if temperature == 0.0 or metric.statistic is None or correction.scale == 0.0:
+    if is_zero(temperature) or metric.statistic is None or correction.scale == 0.0:
         correction = corrections.none()  # Γ̂ would be multiplied by 0: not computed
     precondition = by_metric(metric)
     if max_drift_norm is not None:
         precondition = limit_drift(precondition, max_drift_norm)
     parts = _Parts(
         schedule=schedule,
+        temperature=temperatures,
         estimate=_estimate_fn(correction, potential_fn, prior_in_metric, metric, adapt_until),
         precondition=precondition,
         integrator=integrator or euler_maruyama(),
         scales=partial(
             langevin_scales,
-            temperature=temperature,
             num_data=num_data,
             correction_scale=correction.scale,
         ),
@@ -306,7 +309,7 @@ def sgrld(
     *,
     learning_rate: float | Schedule,
     num_data: int,
-    temperature: float = 1.0,
+    temperature: float | Schedule = 1.0,
     adapt_until: int | None = None,
     correction: str | None = "none",
     correction_scale: float = 1.0,
@@ -331,7 +334,9 @@ def sgrld(
       metric: a :class:`~sgrld.metrics.Metric` from :mod:`sgrld.metrics`.
       learning_rate: ``lr = h·N``, a float or a schedule ``step -> lr``.
       num_data: N, the training-set size.
-      temperature: T ≥ 0; 0 gives the deterministic preconditioned gradient step.
+      temperature: T ≥ 0; 0 gives the deterministic preconditioned gradient step. A schedule
+        ``step -> T`` (e.g. :func:`sgrld.schedules.cyclical`'s, 0 in each cycle's exploration)
+        is evaluated at each step; Γ̂ is then computed at every step, also where T = 0.
       adapt_until: freeze the metric after this many steps (``None``: adapt forever).
       correction: ``"none"`` (or ``None``: Γ dropped, as published), ``"hutchinson"`` or
         ``"exact"`` (:mod:`sgrld.correction`).

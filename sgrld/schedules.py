@@ -1,9 +1,9 @@
 """Step-size and temperature schedules: ``step -> value`` functions every sampler accepts.
 
 A schedule is a function of the (int32) step counter of the sampler state, traced inside the
-step: the ``learning_rate`` of every sampler (:func:`sgrld.sgrld`, :func:`sgrld.adam_sgld`,
-:func:`sgrld.sghmc`, :func:`sgrld.sgnht`) and the ``temperature`` of the momentum samplers accept
-one. Three exist:
+step: the ``learning_rate`` and the ``temperature`` of every sampler (:func:`sgrld.sgrld`,
+:func:`sgrld.adam_sgld`, :func:`sgrld.sghmc`, :func:`sgrld.sgnht`) accept one; i-SGD
+(:func:`sgrld.isgd`) does not, since its step size is fixed by the isotropising λ. Three exist:
 
 * :func:`constant`: ``value``.
 * :func:`polynomial`: ``value·(1 + t/offset)^(−power)``, the decay of Welling & Teh (2011)

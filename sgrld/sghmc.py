@@ -45,12 +45,11 @@ import jax
 import jax.numpy as jnp
 
 from sgrld import correction as corrections
-from sgrld.checks import as_schedule, check_num_data, check_params
+from sgrld.checks import as_schedule, as_temperature, check_num_data, check_params
 from sgrld.metrics.base import Metric, MetricState, check_decay
 from sgrld.metrics.identity import identity
 from sgrld.momentum import (
     MomentumInfo,
-    as_temperature,
     check_friction,
     check_potential_size,
     momentum_info,

@@ -24,11 +24,10 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from sgrld.checks import as_schedule, check_num_data, check_params
+from sgrld.checks import as_schedule, as_temperature, check_num_data, check_params
 from sgrld.metrics.base import tree_vdot
 from sgrld.momentum import (
     MomentumInfo,
-    as_temperature,
     check_friction,
     check_potential_size,
     momentum_info,

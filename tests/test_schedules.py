@@ -98,3 +98,44 @@ def test_cyclical_sghmc_collects_only_in_sampling_phases():
     np.testing.assert_allclose(lrs, 0.1 * (np.cos(np.pi * positions) + 1), rtol=1e-5)
     with pytest.raises(TypeError, match="keep"):
         Engine(s, random_batches(t.batch_fn), keep=3)
+
+
+@pytest.mark.parametrize("kind", ["sgrld", "sgrld_corrected", "adam_sgld"])
+def test_temperature_schedule_of_the_langevin_samplers_equals_the_constant_of_each_step(kind):
+    """sgrld (with and without Γ) and adam_sgld take ``temperature`` as a schedule: each step is
+    the step of the constant temperature that the schedule gives there (0 in a cyclical
+    exploration phase: the noiseless step; the sampling phase's T there)."""
+    u = sgrld.potential(lambda w, b: -0.5 * (b - w) ** 2, lambda w: -0.5 * w**2, 4)
+    rms = sgrld.metrics.rmsprop(decay=0.9)
+
+    def make(temperature):
+        if kind == "adam_sgld":
+            return sgrld.adam_sgld(u, 0.05, num_data=4, temperature=temperature)
+        correction = "hutchinson" if kind == "sgrld_corrected" else "none"
+        return sgrld.sgrld(
+            u, rms, learning_rate=0.05, num_data=4, temperature=temperature,
+            correction=correction, correction_warmup=0,
+        )  # fmt: skip
+
+    c = schedules.cyclical(0.05, num_steps=8, num_cycles=2, exploration=0.5, temperature=0.7)
+    scheduled = make(c.temperature)
+    state = scheduled.init(jnp.ones(()))
+    batch = jnp.array([0.5, -1.0])
+    for t in range(8):
+        key = jax.random.key(t)
+        want, want_info = make(float(c.temperature(t))).step(key, state, batch)
+        state, info = jax.jit(scheduled.step)(key, state, batch)
+        np.testing.assert_allclose(state.params, want.params, rtol=1e-6, err_msg=f"step {t}")
+        assert float(info.potential) == pytest.approx(float(want_info.potential), rel=1e-6)
+    exploring = make(c.temperature).step(jax.random.key(0), scheduled.init(jnp.ones(())), batch)[0]
+    noiseless = make(0.0).step(jax.random.key(1), scheduled.init(jnp.ones(())), batch)[0]
+    np.testing.assert_array_equal(exploring.params, noiseless.params)  # T(0) = 0: no noise
+
+
+@pytest.mark.parametrize("bad", [-0.5, float("nan")])
+def test_a_negative_or_nan_constant_temperature_is_refused(bad):
+    u = sgrld.potential(lambda w, b: -0.5 * (b - w) ** 2, lambda w: -0.5 * w**2, 4)
+    with pytest.raises(ValueError, match="temperature must be a finite number >= 0"):
+        sgrld.sgrld(u, sgrld.metrics.identity(), learning_rate=0.1, num_data=4, temperature=bad)
+    with pytest.raises(ValueError, match="temperature must be a finite number >= 0"):
+        sgrld.adam_sgld(u, 0.1, num_data=4, temperature=bad)
