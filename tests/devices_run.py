@@ -50,10 +50,18 @@ def tiny_mlp() -> tuple:
     )
 
 
-def chunk(sampler, params, data, keys, mesh) -> np.ndarray:
-    """20 steps of the chains of ``keys`` on the engine, every step kept: the samples of w1."""
-    e = engine.Engine(sampler, engine.random_batches(sgrld.minibatch_fn(data, 32)), mesh=mesh)
-    carry = e.init(sampler.init(params), num_chains=keys.shape[0])
+def mlp_engine(mesh) -> tuple:
+    """An engine of the tiny MLP on ``mesh`` and its initial state."""
+    sampler, params, data = tiny_mlp()
+    batches = engine.random_batches(sgrld.minibatch_fn(data, 32))
+    return engine.Engine(sampler, batches, mesh=mesh), sampler.init(params)
+
+
+def chunk(run: tuple, keys: jax.Array) -> np.ndarray:
+    """20 steps of the chains of ``keys`` on ``run = mlp_engine(...)``, every step kept: the
+    samples of w1."""
+    e, state = run
+    carry = e.init(state, num_chains=keys.shape[0])
     return np.asarray(e.run_chunk(carry, keys, None, start=0, num_steps=20)[1].params["w1"])
 
 
@@ -69,7 +77,7 @@ def mesh_case() -> dict:
     out = {}
     target = sgrld.targets.anisotropic_gaussian()
     s = sgrld.sgrld(target.potential, sgrld.metrics.rmsprop(), learning_rate=0.1, num_data=1)
-    kw = dict(num_samples=30, thin=3, burn_in=5, num_chains=16, num_chunks=2)
+    kw = dict(num_samples=30, thin=3, burn_in=5, num_chains=16)
     one = sgrld.sample(jax.random.key(0), s, target.init_params, target.batch_fn, **kw)
     eight = sgrld.sample(
         jax.random.key(0), s, target.init_params, target.batch_fn, mesh=sgrld.make_mesh(8), **kw
@@ -77,23 +85,22 @@ def mesh_case() -> dict:
     out["gaussian_identical"] = bool(np.array_equal(one.params, eight.params))
     out["gaussian_sharding"] = str(eight.params.sharding.spec)
 
-    sampler, params, data = tiny_mlp()
     keys = jax.random.split(jax.random.key(0), 16)
-    sharded = chunk(sampler, params, data, keys, sgrld.make_mesh(8))
-    per_device = np.concatenate(
-        [chunk(sampler, params, data, keys[2 * d : 2 * d + 2], None) for d in range(8)], axis=1
-    )
-    whole = chunk(sampler, params, data, keys, None)
+    sharded = chunk(mlp_engine(sgrld.make_mesh(8)), keys)
+    one = mlp_engine(None)
+    per_device = np.concatenate([chunk(one, keys[2 * d : 2 * d + 2]) for d in range(8)], axis=1)
+    whole = chunk(mlp_engine(None), keys)
     out["mlp_identical_per_device"] = bool(np.array_equal(sharded, per_device))
     out["mlp_vs_whole"] = float(np.abs(sharded - whole).max())
-    chains_only = chunk(sampler, params, data, keys, sgrld.make_mesh(4, 1))
-    split = chunk(sampler, params, data, keys, sgrld.make_mesh(8, data_parallel=2))
+    chains_only = chunk(mlp_engine(sgrld.make_mesh(4, 1)), keys)
+    split = chunk(mlp_engine(sgrld.make_mesh(8, data_parallel=2)), keys)
     out["data_parallel_max_abs"] = float(np.abs(split - chains_only).max())
     out["data_parallel_scale"] = float(np.abs(chains_only).max())
 
     out["too_many"] = error(lambda: sgrld.make_mesh(8, data_parallel=16))
     out["too_many_devices"] = error(lambda: sgrld.make_mesh(9))
-    out["chains"] = error(lambda: chunk(sampler, params, data, keys[:12], sgrld.make_mesh(8)))
+    out["chains"] = error(lambda: chunk(mlp_engine(sgrld.make_mesh(8)), keys[:12]))
+    sampler, params, data = tiny_mlp()
     out["batch"] = error(
         lambda: sgrld.sample(
             jax.random.key(0),
