@@ -27,7 +27,7 @@ import numpy as np
 import sgrld
 from sgrld import bnn, checkpoint, devices, run_folder
 from sgrld.config import METRICS, PRIORS, SAMPLERS, Config, ConfigError, write_config
-from sgrld.config.schema import SamplerConfig
+from sgrld.config.schema import SamplerConfig, ScheduleConfig
 from sgrld.data import DATASETS, DataError, load_dataset
 from sgrld.results import ResultsError
 from sgrld.runner import Experiment, Result, Schedule, first_kept_window, run, sample_steps
@@ -68,7 +68,12 @@ def build_experiment(
     ds, model, prior, regression = parts.ds, parts.model, parts.prior, parts.regression
     x_train, y_train = parts.train
     apply, fixed, potential, noise_std = parts.apply, parts.fixed, parts.potential, parts.noise_std
-    build = sampler or (lambda potential, n: sampler_of(config.sampler, potential, n))
+    num_steps = config.run.epochs * (len(x_train) // config.data.batch_size)
+    build = sampler or (
+        lambda potential, n: sampler_of(
+            config.sampler, potential, n, schedule=config.schedule, num_steps=num_steps
+        )
+    )
     input_shape = (1, *x_train.shape[1:])
 
     def init_fn(key):
@@ -82,7 +87,10 @@ def build_experiment(
     apply = bnn.models.evaluation_apply_fn(model, x_train)  # batch norm: training statistics
     meta = {"config": config.to_dict()}
     sampler = build(potential, len(x_train))
-    common = dict(sampler=sampler, init_fn=init_fn, train=(x_train, y_train), meta=meta)
+    keep = None
+    if config.schedule.kind == "cyclical" and num_steps >= config.schedule.cycles:
+        keep = cyclical_of(config.schedule, num_steps).keep
+    common = dict(sampler=sampler, init_fn=init_fn, train=(x_train, y_train), meta=meta, keep=keep)
     return _experiment(ds, apply, regression, fixed, **common)
 
 
@@ -177,7 +185,17 @@ def check_schedule(config: Config, num_train: int) -> None:
             f"examples{size}"
         )
     total = r.epochs * steps
-    if not len(sample_steps(total, r.burn_in, r.thin)):
+    kept = sample_steps(total, r.burn_in, r.thin)
+    if config.schedule.kind == "cyclical" and len(kept):
+        kept = kept[np.asarray(cyclical_of(config.schedule, total).keep(jnp.asarray(kept)))]
+        if not len(kept):
+            raise ConfigError(
+                f"run.burn_in = {r.burn_in}, run.thin = {r.thin}: no sample falls in a sampling "
+                f"phase of the schedule.cycles = {config.schedule.cycles} cycles (exploration "
+                f"{config.schedule.exploration}) of {total} steps; lower run.thin or "
+                "schedule.exploration"
+            )
+    if not len(kept):
         raise ConfigError(
             f"run.burn_in = {r.burn_in}, run.thin = {r.thin}: these keep no sample in "
             f"run.epochs = {r.epochs} epochs of {steps} steps ({total} steps; the first sample "
@@ -227,6 +245,8 @@ def sampler_of(
     potential: sgrld.Potential,
     num_data: int,
     values: Mapping[str, Any] | None = None,
+    schedule: ScheduleConfig | None = None,
+    num_steps: int | None = None,
 ) -> sgrld.Sampler:
     """The sampler of ``[sampler]``: ``sampler.kind``'s factory with its options; the metric of
     sgrld, and of sghmc unless it is the identity without options (plain SGHMC).
@@ -238,6 +258,9 @@ def sampler_of(
         values: options replaced by other values, by key within ``[sampler]``
             (``"learning_rate"``, ``"metric_params.alpha2"``); they may be traced, one per chain
             (:func:`sgrld.sweep.swept`).
+        schedule: the ``[schedule]`` section (``None``: constant), applied to the learning rate
+            and temperature (:func:`schedule_options`).
+        num_steps: the run's steps, which a cyclical schedule divides into cycles.
 
     Example:
         >>> import jax, jax.numpy as jnp, sgrld
@@ -252,6 +275,8 @@ def sampler_of(
     for key, value in (values or {}).items():
         section, _, name = key.rpartition(".")
         (metric_params if section == "metric_params" else options)[name] = value
+    if schedule is not None:
+        options |= schedule_options(schedule, options, num_steps)
     metric = METRICS[s.metric](**metric_params)
     if s.kind == "sgrld":
         return sgrld.sgrld(potential, metric, num_data=num_data, **options)
@@ -294,6 +319,54 @@ def _model(config: Config, num_classes: int, regression: bool):
             image_shape=DATASETS[config.data.name].image_shape,
         )
     return bnn.MLP(features=m.widths, num_outputs=1 if regression else num_classes)
+
+
+def cyclical_of(schedule: ScheduleConfig, num_steps: int | None) -> sgrld.schedules.Cyclical:
+    """The unit cyclical schedule (learning rate from 1, temperature 1 in the sampling phases)
+    of a ``schedule.kind = "cyclical"`` section over ``num_steps`` steps."""
+    if not num_steps:
+        raise ValueError("a cyclical schedule needs the run's number of steps (num_steps)")
+    if schedule.cycles > num_steps:
+        raise ConfigError(
+            f"schedule.cycles = {schedule.cycles} is more than the run's {num_steps} steps"
+        )
+    return sgrld.schedules.cyclical(
+        1.0, num_steps=num_steps, num_cycles=schedule.cycles, exploration=schedule.exploration
+    )
+
+
+def schedule_options(
+    schedule: ScheduleConfig, options: Mapping[str, Any], num_steps: int | None
+) -> dict[str, Any]:
+    """The ``learning_rate`` (and, cyclical, ``temperature``) options of a sampler under
+    ``[schedule]``: schedules ``step -> value`` scaling the options' own values, which may be
+    traced per-chain values (:func:`sgrld.sweep.swept`); ``{}`` for a constant schedule.
+
+    Example:
+        >>> opts = schedule_options(ScheduleConfig(kind="polynomial", offset=10.0, power=1.0),
+        ...                         {"learning_rate": 0.5, "temperature": 1.0}, 100)
+        >>> [float(opts["learning_rate"](t)) for t in (0, 10)]
+        [0.5, 0.25]
+        >>> opts = schedule_options(ScheduleConfig(kind="cyclical", cycles=2, exploration=0.5),
+        ...                         {"learning_rate": 0.5, "temperature": 1.0}, 8)
+        >>> [round(float(opts["learning_rate"](t)), 3) for t in range(4)]
+        [0.5, 0.427, 0.25, 0.073]
+        >>> [float(opts["temperature"](t)) for t in range(4)]
+        [0.0, 0.0, 1.0, 1.0]
+    """
+    if schedule.kind == "constant":
+        return {}
+    lr, temperature = options["learning_rate"], options.get("temperature", 1.0)
+    if schedule.kind == "polynomial":
+        unit = sgrld.schedules.polynomial(1.0, offset=schedule.offset, power=schedule.power)
+        return {"learning_rate": lambda t: lr * unit(t)}
+    if schedule.kind == "cyclical":
+        unit = cyclical_of(schedule, num_steps)
+        return {
+            "learning_rate": lambda t: lr * unit.learning_rate(t),
+            "temperature": lambda t: temperature * unit.temperature(t),
+        }
+    raise ValueError(f"unknown schedule.kind {schedule.kind!r}")
 
 
 def schedule_of(config: Config) -> Schedule:

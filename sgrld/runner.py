@@ -149,6 +149,9 @@ class Experiment:
         meta: anything JSON-serialisable to store in ``summary.json`` (e.g. the configuration).
         chain_args: further arguments of ``sampler.init`` after the parameters, each with a
             leading chain axis (e.g. the per-chain hyperparameters of :func:`sgrld.sweep.swept`).
+        keep: a predicate ``step -> bool`` that a kept step must also pass (``None``: burn-in
+            and thinning alone), e.g. the sampling phases of a cyclical schedule
+            (:attr:`sgrld.schedules.Cyclical.keep`, :class:`sgrld.engine.Engine`).
     """
 
     sampler: Sampler
@@ -159,6 +162,7 @@ class Experiment:
     kind: scoring.Kind = "classification"
     meta: Mapping[str, Any] = field(default_factory=dict)
     chain_args: tuple[Any, ...] = ()
+    keep: Callable[[Any], Any] | None = None
 
 
 @dataclass
@@ -237,6 +241,7 @@ def _prepare(
         eng.epochs(n_train, schedule.batch_size),
         burn_in=first_kept_window(schedule.burn_in, schedule.thin),
         thin=schedule.thin,
+        keep=experiment.keep,
         mesh=mesh,
     )
     _warn_buffer(engine.slots(steps), params)

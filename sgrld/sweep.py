@@ -192,26 +192,41 @@ def sweep_experiment(
     config: Config, grids: Sequence[Grid], replicates: int
 ) -> tuple[Experiment, Schedule]:
     """The experiment and schedule of a sweep: ``S·R·K`` chains for ``S`` settings, ``R``
-    replicates and ``K = run.chains`` (chain order and seeds: the module docstring)."""
+    replicates and ``K = run.chains`` (chain order and seeds: the module docstring); the swept
+    values are ``experiment.chain_args[0]``, one per chain.
+
+    Example:
+        >>> import sgrld
+        >>> cfg = sgrld.config.load_config(None, ["data.name=digits", "model.widths=[8]"])
+        >>> grid = Grid("sampler.learning_rate", (0.1, 0.2))
+        >>> experiment, schedule = sweep_experiment(cfg, [grid], replicates=3)
+        >>> hyper = experiment.chain_args[0]["learning_rate"]
+        >>> schedule.chains, schedule.seeds, hyper.astype(float).round(3).tolist()
+        (6, (0, 1, 2, 0, 1, 2), [0.1, 0.1, 0.1, 0.2, 0.2, 0.2])
+    """
     points, k = settings(grids), config.run.chains
-    per_chain = replicates * k
+    per_setting = replicates * k
     hyper = {
         key.removeprefix("sampler."): np.repeat(
-            np.array([p[key] for p in points], np.float32), per_chain
+            np.array([p[key] for p in points], np.float32), per_setting
         )
         for key in (g.key for g in grids)
     }
+    steps = lambda n: config.run.epochs * (n // config.data.batch_size)
     build_sampler = lambda potential, n: swept(
-        lambda h: sampler_of(config.sampler, potential, n, h)
+        lambda h: sampler_of(
+            config.sampler, potential, n, h, schedule=config.schedule, num_steps=steps(n)
+        )
     )
     experiment = build_experiment(config, sampler=build_sampler)
     experiment = dataclasses.replace(experiment, chain_args=(hyper,))
     seeds = tuple(config.run.seed + r for _ in points for r in range(replicates))
-    schedule = dataclasses.replace(schedule_of(config), chains=len(points) * per_chain, seeds=seeds)
+    chains = len(points) * per_setting
+    schedule = dataclasses.replace(schedule_of(config), chains=chains, seeds=seeds)
     return experiment, schedule
 
 
-def group_scores(
+def _group_scores(
     kind: scoring.Kind, scores: scoring.Scores, eval_sets: Mapping[str, Any], groups: int
 ) -> dict[str, np.ndarray]:
     """The scores of the ensemble of each of ``groups`` groups of consecutive chains (chain
@@ -266,11 +281,12 @@ class SweepResult:
         result: the run of all chains (:class:`sgrld.runner.Result`).
         settings: the settings, key -> value (:func:`settings`).
         replicates: replicates per setting.
-        scores: per setting, ``NAME_SCORE -> [replicates]`` (:func:`group_scores`) and
+        scores: per setting, ``NAME_SCORE -> [replicates]`` (each replicate's chains pooled) and
             ``"diverged"``: chains of the setting that diverged.
         best: index of the best setting, ``None`` if every setting had a divergence.
         rows: the table rows (text cells), one per setting.
         columns: the table's columns (:mod:`sgrld.report`).
+        caption: the table's caption.
     """
 
     result: Result
@@ -280,6 +296,7 @@ class SweepResult:
     best: int | None
     rows: list[dict[str, str]]
     columns: tuple[report.Column, ...]
+    caption: str
 
 
 def _best(kind: scoring.Kind, scores: list[dict[str, Any]]) -> int | None:
@@ -377,7 +394,7 @@ def run_sweep(
         stop_on_divergence=False,
     )
     kind, eval_sets = built["experiment"].kind, built["experiment"].eval_sets
-    per_group = group_scores(kind, result.scores, eval_sets, len(points) * replicates)
+    per_group = _group_scores(kind, result.scores, eval_sets, len(points) * replicates)
     per_setting = (replicates * config.run.chains,)
     diverged = (result.diverged_step >= 0).reshape(len(points), *per_setting).sum(axis=1)
     scores = [
@@ -387,9 +404,14 @@ def run_sweep(
     ]
     best = _best(kind, scores)
     cols, rows = _table(kind, points, scores, best)
-    sweep = SweepResult(result, points, replicates, scores, best, rows, cols)
+    caption = (
+        f"sweep of {len(points)} setting(s) x {replicates} replicate(s) ({config.data.name}, "
+        f"{config.sampler.metric}, {len(result.records)} epochs): mean ± std over replicates; "
+        "best: highest mean validation log-likelihood without divergence"
+    )
+    sweep = SweepResult(result, points, replicates, scores, best, rows, cols, caption)
     if result.out is not None:
-        write(sweep, result.out)
+        _write(sweep, result.out)
     return sweep
 
 
@@ -399,18 +421,7 @@ _NO_VALIDATION = (
 )
 
 
-def caption(sweep: SweepResult) -> str:
-    """The table's caption: replicates, epochs and how the best setting was chosen."""
-    config = sweep.result.summary["meta"]["config"]
-    epochs = len(sweep.result.records)
-    return (
-        f"sweep of {len(sweep.settings)} setting(s) x {sweep.replicates} replicate(s) "
-        f"({config['data']['name']}, {config['sampler']['metric']}, {epochs} epochs): mean ± std "
-        "over replicates; best: highest mean validation log-likelihood without divergence"
-    )
-
-
-def payload(sweep: SweepResult) -> dict[str, Any]:
+def _payload(sweep: SweepResult) -> dict[str, Any]:
     """The table and the per-replicate scores as JSON-safe data (NaN -> ``None``)."""
     values = lambda a: [report.finite(float(x)) for x in np.asarray(a)]
     return {
@@ -425,10 +436,10 @@ def payload(sweep: SweepResult) -> dict[str, Any]:
     }
 
 
-def write(sweep: SweepResult, out: Path) -> None:
+def _write(sweep: SweepResult, out: Path) -> None:
     """Write ``sweep.md`` and ``sweep.json`` to ``out`` and add the sweep to ``summary.json``."""
-    data = payload(sweep)
-    markdown = report.markdown_table(caption(sweep), sweep.columns, sweep.rows)
+    data = _payload(sweep)
+    markdown = report.markdown_table(sweep.caption, sweep.columns, sweep.rows)
     report.write_tables(out, "sweep", markdown, data)
     sweep.result.summary["sweep"] = data
     results.write_json(out / "summary.json", sweep.result.summary)

@@ -139,3 +139,75 @@ def test_a_negative_or_nan_constant_temperature_is_refused(bad):
         sgrld.sgrld(u, sgrld.metrics.identity(), learning_rate=0.1, num_data=4, temperature=bad)
     with pytest.raises(ValueError, match="temperature must be a finite number >= 0"):
         sgrld.adam_sgld(u, 0.1, num_data=4, temperature=bad)
+
+
+TINY_RUN = [
+    "data.name=digits", "data.batch_size=32", "model.widths=[8]", "prior.kind=gaussian",
+    "sampler.learning_rate=0.05", "run.epochs=2", "run.burn_in=0", "run.thin=1",
+]  # fmt: skip
+"""Digits (1,257 training images after validation: 39 steps an epoch), a tiny MLP."""
+
+
+def test_config_cyclical_schedule_keeps_only_sampling_phase_steps():
+    """``[schedule] kind = "cyclical"``: the run keeps exactly the sampling-phase steps of its
+    cycles, and its learning rate follows the cosine of each cycle."""
+    from sgrld.from_config import build_experiment, cyclical_of, run_config
+
+    cfg = sgrld.config.load_config(
+        None, [*TINY_RUN, "schedule.kind=cyclical", "schedule.cycles=3", "schedule.exploration=0.6"]
+    )
+    result = run_config(cfg, out=None)
+    steps = len(build_experiment(cfg).train[0]) // 32
+    unit = cyclical_of(cfg.schedule, 2 * steps)
+    kept = np.flatnonzero(jax.vmap(unit.keep)(jnp.arange(2 * steps)))
+    per_epoch = [int(np.sum((kept >= e * steps) & (kept < (e + 1) * steps))) for e in range(2)]
+    assert result.status == "completed"
+    assert [r["samples"] for r in result.records] == np.cumsum(per_epoch).tolist()
+    assert 0 < len(kept) < 2 * steps
+
+
+def test_config_polynomial_schedule_decays_the_learning_rate():
+    from sgrld.from_config import sampler_of
+
+    cfg = sgrld.config.load_config(
+        None, ["schedule.kind=polynomial", "schedule.offset=10", "schedule.power=1"]
+    )
+    u = sgrld.potential(lambda w, b: -0.5 * (b - w) ** 2, lambda w: -0.5 * w**2, 4)
+    s = sampler_of(cfg.sampler, u, 4, schedule=cfg.schedule, num_steps=100)
+    state, lrs = s.init(jnp.zeros(())), []
+    for t in range(21):
+        state, info = s.step(jax.random.key(t), state, jnp.ones(2))
+        lrs.append(float(info.learning_rate))
+    lr = cfg.sampler.sampler_options()["learning_rate"]
+    np.testing.assert_allclose([lrs[0], lrs[10], lrs[20]], [lr, lr / 2, lr / 3], rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "overrides,match",
+    [
+        (["schedule.kind=weekly"], "schedule.kind"),
+        (["schedule.kind=cyclical", "schedule.exploration=1.0"], "exploration: must be < 1"),
+        (["schedule.kind=cyclical", "schedule.cycles=0"], "schedule.cycles: must be >= 1"),
+        (["schedule.kind=polynomial", "schedule.offset=0"], "schedule.offset: must be > 0"),
+        (["schedule.kind=polynomial", "schedule.power=nan"], "schedule.power: must be finite"),
+        (["schedule.kind=cyclical", "sampler.kind=isgd"], "i-SGD's step size is fixed"),
+    ],
+)
+def test_bad_schedule_configs_name_the_key(overrides, match):
+    with pytest.raises(sgrld.config.ConfigError, match=match):
+        sgrld.config.load_config(None, overrides)
+
+
+def test_cyclical_schedule_without_a_sampling_step_or_with_too_many_cycles_is_refused():
+    from sgrld.from_config import check_schedule
+
+    cfg = sgrld.config.load_config(
+        None, [*TINY_RUN, "schedule.kind=cyclical", "schedule.cycles=2", "run.thin=15"]
+    )
+    with pytest.raises(sgrld.config.ConfigError, match="no sample falls in a sampling phase"):
+        check_schedule(cfg, num_train=320)  # 20 steps, cycles of 10: step 14 is exploration
+    cfg = sgrld.config.load_config(
+        None, [*TINY_RUN, "schedule.kind=cyclical", "schedule.cycles=50"]
+    )
+    with pytest.raises(sgrld.config.ConfigError, match="schedule.cycles = 50 is more than"):
+        check_schedule(cfg, num_train=320)

@@ -181,6 +181,30 @@ class SamplerConfig:
 
 
 @dataclass(frozen=True)
+class ScheduleConfig:
+    """``[schedule]``: how the learning rate (and, cyclical, the temperature) change over the
+    run's steps ``t = 0, 1, …`` (:mod:`sgrld.schedules`), for every sampler but i-SGD.
+
+    Attributes:
+        kind: ``"constant"``: ``sampler.learning_rate`` throughout; ``"polynomial"``:
+            ``lr·(1 + t/offset)^(−power)`` (Welling & Teh 2011); ``"cyclical"``: cSG-MCMC (Zhang
+            et al. 2020), a cosine learning rate from ``lr`` restarted ``cycles`` times over the
+            run, each cycle's first ``exploration`` share at temperature 0 and samples kept only
+            in the rest (on top of ``run.burn_in`` and ``run.thin``).
+        offset: polynomial's step scale (> 0).
+        power: polynomial's exponent (≥ 0; SGLD's decreasing-step theory needs (0.5, 1]).
+        cycles: cyclical's number of cycles (≥ 1).
+        exploration: cyclical's share of each cycle spent exploring, in [0, 1).
+    """
+
+    kind: str = "constant"
+    offset: float = 1000.0
+    power: float = 0.55
+    cycles: int = 4
+    exploration: float = 0.5
+
+
+@dataclass(frozen=True)
 class RunConfig:
     """``[run]``: the sampling schedule (burn-in and thinning counted in minibatches).
 
@@ -231,6 +255,7 @@ class Config:
     likelihood: LikelihoodConfig = field(default_factory=LikelihoodConfig)
     prior: PriorConfig = field(default_factory=PriorConfig)
     sampler: SamplerConfig = field(default_factory=SamplerConfig)
+    schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
     run: RunConfig = field(default_factory=RunConfig)
     out: OutConfig = field(default_factory=OutConfig)
 

@@ -146,6 +146,29 @@ def _check_kind_options(s) -> None:
         raise ConfigError(f"sampler.learning_rate: 'rule' is isgd's λ rule, not {s.kind}'s")
 
 
+SCHEDULE_KINDS = ("constant", "polynomial", "cyclical")
+"""The values of ``schedule.kind``."""
+
+
+def _validate_schedule(config: Config) -> None:
+    c = config.schedule
+    choice("schedule.kind", c.kind, SCHEDULE_KINDS)
+    at_least("schedule.offset", c.offset, 0, strict=True)
+    at_least("schedule.power", c.power, 0)
+    at_least("schedule.cycles", c.cycles, 1)
+    at_least("schedule.exploration", c.exploration, 0)
+    if c.exploration >= 1:
+        raise ConfigError(
+            f"schedule.exploration: must be < 1 (a cycle must have a sampling phase), "
+            f"got {c.exploration}"
+        )
+    if c.kind != "constant" and config.sampler.kind == "isgd":
+        raise ConfigError(
+            f'schedule.kind = "{c.kind}" with sampler.kind = "isgd": i-SGD\'s step size is '
+            'fixed by its λ, so it takes no schedule; use schedule.kind = "constant"'
+        )
+
+
 def _validate_run(config: Config) -> None:
     r = config.run
     at_least("run.epochs", r.epochs, 1)
@@ -199,6 +222,7 @@ SECTION_CHECKS = (
     _validate_likelihood,
     _validate_prior,
     _validate_sampler,
+    _validate_schedule,
     _validate_run,
 )
 """The section checks, in the order of the file (the first error is the one reported)."""
