@@ -135,34 +135,68 @@ def chains_per_device(mesh: Mesh | None, num_chains: int) -> int:
 
 
 def multi_process() -> bool:
-    """Whether this is one process of several (:func:`initialize` was called with more than one)."""
+    """Whether this is one process of several (:func:`initialize` was called with more than one).
+
+    Example:
+        >>> multi_process()
+        False
+    """
     return jax.process_count() > 1
 
 
 def is_writer() -> bool:
-    """Whether this process writes results: process 0, the only process of a one-process run."""
+    """Whether this process writes results: process 0, the only process of a one-process run.
+
+    Example:
+        >>> is_writer()
+        True
+    """
     return jax.process_index() == 0
 
 
 def chain_sharding(mesh: Mesh, axis: int = 0) -> NamedSharding:
-    """Arrays whose axis ``axis`` is the chain axis, sharded over :data:`CHAINS`."""
+    """Arrays whose axis ``axis`` is the chain axis, sharded over :data:`CHAINS`.
+
+    Example:
+        >>> chain_sharding(make_mesh(1), axis=1).spec
+        P(None, 'chains')
+    """
     return NamedSharding(mesh, P(*(None,) * axis, CHAINS))
 
 
 def replicated(mesh: Mesh) -> NamedSharding:
-    """A copy on every device of the mesh."""
+    """A copy on every device of the mesh.
+
+    Example:
+        >>> replicated(make_mesh(1)).spec
+        P()
+    """
     return NamedSharding(mesh, P())
 
 
 def batch_sharding(mesh: Mesh) -> NamedSharding:
     """A step's minibatches, ``[K, B, ...]``: chains over :data:`CHAINS`, examples over
-    :data:`DATA`."""
+    :data:`DATA`.
+
+    Example:
+        >>> batch_sharding(make_mesh(1)).spec
+        P('chains', 'data')
+    """
     return NamedSharding(mesh, P(CHAINS, DATA))
 
 
 def place(tree: PyTree, sharding: NamedSharding) -> PyTree:
     """Every leaf of ``tree`` (the same value on every process) put on the devices of
-    ``sharding``; a leaf that already has that sharding is kept as it is."""
+    ``sharding``; a leaf that already has that sharding is kept as it is. Typed PRNG keys keep
+    their type. Works in a multi-process run, where ``jax.device_put`` of a host value cannot
+    reach the other processes' devices.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> x = place({"w": jnp.ones((4, 2))}, chain_sharding(make_mesh(1)))["w"]
+        >>> x.sharding.spec, x.shape
+        (P('chains',), (4, 2))
+    """
 
     def put(x):
         if isinstance(x, jax.Array) and x.sharding == sharding:
@@ -183,6 +217,12 @@ def place_rows(mesh: Mesh, data: PyTree) -> PyTree:
     multi-process run its rows are split over all the devices, so that each process puts only its
     own rows on its devices (the rows are padded with zeros to a multiple of the device count; the
     engine never draws a padded row).
+
+    Example:
+        >>> import numpy as np
+        >>> x, y = place_rows(make_mesh(1), (np.zeros((5, 3)), np.arange(5)))
+        >>> x.shape, y.sharding.spec
+        ((5, 3), P())
     """
     if not multi_process():
         return place(data, replicated(mesh))
@@ -205,22 +245,17 @@ def place_rows(mesh: Mesh, data: PyTree) -> PyTree:
     return jax.tree.map(put, data)
 
 
-def to_local(tree: PyTree) -> PyTree:
-    """Replicated global arrays as this process's own copy (single-device arrays), so that the
-    host and one-process functions can read them; other leaves are returned as they are."""
-
-    def local(x):
-        if isinstance(x, jax.Array) and not x.is_fully_addressable:
-            return x.addressable_data(0)
-        return x
-
-    return jax.tree.map(local, tree)
-
-
 def compiled_bytes(compiled: Any) -> int | None:
     """Device memory one device needs to run ``compiled`` (a ``jax.stages.Compiled``), from XLA's
     ``memory_analysis()``: arguments + outputs + temporaries − outputs aliased to arguments;
-    ``None`` where the backend does not report it."""
+    ``None`` where the backend does not report it.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> compiled = jax.jit(lambda x: x * 2).lower(jnp.zeros(1000)).compile()
+        >>> compiled_bytes(compiled) >= 8000  # the argument and the result, 4 kB each
+        True
+    """
     stats = compiled.memory_analysis()
     if stats is None:
         return None
