@@ -13,6 +13,7 @@ online ensemble, in the targets' units.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 from typing import Any, NamedTuple
@@ -136,17 +137,17 @@ def config_of(
     return load_config(None, common + run + sampler)
 
 
-_SIZES: dict[tuple[str, int, str | None], int] = {}
-
-
 def train_size(dataset: str, split: int, plan: Plan) -> int:
-    """The number of rows of a split's training part (read once)."""
-    key = (dataset, split, plan.data_dir)
-    if key not in _SIZES:
-        verify = None if plan.verify else False
-        ds = load_dataset(dataset, plan.data_dir, split=split, validation_size=0, verify=verify)
-        _SIZES[key] = len(ds.x_train)
-    return _SIZES[key]
+    """The number of rows of a split's training part."""
+    return _train_rows(dataset, split, plan.data_dir, plan.verify)
+
+
+@functools.cache
+def _train_rows(dataset: str, split: int, data_dir: str | None, verify: bool) -> int:
+    ds = load_dataset(
+        dataset, data_dir, split=split, validation_size=0, verify=None if verify else False
+    )
+    return len(ds.x_train)
 
 
 def baseline(
