@@ -158,7 +158,8 @@ def main() -> None:
                 print(f"warning: {name} with {k} chains went non-finite")
         versus = paired(times["blackjax"], times["sgrld"]) if "blackjax" in runs else None
         rows.append((k, versus))
-        print(f"{k} chains done", flush=True)
+        done = ", ".join(f"{name} {rates[name, k].median:,.1f}" for name in kinds)
+        print(f"{k} chains: chain-steps/s {done}", flush=True)
 
     head = ["chains", *(f"{name} chain-steps/s" for name in kinds), "sgrld / blackjax"]
     head += [f"{name} vs 1 chain" for name in kinds]
