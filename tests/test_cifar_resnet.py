@@ -134,3 +134,10 @@ def test_bad_input(cifar_dir: Path, tmp_path: Path, capsys):
     assert cli.main(argv) == 2  # the synthetic files fail the official MD5s
     err = capsys.readouterr().err
     assert f"{cifar_dir / 'data_batch_1'}: MD5 mismatch" in " ".join(err.split())
+
+
+def test_registered_as_a_reproduction():
+    module, _ = cli.REPRODUCTIONS["cifar-resnet"]
+    assert module == "sgrld.experiments.cifar_resnet"
+    assert cifar_resnet.REPRODUCTION.out == "results/cifar-resnet"
+    assert cifar_resnet.REPRODUCTION.stem == "cifar_resnet"
