@@ -41,6 +41,10 @@ REPRODUCTIONS = {
         "sgrld.experiments.funnel",
         "Yu et al. (2023) Fig. 2: the 2-D funnel in four metrics",
     ),
+    "isgd-mnist": (
+        "sgrld.experiments.isgd_mnist",
+        "Franzese et al. (2021) App. C.2: i-SGD, samplers and baselines, MNIST ConvNet",
+    ),
     "isgd-uci": (
         "sgrld.experiments.isgd_uci",
         "Franzese et al. (2021) App. C.1: i-SGD, samplers and baselines on six UCI sets",
@@ -268,7 +272,7 @@ def sweep_command(args: argparse.Namespace) -> int:
     console.print(f"Sweeping {name} -> {config.out.folder}")
     existing = "overwrite" if args.overwrite else "refuse"
     out = sgrld_sweep.run_sweep(config, grids, args.replicates, existing=existing, progress=True)
-    console.print(report.rich_table(sgrld_sweep.caption(out), out.columns, out.rows))
+    console.print(report.rich_table(out.caption, out.columns, out.rows))
     console.print(out.result.message)
     return runner.EXIT_CODES[out.result.status]
 
