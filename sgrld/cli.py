@@ -41,6 +41,10 @@ REPRODUCTIONS = {
         "sgrld.experiments.funnel",
         "Yu et al. (2023) Fig. 2: the 2-D funnel in four metrics",
     ),
+    "isgd-mnist": (
+        "sgrld.experiments.isgd_mnist",
+        "Franzese et al. (2021) App. C.2: i-SGD, samplers and baselines, MNIST ConvNet",
+    ),
     "isgd-uci": (
         "sgrld.experiments.isgd_uci",
         "Franzese et al. (2021) App. C.1: i-SGD, samplers and baselines on six UCI sets",

@@ -21,12 +21,20 @@ Example:
   True
 """
 
-from sgrld.baselines.dropout import DropoutMLP, MCDropoutState, dropout_loss, mc_dropout, thin
+from sgrld.baselines.dropout import (
+    DropoutCNN,
+    DropoutMLP,
+    MCDropoutState,
+    dropout_loss,
+    mc_dropout,
+    thin,
+)
 from sgrld.baselines.sgd import SGDState, sgd
 from sgrld.baselines.swag import SWAGMoments, SWAGState, swag
 from sgrld.baselines.vsgd import vsgd
 
 __all__ = [
+    "DropoutCNN",
     "DropoutMLP",
     "MCDropoutState",
     "SGDState",

@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 
 from sgrld.baselines.sgd import Descent, descend, descent, init_state
-from sgrld.bnn.models import he_normal
+from sgrld.bnn.models import CNN, _as_images, conv_stack, he_normal
 from sgrld.sampler import Sampler, step_info
 
 PyTree = Any
@@ -74,8 +74,38 @@ class DropoutMLP(nn.Module):
         return nn.Dense(self.num_outputs, kernel_init=he_normal)(x)
 
 
+class DropoutCNN(CNN):
+    """:class:`sgrld.bnn.CNN` with dropout on the inputs of every Dense layer (the flattened
+    convolution features and each hidden layer's output); same parameter names, so
+    :func:`thin` and :func:`mc_dropout` apply to its parameters as to an MLP's with
+    ``drop_inputs=True`` (the convolutions are never dropped).
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> from sgrld.bnn import CNN, apply_fn, init_params
+      >>> cnn = CNN(dense_features=(8,))
+      >>> net = init_params(cnn, jax.random.key(0), (1, 28, 28, 1))
+      >>> m, x = DropoutCNN(dense_features=(8,), rate=0.5), jnp.ones((2, 784))
+      >>> test = m.apply({"params": net}, x, train=False)
+      >>> bool((test == apply_fn(cnn)(net, x)).all())
+      True
+    """
+
+    rate: float = 0.5
+
+    @nn.compact
+    def __call__(self, x: jax.Array, *, train: bool) -> jax.Array:
+        x = conv_stack(self, _as_images(x, self.image_shape, "DropoutCNN"))
+        for width in self.dense_features:
+            x = nn.Dropout(self.rate, deterministic=not train)(x)
+            x = nn.relu(nn.Dense(width, kernel_init=he_normal)(x))
+        x = nn.Dropout(self.rate, deterministic=not train)(x)
+        return nn.Dense(self.num_outputs, kernel_init=he_normal)(x)
+
+
 def dropout_loss(
-    make_loss: Callable[[ApplyFn], Callable[[PyTree, PyTree], jax.Array]], model: DropoutMLP
+    make_loss: Callable[[ApplyFn], Callable[[PyTree, PyTree], jax.Array]],
+    model: DropoutMLP | DropoutCNN,
 ) -> Callable[[PyTree, PyTree, jax.Array], jax.Array]:
     """``(params, batch, key) -> loss`` with ``model``'s dropout masks drawn from ``key``, one per
     example and unit.
@@ -83,7 +113,7 @@ def dropout_loss(
     Args:
       make_loss: ``apply -> loss(params, batch)``, e.g. ``lambda apply:
         sgrld.potential(sgrld.bnn.likelihoods.gaussian(apply), logprior, N)``.
-      model: the :class:`DropoutMLP`.
+      model: the :class:`DropoutMLP` or :class:`DropoutCNN`.
 
     Example:
       >>> import jax, jax.numpy as jnp, sgrld
@@ -106,12 +136,15 @@ def dropout_loss(
 
 
 def _dense_layers(net: PyTree) -> list[str]:
-    """The ``Dense_i`` layer names of an MLP's parameters, in order (ValueError for others)."""
-    names = [f"Dense_{i}" for i in range(len(net))]
-    if not names or set(names) != set(net):
+    """The ``Dense_i`` layer names of an MLP's or a CNN's parameters, in order (ValueError for
+    others)."""
+    dense = [name for name in net if name.startswith("Dense_")]
+    names = [f"Dense_{i}" for i in range(len(dense))]
+    convs = [f"Conv_{i}" for i in range(len(net) - len(dense))]
+    if not names or set(names) | set(convs) != set(net):
         raise ValueError(
-            f"dropout: expected the parameters of sgrld.bnn.MLP (Dense_0, Dense_1, ...), got "
-            f"{sorted(net)}"
+            f"dropout: expected the parameters of sgrld.bnn.MLP (Dense_0, Dense_1, ...) or "
+            f"sgrld.bnn.CNN (Conv_0, ..., Dense_0, ...), got {sorted(net)}"
         )
     return names
 

@@ -128,14 +128,32 @@ class CNN(nn.Module):
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         """Map images ``[B, H, W, C]`` or flat images ``[B, H·W·C]`` to logits ``[B, classes]``."""
-        x = _as_images(x, self.image_shape, "CNN")
-        for channels in self.conv_features:
-            x = nn.Conv(channels, self.kernel_size, padding=self.padding, kernel_init=he_normal)(x)
-            x = nn.max_pool(nn.relu(x), window_shape=(2, 2), strides=(2, 2))
-        x = x.reshape((x.shape[0], -1))
+        x = conv_stack(self, _as_images(x, self.image_shape, "CNN"))
         for width in self.dense_features:
             x = nn.relu(nn.Dense(width, kernel_init=he_normal)(x))
         return nn.Dense(self.num_outputs, kernel_init=he_normal)(x)
+
+
+def conv_stack(cnn: CNN, x: jax.Array) -> jax.Array:
+    """The convolutional part of a :class:`CNN` (or a module with its ``conv_features``,
+    ``kernel_size`` and ``padding``), called inside that module's ``nn.compact`` method: per
+    entry of ``conv_features``, ``maxpool₂ₓ₂(relu(conv(x)))``, then flattened to ``[B, features]``.
+
+    Example:
+        >>> import flax.linen as nn, jax, jax.numpy as jnp
+        >>> class Features(CNN):
+        ...     @nn.compact
+        ...     def __call__(self, x):
+        ...         return conv_stack(self, x)
+        >>> x = jnp.zeros((2, 28, 28, 1))
+        >>> net = Features().init(jax.random.key(0), x)["params"]
+        >>> sorted(net), Features().apply({"params": net}, x).shape  # 4·4·64 features
+        (['Conv_0', 'Conv_1'], (2, 1024))
+    """
+    for channels in cnn.conv_features:
+        x = nn.Conv(channels, cnn.kernel_size, padding=cnn.padding, kernel_init=he_normal)(x)
+        x = nn.max_pool(nn.relu(x), window_shape=(2, 2), strides=(2, 2))
+    return x.reshape((x.shape[0], -1))
 
 
 def _as_images(x: jax.Array, image_shape: tuple[int, int, int], name: str) -> jax.Array:

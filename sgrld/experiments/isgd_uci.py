@@ -147,8 +147,9 @@ def method_lr(text: str) -> tuple[str, float]:
     return key, lr
 
 
-def select(grid: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The completed run with the lowest validation RMSE (the smaller lr on a tie), or None.
+def select(grid: list[dict[str, Any]], score: str = "val_rmse") -> dict[str, Any] | None:
+    """The completed run with the lowest ``score`` (validation RMSE; ``sgrld reproduce
+    isgd-mnist``: ``"val_nll"``), the smaller lr on a tie, or None.
 
     Example:
       >>> grid = [{"lr": 0.1, "status": "completed", "val_rmse": 2.0},
@@ -157,10 +158,10 @@ def select(grid: list[dict[str, Any]]) -> dict[str, Any] | None:
       >>> select(grid)["lr"]
       0.01
     """
-    done = [r for r in grid if r["status"] == "completed" and r["val_rmse"] is not None]
+    done = [r for r in grid if r["status"] == "completed" and r[score] is not None]
     if not done:
         return None
-    return min(sorted(done, key=lambda r: r["lr"] or 0.0), key=lambda r: r["val_rmse"])
+    return min(sorted(done, key=lambda r: r["lr"] or 0.0), key=lambda r: r[score])
 
 
 def _spread(values: list[float], fmt: str) -> str:
