@@ -234,6 +234,12 @@ def baseline(
         start = train // 2
         every = max((train - start) // samples, 1)
         rank = min(20, (train - start) // every)
+        if rank < 2:
+            raise ValueError(
+                f"isgd-mnist: SWAG collects {rank} iterate(s) in its {train} training steps (the "
+                f"run's {total} less S = {samples}) and needs 2: raise --epochs or --train-size, "
+                "or lower --samples"
+            )
         return lambda potential, n: baselines.swag(
             potential, lr, train_steps=train, swa_start=start, collect_every=every, rank=rank
         ), draws
@@ -409,13 +415,13 @@ def _settings(args: argparse.Namespace) -> tuple[Plan, int]:
 def header(args: argparse.Namespace) -> str:
     plan, replicates = _settings(args)
     quick = " (--quick: a smoke test, not a reproduction)" if args.quick else ""
-    images = "all" if plan.train_size is None else f"the first {plan.train_size:,}"
+    images = "all the" if plan.train_size is None else f"the first {plan.train_size:,}"
     fixed = ", ".join(f"{key}={lr:g}" for key, lr in args.lr or ())
     fixed = f"; learning rates of --lr: {fixed}" if fixed else ""
     return (
         f"Franzese et al. (2021) MNIST ConvNet (dense {list(plan.widths)}): {images} training "
-        f"images less {plan.validation_size:,} for validation, {plan.epochs} epoch(s), S = "
-        f"{plan.samples}, {replicates} replicate(s){fixed}{quick}"
+        f"images after {plan.validation_size:,} held out for validation, {plan.epochs} "
+        f"epoch(s), S = {plan.samples}, {replicates} replicate(s){fixed}{quick}"
     )
 
 
