@@ -144,6 +144,7 @@ def test_mc_dropout_thins_only_the_dense_layers_of_the_convnet():
         (["--replicates", "0"], "--replicates: must be a positive integer, got 0"),
         (["--methods", "sgdd"], "invalid choice: 'sgdd'"),
         (["--lr", "isgd=0.1"], "expected METHOD=LR"),
+        (["--lr", "rmsprop=0.1"], "expected METHOD=LR with METHOD in ['sghmc',"),
     ],
 )
 def test_bad_options_are_refused(argv, message, capsys):

@@ -309,7 +309,20 @@ def _paper_row(paper: Paper) -> dict[str, str]:
 
 def table_row(method: Method, runs: list[dict[str, Any]]) -> dict[str, Any]:
     """One row from a method's runs: the grid of replicate 0, then the other replicates at the
-    learning rate chosen on validation (the chosen run of replicate 0 counts as a replicate)."""
+    learning rate chosen on validation (the chosen run of replicate 0 counts as a replicate).
+
+    acc = 10,000 · (test accuracy) and mnll = −10,000 · (mean test log-likelihood), the paper's
+    count and sum over MNIST's 10,000 test images; mean ± std (ddof = 0) over the completed runs.
+
+    Example:
+      >>> run = lambda lr, k, acc: {"lr": lr, "replicate": k, "status": "completed",
+      ...     "test_accuracy": acc, "test_log_likelihood": -0.025, "test_ece": 0.05,
+      ...     "val_nll": 1 - acc if k == 0 else None, "seconds": 1.0}
+      >>> sgd = next(m for m in METHODS if m.key == "sgd")
+      >>> row = table_row(sgd, [run(0.01, 0, 0.9880), run(0.03, 0, 0.9890), run(0.03, 1, 0.9900)])
+      >>> row["lr"], row["acc"], row["mnll"], row["within"], row["paper_acc"]
+      ('0.03', '9895.0 ± 5.0', '250.0 ± 0.0', 'yes', '9886.7 ± 11.0')
+    """
     grid = [r for r in runs if r["replicate"] == 0]
     chosen = isgd_uci.select(grid, score="val_nll")
     lr = None if chosen is None else chosen["lr"]
@@ -348,6 +361,21 @@ def table_rows(results: Results) -> list[dict[str, Any]]:
     return rows
 
 
+def method_lr(text: str) -> tuple[str, float]:
+    """A ``--lr`` entry ``METHOD=LR`` (:func:`sgrld.experiments.isgd_uci.method_lr`) whose method
+    is one of :data:`METHODS` with a learning rate.
+
+    Example:
+      >>> method_lr("swag=0.05")
+      ('swag', 0.05)
+    """
+    key, lr = isgd_uci.method_lr(text)
+    keys = [m.key for m in METHODS if m.tuned]
+    if key not in keys:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected METHOD=LR with METHOD in {keys}")
+    return key, lr
+
+
 def options(parser: argparse.ArgumentParser) -> None:
     keys = [m.key for m in METHODS]
     parser.add_argument(
@@ -356,7 +384,7 @@ def options(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument(
         "--lr",
-        type=isgd_uci.method_lr,
+        type=method_lr,
         nargs="+",
         metavar="METHOD=LR",
         help="try only these learning rates for these methods (default: each method's grid; its "
