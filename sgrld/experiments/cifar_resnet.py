@@ -51,7 +51,13 @@ from typing import Any, NamedTuple
 from sgrld import report, runner
 from sgrld.config import Config, from_dict
 from sgrld.experiments.mnist_mlp import LABELS, metric_params
-from sgrld.experiments.reproduction import OnResult, Reproduction, Results, positive_int
+from sgrld.experiments.reproduction import (
+    OnResult,
+    Reproduction,
+    Results,
+    positive_int,
+    worst_run_exit_code,
+)
 from sgrld.from_config import run_config
 from sgrld.report import MISSING, TEXT
 
@@ -519,18 +525,9 @@ def caption(results: Results) -> str:
     return f"{results['config']['title']}. ▼: worse than the paper's mean by over 2 std (10 runs)."
 
 
-def table_rows(results: Results) -> list[dict[str, str]]:
-    """The rows of the table so far."""
-    return results["rows"]
-
-
-def exit_code(results: Results) -> int:
-    """The largest exit code of the runs (:data:`sgrld.runner.EXIT_CODES`), 0 without any."""
-    return max([0] + [runner.EXIT_CODES[r.status] for r in results["runs"]])
-
-
 REPRODUCTION = Reproduction.from_module(
     globals(),
+    exit_code=worst_run_exit_code,
     stem="cifar_resnet",
     quick_help="a smoke test of the pipeline: a ResNet-8 of width 4, the first 1 000 training "
     "images, 1 epoch of 20 batches of 50",

@@ -49,7 +49,7 @@ import numpy as np
 
 from sgrld import report, runner
 from sgrld.config import Config, from_dict
-from sgrld.experiments.reproduction import OnResult, Reproduction, Results
+from sgrld.experiments.reproduction import OnResult, Reproduction, Results, worst_run_exit_code
 from sgrld.from_config import run_config
 from sgrld.report import MISSING, TEXT
 from sgrld.sweep import mean_std, run_sweep
@@ -384,18 +384,9 @@ def caption(results: Results) -> str:
     return f"{results['config']['title']}. ▼: below the paper's mean − 2 std (10 runs)."
 
 
-def table_rows(results: Results) -> list[dict[str, str]]:
-    """The rows of the table so far (:func:`table_row`)."""
-    return results["rows"]
-
-
-def exit_code(results: Results) -> int:
-    """The largest exit code of the runs (:data:`sgrld.runner.EXIT_CODES`), 0 without any."""
-    return max([0] + [runner.EXIT_CODES[r.status] for r in results["runs"]])
-
-
 REPRODUCTION = Reproduction.from_module(
     globals(),
+    exit_code=worst_run_exit_code,
     stem="mnist_mlp",
     quick_help="a smoke test in a few minutes: the first 10 000 training images, 4 epochs, "
     "burn-in 200, a sample every 25 (with the default W=400 and horseshoe prior)",

@@ -57,6 +57,17 @@ def ignore(results: Results) -> None:
     """The default ``on_result`` of a computation: nothing to do after a row."""
 
 
+def stored_rows(results: Results) -> list[dict[str, Any]]:
+    """The default ``rows``: the rows the computation stored as ``results["rows"]``."""
+    return results["rows"]
+
+
+def worst_run_exit_code(results: Results) -> int:
+    """The largest exit code (:data:`sgrld.runner.EXIT_CODES`) of the
+    :class:`sgrld.runner.Result` objects in ``results["runs"]``, 0 without any."""
+    return max([0] + [sgrld.runner.EXIT_CODES[r.status] for r in results["runs"]])
+
+
 @dataclass(frozen=True, kw_only=True)
 class Reproduction:
     """How one reproduction runs and reports.
@@ -73,7 +84,8 @@ class Reproduction:
       plot: ``(results, out) -> path(s)`` of the figure(s) it draws, or None.
       rows_key: key of the rows in the JSON, next to ``"config"``.
       columns: the table's columns (:func:`sgrld.report.columns`).
-      rows: ``results -> rows``, one JSON-ready dict per row (the table and the JSON).
+      rows: ``results -> rows``, one JSON-ready dict per row (the table and the JSON); default
+        :func:`stored_rows`.
       caption: ``results -> str``, one line describing the run, above the table.
       notes: what the columns mean, below the Markdown table.
       exit_code: ``results -> int``, the command's exit code.
@@ -90,7 +102,7 @@ class Reproduction:
     plot: Callable[[Results, Path], Path | Sequence[Path]] | None = None
     rows_key: str = "rows"
     columns: Sequence[report.Column]
-    rows: Callable[[Results], list[dict[str, Any]]]
+    rows: Callable[[Results], list[dict[str, Any]]] = stored_rows
     caption: Callable[[Results], str]
     notes: str
     exit_code: Callable[[Results], int] = lambda results: 0
