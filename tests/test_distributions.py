@@ -109,12 +109,16 @@ def frozen_metric_errors(metric_name, target_name, seed=0):
 @pytest.mark.parametrize("metric_name", sorted(METRICS))
 def test_frozen_metric_samples_gaussian_exactly(metric_name, target_name, stat_seed):
     """False-failure probability: ≤ 1.3e-4 per case (8 means and 36 distinct covariance entries,
-    or 14 and 105, at 5 standard errors over 256 chains: Student t, 1.07e-6 each)."""
+    or 14 and 105, at 5 standard errors over 256 chains: Student t, 1.07e-6 each). The power
+    check (5 standard errors under 30% of the largest variance) is random too: in its tightest
+    case, shampoo on the correlated matrix, it measured 0.188 ± 0.017 over 13 seeds (at most
+    0.220), so 0.3 is 6.6 sd away (< 1e-8); at the former bound 0.2 it failed 2 of 10 seeds of the
+    flake-budget sweep."""
     z_cov, z_mean, power, m_all = frozen_metric_errors(metric_name, target_name, stat_seed)
     assert z_cov.max() < 5 and z_mean.max() < 5, (z_cov.max(), z_mean.max())
     # The frozen metric really preconditions (not the identity), except for the identity metric.
     if metric_name != "identity":
         assert np.abs(m_all[0] - np.eye(m_all.shape[-1])).max() > 0.05
-    # The test has power: its tolerance (5 standard errors) is under 20% of the largest variance
-    # (the uncorrected adaptive samplers' biases are 2x to 10x).
-    assert power < 0.2, power
+    # The test has power: its tolerance (5 standard errors) is under 30% of the largest variance,
+    # a third or less of the uncorrected adaptive samplers' biases (2x to 10x, i.e. 100% to 900%).
+    assert power < 0.3, power

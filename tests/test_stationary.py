@@ -277,8 +277,10 @@ def n_d(n_d_runs, stat_seed):
 
 @pytest.mark.statistical(seed=0)
 def test_corrected_samplers_fix_the_nd_covariance(n_d):
-    """False-failure probability: ≤ 1e-3 (not derived: the ratios measured at seed 0 are 12 to 53
-    against the bound 5; the seed sweep has not been run for this test)."""
+    """False-failure probability: ≤ 0.5 (measured, not derived: the seed sweep of
+    benchmarks/flake_budget.py failed 2 of 10 seeds, 1000 and 1009; the ratios at seed 0 are 12
+    to 53 against the bound 5). Over the 1e-3 ceiling: this test needs a better statistic (an
+    open item of issue 18); the fixed seed 0 that `make test` runs passes."""
     ran = {(row["problem"], row["metric"]) for row in n_d}
     assert ran == {(p, m) for p, metrics in N_D_RUNS.items() for m in metrics}
     for row in n_d:
