@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import jax
 import numpy as np
 
-from sgrld import checkpoint, records, results
+from sgrld import checkpoint, records, results, scoring
 from sgrld import engine as eng
 from sgrld.interrupts import Stop
 
@@ -96,6 +96,10 @@ class EpochWriter:
         scores, values, draws = jax.block_until_ready(
             self.score(self.scores, chunk, s.curvature_keys, s.eval_sets)
         )
+        groups = None
+        if s.groups is not None:  # the replicates of a sweep, scored apart
+            labels = {name: y for name, (_, y) in s.eval_sets.items()}
+            groups = scoring.group_scores(s.kind, scores, labels, s.groups)
         eval_s = time.perf_counter() - start
         cpu, self.cpu = self.cpu, time.process_time()
         seconds = {
@@ -105,7 +109,9 @@ class EpochWriter:
             "epoch_cpu_s": self.cpu - cpu,
         }
         previous = self.records[-1]["samples"] if self.records else 0
-        rec = records.record(epoch, s.steps, scores, previous, chunk, values, carry, seconds)
+        rec = records.record(
+            epoch, s.steps, scores, previous, chunk, values, carry, seconds, groups
+        )
         if self.curvature:
             total = float(np.sum(np.asarray(scores.curvature_sum)))
             rec["curvature"] = total / rec["samples"] if rec["samples"] else math.nan

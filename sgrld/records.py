@@ -47,8 +47,11 @@ def record(
     values: dict[str, jax.Array],
     carry: eng.Carry,
     seconds: dict[str, float],
+    groups: dict[str, np.ndarray] | None = None,
 ) -> dict[str, Any]:
-    """One line of ``metrics.jsonl``: counts, diagnostics, scores so far, timing."""
+    """One line of ``metrics.jsonl``: counts, diagnostics, scores so far, timing and, if given,
+    ``"groups"``: each group of chains' scores so far (:func:`sgrld.scoring.group_scores`), a list
+    per score, ``None`` for a group without samples (JSON has no NaN)."""
     samples = int(np.sum(np.asarray(scores.samples)))
     rec = {
         "epoch": epoch + 1,
@@ -61,6 +64,13 @@ def record(
         **{name: float(value) if samples else math.nan for name, value in values.items()},
         **seconds,
     }
+    if groups is not None:
+        rec["groups"] = {
+            name: [None if not math.isfinite(x) else float(x) for x in np.asarray(v, np.float64)]
+            if name != "samples"
+            else np.asarray(v).tolist()
+            for name, v in groups.items()
+        }
     return rec
 
 

@@ -206,6 +206,9 @@ class _Setup:
     score_fn: Callable
     steps: int
     names: list[str]
+    kind: scoring.Kind = "classification"
+    groups: int | None = None
+    """Groups of chains scored apart in every record (:attr:`Schedule.seeds`; None: none)."""
 
 
 def _prepare(
@@ -258,6 +261,8 @@ def _prepare(
         ),
         steps=steps,
         names=divergence.leaf_names(one_chain),
+        kind=experiment.kind,
+        groups=None if schedule.seeds is None else len(schedule.seeds),
     )
 
 
@@ -399,7 +404,9 @@ def run(
     epoch in flight (:mod:`sgrld.interrupts`), with a checkpoint and the summary.
     Each record's ``epoch_s`` (wall time of the epoch) = ``sample_s`` (the sampling chunk) +
     ``eval_s`` (scoring the epoch's samples); ``epoch_cpu_s`` is the CPU time the process used
-    meanwhile, over all cores. The summary adds ``compile_s`` and medians over epochs.
+    meanwhile, over all cores. The summary adds ``compile_s`` and medians over epochs. Where
+    ``schedule.seeds`` cuts the chains into groups (the replicates of a sweep), each record's
+    ``"groups"`` also gives every group's ensemble scores so far (:func:`sgrld.records.record`).
 
     Args:
         experiment: the sampler, initialisation, predictor and data.

@@ -17,6 +17,7 @@ from typing import Any, Literal, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from sgrld import evaluation
 from sgrld.engine import Chunk
@@ -193,3 +194,53 @@ def score_function(
         return scores, values, draws
 
     return score
+
+
+@partial(jax.jit, static_argnums=(0, 3))
+def _group_values(kind: Kind, ensembles: dict, labels: dict, groups: int) -> dict[str, jax.Array]:
+    ops = ensemble_ops(kind, None)  # merge and scores need no class count
+
+    def regroup(x):
+        return x.reshape(groups, x.shape[0] // groups, *x.shape[1:])
+
+    out = {}
+    for name, ensemble in ensembles.items():
+        pooled = jax.vmap(ops.merge)(jax.tree.map(regroup, ensemble))
+        values = jax.vmap(ops.scores, (0, None))(pooled, labels[name])
+        out |= {f"{name}_{score}": value for score, value in values.items()}
+    return out
+
+
+def group_scores(
+    kind: Kind, scores: Scores, labels: dict[str, Any], groups: int
+) -> dict[str, np.ndarray]:
+    """The scores of the ensemble of each of ``groups`` groups of consecutive chains (each group's
+    chains pooled as a run pools its chains), ``NAME_SCORE -> [groups]``, NaN for a group without
+    samples; ``"samples"``: each group's sample count. The replicates of a sweep
+    (:mod:`sgrld.sweep`) are such groups.
+
+    Args:
+        kind: the ensembles' kind.
+        scores: the scoring state of ``groups · k`` chains.
+        labels: per evaluation set of ``scores.ensembles``, its targets.
+        groups: the number of groups; it must divide the chains.
+
+    Returns:
+        ``NAME_SCORE -> float64 array [groups]`` and ``"samples" -> int array [groups]``.
+
+    Example:
+        >>> ens = ensemble_ops("classification", 2)
+        >>> s = init_scores(ens, {"test": (jnp.zeros((2, 1)), None)}, k=2)
+        >>> logits = jnp.log(jnp.array([[[0.9, 0.1], [0.2, 0.8]], [[0.4, 0.6], [0.2, 0.8]]]))
+        >>> s = s._replace(ensembles={"test": jax.vmap(ens.update, (0, 0, None))(
+        ...     s.ensembles["test"], logits, None)}, samples=jnp.array([1, 1]))
+        >>> out = group_scores("classification", s, {"test": jnp.array([0, 1])}, groups=2)
+        >>> out["samples"].tolist(), out["test_accuracy"].tolist()
+        ([1, 1], [1.0, 0.5])
+    """
+    samples = np.asarray(scores.samples).reshape(groups, -1).sum(axis=1)
+    values = _group_values(kind, scores.ensembles, {n: labels[n] for n in scores.ensembles}, groups)
+    return {"samples": samples} | {
+        name: np.where(samples > 0, np.asarray(value, np.float64), np.nan)
+        for name, value in values.items()
+    }

@@ -23,7 +23,8 @@ process and compilation. ``sgrld sweep`` runs all of them as the chains of one c
 
 The results folder is that of ``sgrld run`` (config, ``metrics.jsonl``, ``summary.json``, optional
 samples of all chains; the records of ``metrics.jsonl`` pool every chain, so they mix the
-settings), plus ``sweep.md`` and ``sweep.json`` (the table and the per-replicate scores), also
+settings, and give under ``"groups"`` each (setting, replicate)'s scores so far, in chain order),
+plus ``sweep.md`` and ``sweep.json`` (the table and the per-replicate scores), also
 stored in ``summary.json`` under ``"sweep"``.
 
 Example:
@@ -226,28 +227,6 @@ def sweep_experiment(
     return experiment, schedule
 
 
-def _group_scores(
-    kind: scoring.Kind, scores: scoring.Scores, eval_sets: Mapping[str, Any], groups: int
-) -> dict[str, np.ndarray]:
-    """The scores of the ensemble of each of ``groups`` groups of consecutive chains (chain
-    ensembles pooled as :func:`sgrld.runner.run` pools a run's chains), ``NAME_SCORE -> [groups]``,
-    NaN for a group without samples; ``"samples"``: each group's sample count."""
-    ops = scoring.ensemble_ops(kind, None)  # merge and scores need no class count
-
-    def regroup(x):
-        return x.reshape(groups, x.shape[0] // groups, *x.shape[1:])
-
-    samples = np.asarray(regroup(scores.samples).sum(axis=1))
-    out: dict[str, np.ndarray] = {"samples": samples}
-    for name, ensembles in scores.ensembles.items():
-        y = eval_sets[name][1]
-        pooled = jax.vmap(ops.merge)(jax.tree.map(regroup, ensembles))
-        values = jax.vmap(ops.scores, (0, None))(pooled, jnp.asarray(y))
-        for score, value in values.items():
-            out[f"{name}_{score}"] = np.where(samples > 0, np.asarray(value, np.float64), np.nan)
-    return out
-
-
 CLASSIFICATION = (
     ("test_log_likelihood", "test log p(y|X)"),
     ("test_accuracy", "test acc."),
@@ -394,7 +373,8 @@ def run_sweep(
         stop_on_divergence=False,
     )
     kind, eval_sets = built["experiment"].kind, built["experiment"].eval_sets
-    per_group = _group_scores(kind, result.scores, eval_sets, len(points) * replicates)
+    labels = {name: jnp.asarray(y) for name, (_, y) in eval_sets.items()}
+    per_group = scoring.group_scores(kind, result.scores, labels, len(points) * replicates)
     per_setting = (replicates * config.run.chains,)
     diverged = (result.diverged_step >= 0).reshape(len(points), *per_setting).sum(axis=1)
     scores = [
