@@ -43,7 +43,6 @@ log p(y|X) and accuracy against epochs of the Table 3 runs).
 from __future__ import annotations
 
 import argparse
-import math
 import statistics
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -55,6 +54,7 @@ from sgrld.experiments.reproduction import (
     OnResult,
     Reproduction,
     Results,
+    equal_time_epochs,
     positive_int,
     worst_run_exit_code,
 )
@@ -205,18 +205,6 @@ def config(
     if quick:
         settings["data"]["train_size"] = QUICK["train_size"]
     return from_dict(settings)
-
-
-def equal_time_epochs(seconds_per_epoch: float, budget: float, epochs: int) -> int:
-    """Epochs of a run that fit in ``budget`` seconds of sampling (at most ``epochs``).
-
-    Example:
-        >>> equal_time_epochs(11.4, 400 * 7.5, 400)  # Shampoo within Wenzel's 400 epochs
-        263
-    """
-    if not seconds_per_epoch > 0:
-        return epochs
-    return min(epochs, math.floor(budget / seconds_per_epoch + 1e-9))
 
 
 def _stats(values: list[float | None]) -> Pair | None:

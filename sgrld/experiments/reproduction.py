@@ -24,6 +24,7 @@ entry in :data:`sgrld.cli.REPRODUCTIONS`.
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -173,6 +174,19 @@ class Reproduction:
         report.print_table(self.caption(results), self.columns, self.rows(results))
         con.print(f"Wrote {', '.join(map(str, files[:-1]))} and {files[-1]}")
         return self.exit_code(results)
+
+
+def equal_time_epochs(seconds_per_epoch: float, budget: float, epochs: int) -> int:
+    """Epochs of a run that fit in ``budget`` seconds of sampling (at most ``epochs``): Yu et al.'s
+    equal time budget (App. A.6), a run taking ``seconds_per_epoch`` per epoch.
+
+    Example:
+        >>> equal_time_epochs(11.4, 400 * 7.5, 400)  # Shampoo within Wenzel's 400 epochs
+        263
+    """
+    if not seconds_per_epoch > 0:
+        return epochs
+    return min(epochs, math.floor(budget / seconds_per_epoch + 1e-9))
 
 
 def subset_option(
