@@ -33,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from rich import box
 from rich.console import Console
 from rich.table import Table
@@ -182,13 +183,50 @@ def summary_columns(row: Mapping[str, Any]) -> tuple[Column, ...]:
     return tuple((key, key, SUMMARY_FORMATS.get(key, TEXT)) for key in row)
 
 
+BAND = 1.96
+"""Half-width of the bands of :func:`plot_curves`, in standard deviations over replicates (Yu et
+al. Figs. 3 and 4)."""
+
+
+def curve(records: Sequence[Mapping[str, Any]], key: str) -> tuple[list[int], Any, Any]:
+    """One score against epochs: ``(epochs, values, half-widths)``.
+
+    Records with ``"groups"`` (the replicates of a sweep, :func:`sgrld.records.record`) give the
+    mean over replicates and :data:`BAND` standard deviations (ddof 1) of it, at the epochs where
+    every replicate has a score; others give their own score and ``None`` half-widths.
+
+    Example:
+        >>> recs = [{"epoch": 1, "acc": 0.5}, {"epoch": 2, "acc": 0.75}]
+        >>> curve(recs, "acc")
+        ([1, 2], [0.5, 0.75], None)
+        >>> recs = [{"epoch": 1, "groups": {"acc": [0.5, None]}},
+        ...         {"epoch": 2, "groups": {"acc": [0.7, 0.8]}}]
+        >>> epochs, mean, band = curve(recs, "acc")
+        >>> epochs, mean.round(2).tolist(), band.round(3).tolist()
+        ([2], [0.75], [0.139])
+    """
+    if records and "groups" in records[0]:
+        rows = [
+            (r["epoch"], np.array([math.nan if v is None else v for v in r["groups"][key]]))
+            for r in records
+        ]
+        rows = [(e, v) for e, v in rows if np.all(np.isfinite(v))]
+        values = np.array([v for _, v in rows]).reshape(len(rows), -1)
+        band = BAND * values.std(axis=1, ddof=1) if values.shape[1] > 1 else None
+        return [e for e, _ in rows], values.mean(axis=1), band
+    points = [(r["epoch"], r[key]) for r in records if math.isfinite(r.get(key) or math.nan)]
+    return [e for e, _ in points], [v for _, v in points], None
+
+
 def plot_curves(
     runs: Mapping[str, list[dict[str, Any]]], path: str | Path, title: str = ""
 ) -> Path:
     """Test log-likelihood and accuracy of the ensembles against epochs (Yu et al. Fig. 3).
 
     Args:
-        runs: per label (e.g. a metric), the epoch records of a run.
+        runs: per label (e.g. a metric), the epoch records of a run; a sweep's records (with
+            ``"groups"``) are drawn as the mean over replicates with a ±1.96 std band
+            (:func:`curve`), as the paper's figure.
         path: the PNG file to write.
         title: the figure title.
 
@@ -199,19 +237,19 @@ def plot_curves(
     first = next((r[0] for r in runs.values() if r), {})
     panels = (
         [("test_log_likelihood", "test log p(y|X)"), ("test_accuracy", "test accuracy")]
-        if "test_log_likelihood" in first
+        if "test_log_likelihood" in first or "test_log_likelihood" in first.get("groups", {})
         else [("test_nll", "test NLL"), ("test_rmse", "test RMSE")]
     )
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), constrained_layout=True)
     for ax, (key, label) in zip(axes, panels, strict=True):
         for name, records in runs.items():
-            points = [
-                (r["epoch"], r[key]) for r in records if math.isfinite(r.get(key) or math.nan)
-            ]
-            if points:
-                ax.plot(
-                    *zip(*points, strict=True), marker="." if len(points) < 30 else None, label=name
-                )
+            epochs, values, band = curve(records, key)
+            if epochs:
+                marker = "." if len(epochs) < 30 else None
+                (line,) = ax.plot(epochs, values, marker=marker, label=name)
+                if band is not None:
+                    low, high = values - band, values + band
+                    ax.fill_between(epochs, low, high, color=line.get_color(), alpha=0.2)
         ax.set(xlabel="epoch", ylabel=label)
         ax.grid(alpha=0.3)
     if axes[0].lines:  # no line before the first thinned sample (e.g. a run shorter than burn-in)

@@ -4,10 +4,17 @@ files, the equal-time cut, and bad options."""
 
 from __future__ import annotations
 
+import argparse
+import json
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
 import sgrld
+from sgrld import cli, report
+from sgrld.config import ConfigError
+from sgrld.experiments import mnist_mlp
 from sgrld.sweep import parse_grid, run_sweep
 
 TINY = ["data.name=digits", "data.batch_size=64", "model.widths=[8]", "prior.kind=gaussian",
@@ -28,3 +35,82 @@ def test_sweep_records_score_every_replicate_apart():
         for key in ("test_log_likelihood", "test_accuracy", "val_log_likelihood"):
             np.testing.assert_allclose(last[key][2 * i : 2 * i + 2], scores[key], rtol=1e-6)
     assert "groups" not in sgrld.from_config.run_config(cfg, out=None).records[0]
+
+
+def _run(metric_time: dict[str, float], val: dict[tuple[str, float], float], epochs: int = 4):
+    """A stub of ``run_config``: ``epochs`` records, ``metric_time[metric]`` seconds of sampling
+    each, test log p(y|X) ``-1/epoch``, validation log p ``val[(metric, lr)]``."""
+
+    def run(cfg, **kwargs):
+        metric, lr = cfg.sampler.metric, cfg.sampler.learning_rate
+        records = [
+            {"epoch": e, "samples": 5 * e, "test_log_likelihood": -1 / e, "test_accuracy": 0.9,
+             "test_ece": 0.01, "test_confidence": 0.95, "val_log_likelihood": val[(metric, lr)],
+             "sample_s": metric_time[metric]}
+            for e in range(1, epochs + 1)
+        ]  # fmt: skip
+        summary = {"sampler_seconds_per_epoch": metric_time[metric], "eval_seconds_per_epoch": 0.5}
+        return SimpleNamespace(
+            status="completed", message="", records=records, summary=summary, out=None
+        )
+
+    return run
+
+
+def _reproduce(tmp_path, monkeypatch, stub, *argv):
+    monkeypatch.setattr(mnist_mlp, "run_config", stub)
+    parser = argparse.ArgumentParser()
+    mnist_mlp.REPRODUCTION.add_arguments(parser)
+    code = mnist_mlp.REPRODUCTION.run(parser.parse_args([*argv, "--out", str(tmp_path)]))
+    return code, json.loads((tmp_path / "mnist_mlp.json").read_text())["rows"]
+
+
+def test_equal_time_cuts_at_the_fastest_total_and_rechooses_on_validation(tmp_path, monkeypatch):
+    """Identity (1 s/epoch) keeps its 4 epochs, Monge (1.5 s) and RMSprop (2 s) the 2 within 4 s;
+    RMSprop's re-chosen rate (App. A.6: 0.00075) is run too and kept for its higher validation
+    log p."""
+    val = {("identity", 0.25): -0.1, ("rmsprop", 0.0005): -0.09, ("rmsprop", 0.00075): -0.08}
+    stub = _run({"identity": 1.0, "rmsprop": 2.0, "monge": 1.5}, val | {("monge", 0.25): -0.1})
+    argv = ["--metrics", "identity", "rmsprop", "monge", "--equal-time", "--epochs", "4"]
+    code, rows = _reproduce(tmp_path, monkeypatch, stub, *argv)
+    assert code == 0
+    six = {r["metric"]: r for r in rows if r["table"] == "6"}
+    assert [r["table"] for r in rows] == ["1-2"] * 3 + ["6"] * 3
+    assert six["Identity"]["epochs"] == "4" and six["Identity"]["log p(y|X)"] == "-0.2500 ▼"
+    assert six["RMSprop"]["epochs"] == "2" and six["RMSprop"]["log p(y|X)"] == "-0.5000 ▼"
+    assert six["RMSprop"]["lr"] == "0.00075 (val. over 0.0005)"
+    assert six["RMSprop"]["paper log p"] == "-0.0680 ± 0.0013"
+    assert six["Monge"]["epochs"] == "2" and six["Monge"]["paper log p"] == "-0.0650 ± 0.0006"
+
+
+def test_equal_time_bad_input(tmp_path, monkeypatch, capsys):
+    """--equal-time with one metric, or runs without sampling times, and --replicates 0: clear
+    errors (exit code 2 from the command line)."""
+    argv = ["reproduce", "mnist-mlp", "--equal-time", "--metrics", "identity"]
+    assert cli.main([*argv, "--out", str(tmp_path)]) == 2
+    assert "give two metrics or more" in capsys.readouterr().err
+    stub = _run({"identity": 1.0, "wenzel": 1.0}, {("identity", 0.25): 0, ("wenzel", 0.75): 0})
+    untimed = lambda cfg, **kw: SimpleNamespace(
+        **{**vars(stub(cfg)), "records": [{"epoch": 1, "test_log_likelihood": -0.1}]}
+    )
+    with pytest.raises(ConfigError, match="sample_s"):
+        _reproduce(
+            tmp_path, monkeypatch, untimed, "--metrics", "identity", "wenzel", "--equal-time"
+        )
+    with pytest.raises(SystemExit):
+        cli.main(["reproduce", "mnist-mlp", "--replicates", "0"])
+    assert "must be a positive integer, got 0" in capsys.readouterr().err
+
+
+def test_curves_of_replicates_have_bands(tmp_path):
+    """Records with per-replicate scores are drawn as their mean with a ±1.96 std band."""
+    records = [
+        {"epoch": e, "groups": {"test_log_likelihood": [-1 / e, -1.1 / e],
+                                "test_accuracy": [0.9, 0.92]}}
+        for e in (1, 2, 3)
+    ]  # fmt: skip
+    epochs, mean, band = report.curve(records, "test_log_likelihood")
+    assert epochs == [1, 2, 3] and mean[0] == pytest.approx(-1.05)
+    assert band[0] == pytest.approx(1.96 * np.std([-1, -1.1], ddof=1))
+    path = report.plot_curves({"Identity": records}, tmp_path / "c.png")
+    assert path.stat().st_size > 0

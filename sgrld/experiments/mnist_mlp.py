@@ -27,14 +27,31 @@ the paper's mean by more than twice the paper's standard deviation over its 10 r
 
 ``--replicates R`` runs each cell R times (seeds ``--seed`` to ``--seed + R − 1``) as the chains
 of one program (:func:`sgrld.sweep.run_sweep`), and the table gives our mean ± std over them, as
-the paper's over its 10 runs (the curves are then those of the ensemble of all replicates).
+the paper's over its 10 runs; the curves are then the mean over replicates with a ±1.96 std band,
+as the paper's Fig. 3 (each replicate's ensemble is scored every epoch: the ``"groups"`` of
+``metrics.jsonl``).
+
+``--equal-time`` adds Table 6 (App. A.6): per setting, every sampler's ensemble cut at the total
+sampling time of the fastest sampler run: sampler ``m`` keeps its first ``⌊B / t_m⌋`` epochs,
+``B = min_m t_m · epochs`` and ``t_m`` its median sampling seconds per epoch (``sample_s`` of
+``metrics.jsonl``, evaluation excluded), the ensemble after those epochs being that epoch's record
+(each replicate's with ``--replicates``). The paper re-chose the learning rates for the cut on the
+validation log-likelihood and names the changes (:data:`EQUAL_TIME_LR`); where it did, the other
+rate is run too, cut at the same epochs (the times of the Table 1 run, as the paper assumed equal
+times across learning rates), and the rate of higher validation log-likelihood at the cut is kept
+(the rows say which). Other learning rates are kept at Table 4's: the paper found none of them
+changed. Equal time compares samplers, so it needs two metrics or more.
 
 ``--quick`` trains on the first 10 000 training images for 4 epochs (100 steps each; burn-in 200,
 a sample every 25): with the default W = 400 and horseshoe prior, a few minutes for the five
 metrics. It is a smoke test of the pipeline, not a reproduction.
 
+``--train-size``, ``--validation-size`` and ``--no-verify-checksums`` run on other (e.g. small
+test) IDX files.
+
 Outputs in ``--out``: per setting and metric a run folder ``<prior>-<W>/<metric>/`` (config,
-``metrics.jsonl``, ``summary.json``), ``mnist_mlp.md`` and ``mnist_mlp.json`` (the table) and
+``metrics.jsonl``, ``summary.json``; ``.../lr<lr>/`` for a re-chosen rate), ``mnist_mlp.md`` and
+``mnist_mlp.json`` (the table: ``table`` 1-2, and 6 with ``--equal-time``) and
 ``curves_<prior>-<W>.png`` (test log p(y|X) and accuracy against epochs, as the paper's Fig. 3).
 """
 
@@ -48,8 +65,15 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from sgrld import report, runner
-from sgrld.config import Config, from_dict
-from sgrld.experiments.reproduction import OnResult, Reproduction, Results, worst_run_exit_code
+from sgrld.config import Config, ConfigError, from_dict
+from sgrld.experiments.reproduction import (
+    OnResult,
+    Reproduction,
+    Results,
+    equal_time_epochs,
+    positive_int,
+    worst_run_exit_code,
+)
 from sgrld.from_config import run_config
 from sgrld.report import MISSING, TEXT
 from sgrld.sweep import mean_std, run_sweep
@@ -137,6 +161,60 @@ PAPER: dict[tuple[str, int], dict[str, Paper]] = {
 }
 """Tables 1, 2, 4 and 10 and Sec. 4.3 of Yu et al. (2023), by (prior, W) and metric."""
 
+Pair = tuple[float, float]
+TABLE6: dict[tuple[str, int], dict[str, tuple[Pair, Pair]]] = {
+    ("gaussian", 400): {
+        "identity": ((-0.1311, 0.0004), (0.9684, 0.0005)),
+        "wenzel": ((-0.1315, 0.0002), (0.9686, 0.0003)),
+        "rmsprop": ((-0.1310, 0.0005), (0.9689, 0.0006)),
+        "shampoo": ((-0.1304, 0.0002), (0.9684, 0.0004)),
+    },
+    ("gaussian", 800): {
+        "identity": ((-0.1667, 0.0004), (0.9587, 0.0003)),
+        "wenzel": ((-0.1668, 0.0004), (0.9583, 0.0004)),
+        "rmsprop": ((-0.1648, 0.0002), (0.9612, 0.0003)),
+        "shampoo": ((-0.1635, 0.0003), (0.9596, 0.0004)),
+    },
+    ("gaussian", 1200): {
+        "identity": ((-0.1932, 0.0004), (0.9514, 0.0004)),
+        "wenzel": ((-0.1935, 0.0004), (0.9519, 0.0003)),
+        "rmsprop": ((-0.1894, 0.0006), (0.9566, 0.0003)),
+        "monge": ((-0.1785, 0.0005), (0.9560, 0.0005)),
+        "shampoo": ((-0.1878, 0.0003), (0.9541, 0.0003)),
+    },
+    ("horseshoe", 400): {
+        "identity": ((-0.0750, 0.0004), (0.9823, 0.0003)),
+        "wenzel": ((-0.0777, 0.0009), (0.9806, 0.0003)),
+        "rmsprop": ((-0.0680, 0.0013), (0.9792, 0.0007)),
+        "monge": ((-0.0650, 0.0006), (0.9826, 0.0006)),
+        "shampoo": ((-0.0691, 0.0009), (0.9812, 0.0008)),
+    },
+    ("horseshoe", 800): {
+        "identity": ((-0.0798, 0.0003), (0.9818, 0.0004)),
+        "wenzel": ((-0.0842, 0.0008), (0.9787, 0.0002)),
+        "rmsprop": ((-0.0656, 0.0013), (0.9801, 0.0007)),
+        "monge": ((-0.0628, 0.0010), (0.9835, 0.0007)),
+        "shampoo": ((-0.0663, 0.0009), (0.9819, 0.0006)),
+    },
+    ("horseshoe", 1200): {
+        "identity": ((-0.0809, 0.0004), (0.9814, 0.0002)),
+        "wenzel": ((-0.1009, 0.0009), (0.9745, 0.0005)),
+        "rmsprop": ((-0.0630, 0.0011), (0.9808, 0.0007)),
+        "monge": ((-0.0699, 0.0005), (0.9832, 0.0005)),
+        "shampoo": ((-0.0599, 0.0005), (0.9831, 0.0003)),
+    },
+}
+"""Table 6 of Yu et al. (2023), equal computation time: (log p(y|X), accuracy), each mean and
+standard deviation over 10 runs, by (prior, W) and metric (Monge absent where α² = 0 is optimal)."""
+EQUAL_TIME_LR: dict[tuple[str, int, str], float] = {
+    ("gaussian", 400, "shampoo"): 0.005,
+    ("gaussian", 800, "shampoo"): 0.0025,
+    ("gaussian", 1200, "shampoo"): 0.0025,
+    ("horseshoe", 400, "rmsprop"): 0.00075,
+}
+"""The learning rates the paper re-chose for the equal time budget where they differ from Table 4's
+(App. A.6), by (prior, W, metric)."""
+
 QUICK = {"train_size": 10_000, "epochs": 4, "burn_in": 200, "thin": 25}
 """``--quick``: the first 10 000 training images, 4 epochs, burn-in 200, a sample every 25."""
 
@@ -169,8 +247,16 @@ def config(
     chains: int = 1,
     seed: int = 0,
     curvature: bool = False,
+    learning_rate: float | None = None,
+    train_size: int | None = None,
+    validation_size: int | None = None,
+    verify_checksums: bool = True,
 ) -> Config:
     """The configuration of one cell of Tables 1-2 (with ``quick``, the smoke-test variant).
+
+    ``learning_rate`` replaces Table 4's (the run folder gets ``lr<lr>/``); ``train_size``,
+    ``validation_size`` and ``verify_checksums`` set the data keys of the same names (``None``:
+    the paper's 50 000 / 10 000 images, or ``quick``'s).
 
     Example:
         >>> c = config("horseshoe", 400, "monge", Path("r"), epochs=400)
@@ -180,8 +266,8 @@ def config(
     paper = PAPER[(prior, width)][metric]
     if paper.learning_rate is None:
         raise ValueError(f"{metric} with the {prior} prior and W={width}: α² = 0 is optimal")
-    train_size = QUICK["train_size"] if quick else None
-    steps = (train_size or 50_000) // 100
+    train_size = train_size or (QUICK["train_size"] if quick else None)
+    steps = (train_size or 60_000 - (validation_size or 10_000)) // 100
     prior_params = {"include_jacobian": False} if prior == "horseshoe" else {}
     settings: dict[str, Any] = {
         "data": {"name": "mnist", "batch_size": 100},
@@ -189,7 +275,7 @@ def config(
         "prior": {"kind": prior, "params": prior_params},
         "sampler": {
             "metric": metric,
-            "learning_rate": paper.learning_rate,
+            "learning_rate": learning_rate or paper.learning_rate,
             "metric_params": metric_params(metric, steps, paper.alpha2),
         },
         "run": {
@@ -202,10 +288,16 @@ def config(
         },
         "out": {"folder": str(out / f"{prior}-{width}" / metric)},
     }
-    if data_dir is not None:
-        settings["data"]["data_dir"] = data_dir
-    if train_size is not None:
-        settings["data"]["train_size"] = train_size
+    if learning_rate not in (None, paper.learning_rate):
+        settings["out"]["folder"] += f"/lr{learning_rate:g}"
+    data = settings["data"]
+    for key, value in (("data_dir", data_dir), ("train_size", train_size)):
+        if value is not None:
+            data[key] = value
+    if validation_size is not None:
+        data["validation_size"] = validation_size
+    if not verify_checksums:
+        data["verify_checksums"] = False
     return from_dict(settings)
 
 
@@ -225,22 +317,88 @@ def _cell(
 
 
 COLUMNS = tuple(
-    (name, name, TEXT if name in ("prior", "metric", "lr", "status") else "{:>}")
+    (name, name, TEXT if name in ("table", "prior", "metric", "lr", "status") else "{:>}")
     for name in (
-        "prior", "W", "metric", "lr", "log p(y|X)", "paper log p", "acc.", "paper acc.", "conf.",
-        "paper conf.", "ECE", "curv.", "paper curv.", "s/epoch", "paper s/epoch", "eval s/epoch",
-        "epochs", "status",
+        "table", "prior", "W", "metric", "lr", "log p(y|X)", "paper log p", "acc.", "paper acc.",
+        "conf.", "paper conf.", "ECE", "curv.", "paper curv.", "s/epoch", "paper s/epoch",
+        "eval s/epoch", "epochs", "status",
     )
 )  # fmt: skip
 """The columns of the output table, ours next to the paper's: preformatted text (:func:`table_row`),
 right-aligned except the names."""
 NOTES = (
-    "s/epoch: the sampler's time per epoch, evaluation excluded, as the paper timed it (the "
-    "paper's: one CPU core, per step); eval s/epoch: the time spent scoring the epoch's samples "
-    "on the test and validation sets. conf.: the average confidence, the mean largest "
-    "predicted probability of the ensemble (paper: Table 10, 3 runs, horseshoe W = 400 only); "
-    "below the accuracy, the ensemble is under-confident."
+    "table 1-2: the ensembles after the last epoch; table 6 (--equal-time): each ensemble cut at "
+    "the fastest sampler's total sampling time (epochs: those within it; lr: the rate kept on "
+    "validation at the cut). s/epoch: the sampler's time per epoch, evaluation excluded, as the "
+    "paper timed it (the paper's: one CPU core, per step); eval s/epoch: the time spent scoring "
+    "the epoch's samples on the test and validation sets. conf.: the average confidence, the "
+    "mean largest predicted probability of the ensemble (paper: Table 10, 3 runs, horseshoe "
+    "W = 400 only); below the accuracy, the ensemble is under-confident."
 )
+
+
+class Cell(NamedTuple):
+    """The run of one (prior, W, metric, learning rate), all its replicates.
+
+    Attributes:
+        learning_rate: the run's learning rate.
+        result: the run (with ``--replicates R > 1``: the sweep's run of all replicates, whose
+            records give each replicate's scores under ``"groups"``).
+        replicates: the final scores of each replicate (:attr:`sgrld.sweep.SweepResult.scores`),
+            ``None`` for one replicate.
+    """
+
+    learning_rate: float
+    result: runner.Result
+    replicates: dict[str, np.ndarray] | None = None
+
+
+def at_epoch(result: runner.Result, key: str, epochs: int | None = None) -> np.ndarray:
+    """``key`` of each replicate's ensemble after ``epochs`` epochs (``None``: the last), NaN where
+    missing: from the record's ``"groups"`` (a sweep's replicates), else the record's own value.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> run = SimpleNamespace(records=[{"acc": 0.9, "groups": {"acc": [0.8, None]}},
+        ...                                {"acc": 0.95, "groups": {"acc": [0.9, 0.97]}}])
+        >>> at_epoch(run, "acc", 1).tolist(), at_epoch(run, "acc").tolist()
+        ([0.8, nan], [0.9, 0.97])
+    """
+    records = result.records if epochs is None else result.records[:epochs]
+    if not records:
+        return np.array([np.nan])
+    last = records[-1]
+    values = last["groups"][key] if "groups" in last else [last.get(key)]
+    return np.array([np.nan if v is None else v for v in values], np.float64)
+
+
+def seconds_per_epoch(result: runner.Result) -> float:
+    """A run's median sampling seconds per epoch (its records' ``sample_s``), the time source
+    of ``--equal-time``.
+
+    Raises:
+        ConfigError: the run has no epoch or no record gives ``sample_s``.
+    """
+    times = [r.get("sample_s") for r in result.records]
+    if not times or any(t is None or not np.isfinite(t) for t in times):
+        where = f" in {result.out}/metrics.jsonl" if getattr(result, "out", None) else ""
+        raise ConfigError(
+            f"--equal-time needs each epoch's sampling time (sample_s){where}; this run has "
+            f"{len(times)} epoch(s) without it: run the cells again to time them"
+        )
+    return float(np.median(times))
+
+
+def _row(
+    table: str, prior: str, width: int, metric: str, cell: Cell | None, paper: Paper
+) -> dict[str, str]:
+    row = dict.fromkeys((key for key, _, _ in COLUMNS), MISSING)
+    row |= {"table": table, "prior": prior, "W": str(width), "metric": LABELS[metric]}
+    if cell is None:
+        note = "α² = 0 is optimal (= Identity)"
+        return row | {"log p(y|X)": note, "paper log p": note, "status": "not run"}
+    alpha2 = f", α²={paper.alpha2:g}" if paper.alpha2 else ""
+    return row | {"lr": format(cell.learning_rate, "g") + alpha2, "status": cell.result.status}
 
 
 def table_row(
@@ -250,23 +408,20 @@ def table_row(
     result: runner.Result | None,
     replicates: dict[str, np.ndarray] | None = None,
 ) -> dict[str, str]:
-    """One row of the output table (``result=None``: Monge where α² = 0, i.e. Identity, is best;
+    """One row of Tables 1-2 (``result=None``: Monge where α² = 0, i.e. Identity, is best;
     ``replicates``: the scores of each replicate, :attr:`sgrld.sweep.SweepResult.scores`)."""
     paper = PAPER[(prior, width)][metric]
-    row = dict.fromkeys((key for key, _, _ in COLUMNS), MISSING)
-    row |= {"prior": prior, "W": str(width), "metric": LABELS[metric]}
+    cell = None if result is None else Cell(paper.learning_rate, result, replicates)
+    row = _row("1-2", prior, width, metric, cell, paper)
     if result is None:
-        note = "α² = 0 is optimal (= Identity)"
-        return row | {"log p(y|X)": note, "paper log p": note, "status": "not run"}
+        return row
     final = result.records[-1] if result.records else {}
     over = (replicates or {}).get
     ll, acc = "test_log_likelihood", "test_accuracy"
     row["log p(y|X)"], row["paper log p"] = _cell(final.get(ll), paper.log_lik, over(ll))
     row["acc."], row["paper acc."] = _cell(final.get(acc), paper.accuracy, over(acc))
     ece = report.format_value(final.get("test_ece"))
-    alpha2 = f", α²={paper.alpha2:g}" if paper.alpha2 else ""
     return row | {
-        "lr": format(paper.learning_rate, "g") + alpha2,
         "conf.": report.format_value(final.get("test_confidence")),
         "paper conf.": report.format_value(paper.confidence),
         "ECE": ece if replicates is None else mean_std(replicates["test_ece"]),
@@ -276,13 +431,55 @@ def table_row(
         "paper s/epoch": report.format_value(paper.seconds, "{:.1f}"),
         "eval s/epoch": report.format_value(result.summary["eval_seconds_per_epoch"], "{:.2f}"),
         "epochs": str(len(result.records)),
-        "status": result.status,
     }
+
+
+def equal_time_row(
+    prior: str, width: int, metric: str, candidates: list[Cell], seconds: float, budget: float
+) -> dict[str, str]:
+    """The Table 6 row of one metric: among ``candidates`` (its runs at Table 4's rate and at the
+    paper's re-chosen one, :data:`EQUAL_TIME_LR`), the one of highest mean validation
+    log-likelihood at the cut, after the epochs that fit in ``budget`` seconds at ``seconds``
+    per epoch (``None``: Monge where α² = 0 is optimal)."""
+    paper = PAPER[(prior, width)][metric]
+    if not candidates:
+        return _row("6", prior, width, metric, None, paper)
+    epochs = equal_time_epochs(seconds, budget, min(len(c.result.records) for c in candidates))
+    cut = lambda cell, key: at_epoch(cell.result, key, epochs) if epochs else np.array([np.nan])
+    ranked = [(float(np.mean(cut(c, "val_log_likelihood"))), i) for i, c in enumerate(candidates)]
+    finite = [(v, i) for v, i in ranked if np.isfinite(v)]
+    cell = candidates[max(finite)[1] if finite else 0]
+    row = _row("6", prior, width, metric, cell, paper)
+    if len(candidates) > 1:
+        others = ", ".join(format(c.learning_rate, "g") for c in candidates if c is not cell)
+        row["lr"] += f" (val. over {others})"
+    paper_ll, paper_acc = TABLE6[(prior, width)].get(metric, (None, None))
+    values = {key: cut(cell, key) for key in ("test_log_likelihood", "test_accuracy")}
+    values |= {key: cut(cell, key) for key in ("test_ece", "test_confidence")}
+    show = lambda v: mean_std(v) if len(v) > 1 else report.format_value(float(v[0]))
+    row["log p(y|X)"], row["paper log p"] = _cell(*_one(values["test_log_likelihood"], paper_ll))
+    row["acc."], row["paper acc."] = _cell(*_one(values["test_accuracy"], paper_acc))
+    return row | {
+        "conf.": show(values["test_confidence"]),
+        "ECE": show(values["test_ece"]),
+        "s/epoch": report.format_value(seconds, "{:.2f}"),
+        "paper s/epoch": report.format_value(paper.seconds, "{:.1f}"),
+        "epochs": str(epochs),
+    }
+
+
+def _one(values: np.ndarray, paper: Pair | None) -> tuple[Any, Pair | None, Any]:
+    """:func:`_cell`'s arguments for per-replicate values: one value alone, else all of them."""
+    if len(values) > 1:
+        return None, paper, values
+    return (None if np.isnan(values[0]) else float(values[0])), paper, None
 
 
 def options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--epochs", type=int, help="epochs per run (default: 400 as the paper, 4 with --quick)"
+        "--epochs",
+        type=positive_int,
+        help="epochs per run (default: 400 as the paper, 4 with --quick)",
     )
     parser.add_argument(
         "--width", type=int, nargs="+", choices=WIDTHS, default=[400], help="hidden width(s) W"
@@ -293,22 +490,63 @@ def options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--metrics", nargs="+", choices=METRICS, default=list(METRICS), help="metrics to run"
     )
+    data_options(parser)
+    parser.add_argument(
+        "--chains", type=positive_int, default=1, help="chains per run (default: 1)"
+    )
+    parser.add_argument(
+        "--replicates",
+        type=positive_int,
+        default=1,
+        help="runs per cell (seeds --seed, --seed + 1, ...) as the chains of one program; the "
+        "table gives their mean ± std, as the paper's 10 runs, and the curves a ±1.96 std band "
+        "(default: 1)",
+    )
+    parser.add_argument(
+        "--curvature", action="store_true", help="also score the curvature C(x) (slow)"
+    )
+    parser.add_argument(
+        "--equal-time",
+        action="store_true",
+        help="add Table 6: each ensemble cut at the fastest sampler's total sampling time (needs "
+        "two metrics or more; runs the paper's re-chosen learning rates too)",
+    )
+
+
+def data_options(parser: argparse.ArgumentParser) -> None:
+    """``--data-dir``, ``--train-size``, ``--validation-size`` and ``--no-verify-checksums``."""
     parser.add_argument(
         "--data-dir",
         help="folder with the four MNIST IDX files (default: $SGRLD_DATA_DIR, else "
         "~/.cache/sgrld/data)",
     )
-    parser.add_argument("--chains", type=int, default=1, help="chains per run (default: 1)")
     parser.add_argument(
-        "--replicates",
-        type=int,
-        default=1,
-        help="runs per cell (seeds --seed, --seed + 1, ...) as the chains of one program; the "
-        "table gives their mean ± std, as the paper's 10 runs (default: 1)",
+        "--train-size",
+        type=positive_int,
+        help=f"use the first N training images (default: 50000; {QUICK['train_size']} with "
+        "--quick)",
     )
     parser.add_argument(
-        "--curvature", action="store_true", help="also score the curvature C(x) (slow)"
+        "--validation-size",
+        type=positive_int,
+        help="training images held out for validation (default: 10000, as the paper)",
     )
+    parser.add_argument(
+        "--no-verify-checksums",
+        action="store_true",
+        help="do not check the files' SHA-256 (for files that are not the official ones)",
+    )
+
+
+def data_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The :func:`config` keywords of :func:`data_options` and ``--quick``."""
+    return {
+        "data_dir": args.data_dir,
+        "quick": args.quick,
+        "train_size": args.train_size,
+        "validation_size": args.validation_size,
+        "verify_checksums": not args.no_verify_checksums,
+    }
 
 
 def _epochs(args: argparse.Namespace) -> int:
@@ -319,8 +557,23 @@ def header(args: argparse.Namespace) -> str:
     return f"MNIST MLP, {_epochs(args)} epochs{' (--quick: a smoke test)' if args.quick else ''}"
 
 
+def run_cell(config: Config, replicates: int, label: str) -> Cell:
+    """Run one cell: ``sgrld run`` for one replicate, else one sweep of ``replicates``."""
+    lr = config.sampler.learning_rate
+    if replicates == 1:
+        return Cell(lr, run_config(config, progress=True, label=label))
+    sweep = run_sweep(config, [], replicates, progress=True, label=label)
+    return Cell(lr, sweep.result, sweep.scores[0])
+
+
 def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
-    """Run the requested cells in turn (Monge where α² = 0 is optimal is not run)."""
+    """Run the requested cells in turn (Monge where α² = 0 is optimal is not run); with
+    ``--equal-time``, per setting then the re-chosen rates and the Table 6 rows."""
+    if args.equal_time and len(args.metrics) < 2:
+        raise ConfigError(
+            "--equal-time cuts every sampler at the fastest one's time: give two metrics or "
+            f"more (--metrics), got {args.metrics}"
+        )
     results: Results = {
         "config": {
             "title": header(args),
@@ -328,49 +581,69 @@ def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
             "quick": args.quick,
             "seed": args.seed,
             "replicates": args.replicates,
+            "equal_time": args.equal_time,
         },
         "rows": [],
         "runs": [],
         "curves": {},
     }
-    for prior, width, metric in itertools.product(args.prior, args.width, args.metrics):
-        if PAPER[(prior, width)][metric].learning_rate is None:
-            results["rows"].append(table_row(prior, width, metric, None))
-            continue
+
+    def run(prior: str, width: int, metric: str, lr: float | None = None) -> Cell:
         cfg = config(
             prior,
             width,
             metric,
             Path(args.out),
             epochs=_epochs(args),
-            data_dir=args.data_dir,
-            quick=args.quick,
             chains=args.chains,
             seed=args.seed,
             curvature=args.curvature,
+            learning_rate=lr,
+            **data_settings(args),
         )
-        label, replicates = f"{prior} W={width} {LABELS[metric]}", None
-        if args.replicates == 1:
-            result = run_config(cfg, progress=True, label=label)
-        else:
-            sweep = run_sweep(cfg, [], args.replicates, progress=True, label=label)
-            result, replicates = sweep.result, sweep.scores[0]
-        results["rows"].append(table_row(prior, width, metric, result, replicates))
-        results["runs"].append(result)
-        results["curves"].setdefault((prior, width), {})[LABELS[metric]] = result.records
-        on_result(results)
-        if result.status == "interrupted":
-            break
+        label = f"{prior} W={width} {LABELS[metric]} lr={cfg.sampler.learning_rate:g}"
+        cell = run_cell(cfg, args.replicates, label)
+        results["runs"].append(cell.result)
+        return cell
+
+    for prior, width in itertools.product(args.prior, args.width):
+        cells: dict[str, Cell] = {}
+        for metric in args.metrics:
+            if PAPER[(prior, width)][metric].learning_rate is None:
+                results["rows"].append(table_row(prior, width, metric, None))
+                continue
+            cell = cells[metric] = run(prior, width, metric)
+            results["rows"].append(table_row(prior, width, metric, cell.result, cell.replicates))
+            results["curves"].setdefault((prior, width), {})[LABELS[metric]] = cell.result.records
+            on_result(results)
+            if cell.result.status == "interrupted":
+                return results
+        if args.equal_time and cells:
+            seconds = {metric: seconds_per_epoch(c.result) for metric, c in cells.items()}
+            budget = min(t * len(cells[m].result.records) for m, t in seconds.items())
+            for metric in args.metrics:
+                candidates = [cells[metric]] if metric in cells else []
+                lr = EQUAL_TIME_LR.get((prior, width, metric))
+                if candidates and lr is not None:
+                    candidates.append(run(prior, width, metric, lr))
+                    if candidates[-1].result.status == "interrupted":
+                        return results
+                row = equal_time_row(
+                    prior, width, metric, candidates, seconds.get(metric, 0.0), budget
+                )
+                results["rows"].append(row)
+                on_result(results)
     return results
 
 
 def progress(results: Results) -> str | None:
-    last = results["runs"][-1]
-    return None if last.status == "completed" else last.message
+    last = results["runs"][-1] if results["runs"] else None
+    return None if last is None or last.status == "completed" else last.message
 
 
 def plot(results: Results, out: Path) -> list[Path]:
-    """``curves_<prior>-<W>.png`` per setting: test log p(y|X) and accuracy against epochs."""
+    """``curves_<prior>-<W>.png`` per setting: test log p(y|X) and accuracy against epochs, with
+    ``--replicates`` the mean and a ±1.96 std band over replicates (the paper's Fig. 3)."""
     return [
         report.plot_curves(
             curves, out / f"curves_{prior}-{width}.png", f"MNIST, {prior} prior, W={width}"
