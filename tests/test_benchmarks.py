@@ -70,3 +70,49 @@ def test_workers_alternate_rounds(tmp_path):
     assert [r["round"] for r in replies["this"]] == [0, 1, 2]
     assert {r["tree"] for r in replies["other"]} == {"other"}
     assert all(w.process.returncode == 0 for w in workers.values())
+
+
+@pytest.fixture(scope="module")
+def shampoo_floor():
+    """benchmarks/shampoo_floor.py as a module (it imports its neighbours mlp and timing)."""
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import shampoo_floor
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    return shampoo_floor
+
+
+def test_shampoo_floor_counts_match_xla(shampoo_floor):
+    sf = shampoo_floor
+    assert doctest.testmod(sf).failed == 0
+    params = sf.mlp.init_mlp(sf.jax.random.key(0))
+    forward = sf.mlp_products(sf.mlp.LAYERS, sf.mlp.BATCH)
+    blocked = sf.shampoo_products(params, sf.BLOCK)
+    # RESULTS §12's counts: 224 MFLOP forward and backward, 594 MFLOP of blocked products.
+    assert sum(p.count * p.flops for p in forward) == 223_840_000
+    assert sum(p.count * p.flops for p in blocked) == 593_939_700
+    for p in forward + blocked:
+        assert sf.xla_flops(p.fn, *p.operands) == pytest.approx(p.flops, rel=1e-3), p.name
+
+
+def test_shampoo_floor_report(shampoo_floor, capsys):
+    """The report's arithmetic on made-up times: every product at 100 GFLOP/s, the refresh 0."""
+    sf = shampoo_floor
+    params = sf.mlp.init_mlp(sf.jax.random.key(0))
+    products = sf.mlp_products(sf.mlp.LAYERS, sf.mlp.BATCH) + sf.shampoo_products(params, 128)
+    reps = {p.name: 1 for p in products}
+    cands = [sf.Candidate(p.name, None, 1, times=[p.flops / 1e11]) for p in products]
+    flops = sum(p.count * p.flops for p in products)
+    step_s = 1.2 * flops / 1e11  # 1.2x the floor: within 1.25x
+    cands += [
+        sf.Candidate(sf.SHAMPOO, None, 10, times=[10 * step_s]),
+        sf.Candidate(sf.NO_REFRESH, None, 10, times=[10 * step_s]),
+        sf.Candidate(sf.IDENTITY, None, 10, times=[10 * step_s]),
+        sf.Candidate(sf.REFRESH, None, 1, times=[0.0]),
+    ]
+    assert sf.report(sf.Setup(cands, products, reps, (0, 0))) == 0
+    out = capsys.readouterr().out
+    assert "peak GEMM rate:    100.0 GFLOP/s" in out
+    assert "no refresh / its floor at shapes: 1.20x" in out
+    assert "[PASS] Shampoo step / its FLOP floor at peak: 1.20x (target <= 1.25x)" in out
