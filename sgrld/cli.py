@@ -53,6 +53,10 @@ REPRODUCTIONS = {
         "sgrld.experiments.mnist_mlp",
         "Yu et al. (2023) Tables 1-2: MNIST 784-W-W-10 MLPs in five metrics",
     ),
+    "monge-alpha": (
+        "sgrld.experiments.monge_alpha",
+        "Yu et al. (2023) Fig. 4: Monge's α² against the other metrics, MNIST MLP",
+    ),
     "natural-langevin": (
         "sgrld.experiments.natural_langevin",
         "Marceau-Caron & Ollivier (2017) Table 1: Fisher-preconditioned SGLD on MNIST",

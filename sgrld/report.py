@@ -211,7 +211,9 @@ def curve(records: Sequence[Mapping[str, Any]], key: str) -> tuple[list[int], An
             for r in records
         ]
         rows = [(e, v) for e, v in rows if np.all(np.isfinite(v))]
-        values = np.array([v for _, v in rows]).reshape(len(rows), -1)
+        if not rows:
+            return [], np.zeros(0), None
+        values = np.array([v for _, v in rows])
         band = BAND * values.std(axis=1, ddof=1) if values.shape[1] > 1 else None
         return [e for e, _ in rows], values.mean(axis=1), band
     points = [(r["epoch"], r[key]) for r in records if math.isfinite(r.get(key) or math.nan)]

@@ -16,6 +16,8 @@ from sgrld import cli, report
 from sgrld.config import ConfigError
 from sgrld.experiments import mnist_mlp
 from sgrld.sweep import parse_grid, run_sweep
+from tests.test_data import write_mnist
+from tests.test_natural_langevin import easy_mnist
 
 TINY = ["data.name=digits", "data.batch_size=64", "model.widths=[8]", "prior.kind=gaussian",
         "run.epochs=2", "run.burn_in=0", "run.thin=5"]  # fmt: skip
@@ -114,3 +116,72 @@ def test_curves_of_replicates_have_bands(tmp_path):
     assert band[0] == pytest.approx(1.96 * np.std([-1, -1.1], ddof=1))
     path = report.plot_curves({"Identity": records}, tmp_path / "c.png")
     assert path.stat().st_size > 0
+
+
+def test_mnist_mlp_equal_time_with_replicates_end_to_end(tmp_path):
+    """`mnist-mlp --quick --replicates 2 --equal-time` on 600 easy images (500 to train, 100 to
+    validate; 4 epochs of 5 steps, burn-in 2 epochs, a sample every step; the Gaussian prior,
+    as the horseshoe's rates diverge at N = 500): each replicate scored every epoch, Table 6
+    rows cut within the run, the curves drawn with bands."""
+    data = write_mnist(tmp_path / "mnist", easy_mnist(600, 50))
+    out = tmp_path / "out"
+    argv = ["reproduce", "mnist-mlp", "--quick", "--no-verify-checksums", "--train-size", "500"]
+    argv += ["--validation-size", "100", "--prior", "gaussian", "--replicates", "2"]
+    argv += ["--metrics", "identity", "wenzel", "--equal-time"]
+    assert cli.main([*argv, "--data-dir", str(data), "--out", str(out)]) == 0
+    rows = json.loads((out / "mnist_mlp.json").read_text())["rows"]
+    assert [(r["table"], r["metric"]) for r in rows] == [
+        ("1-2", "Identity"), ("1-2", "Wenzel"), ("6", "Identity"), ("6", "Wenzel")]  # fmt: skip
+    assert all(r["status"] == "completed" for r in rows)
+    assert all(" ± " in r["log p(y|X)"] for r in rows[:2]) and rows[2]["paper log p"] == (
+        "-0.1311 ± 0.0004"
+    )
+    # The faster sampler keeps its 4 epochs; the other as many as fit in that time (on these
+    # tiny runs the timings are noisy: with fewer than 3 it has no sample yet, and no score).
+    fastest = max(rows[2:], key=lambda r: int(r["epochs"]))
+    assert fastest["epochs"] == "4" and " ± " in fastest["log p(y|X)"]
+    lines = (out / "gaussian-400" / "wenzel" / "metrics.jsonl").read_text().splitlines()
+    assert json.loads(lines[-1])["groups"]["samples"] == [10, 10]
+    assert (out / "curves_gaussian-400.png").stat().st_size > 0
+
+
+def test_monge_alpha_end_to_end(tmp_path):
+    """`reproduce monge-alpha --quick` on 600 easy images with α² ∈ {0, 0.5, 2} (one sweep at the
+    Gaussian prior's 0.05) and Identity, 2 replicates: α² = 0 is the Identity metric, so its
+    chains are Identity's (same seeds), every replicate is in the JSON, the paper's points sit
+    beside ours, one α² is marked best, and the figure is drawn."""
+    data = write_mnist(tmp_path / "mnist", easy_mnist(600, 50))
+    out = tmp_path / "out"
+    argv = ["reproduce", "monge-alpha", "--quick", "--no-verify-checksums", "--train-size", "500"]
+    argv += ["--validation-size", "100", "--prior", "gaussian", "--alpha2", "0", "2", "0.5"]
+    argv += ["--metrics", "identity", "--replicates", "2", "--data-dir", str(data)]
+    assert cli.main([*argv, "--out", str(out)]) == 0
+    payload = json.loads((out / "monge_alpha.json").read_text())
+    rows = payload["rows"]
+    assert [(r["metric"], r["α²"], r["lr"]) for r in rows] == [
+        ("Monge", "0", "0.05"), ("Monge", "0.5", "0.05"), ("Monge", "2", "0.05"),
+        ("Identity", "—", "0.05")]  # fmt: skip
+    assert all(r["status"] == "completed" and r["epochs"] == "4" for r in rows)
+    identity, monge0 = rows[3]["replicates"], rows[0]["replicates"]
+    for key in ("test_log_likelihood", "val_log_likelihood"):
+        np.testing.assert_allclose(monge0[key], identity[key], rtol=1e-4)
+    assert len(monge0["test_accuracy"]) == 2
+    assert rows[1]["paper log p"] == "-0.1317 ± 0.0004" and rows[2]["paper log p"] == "—"
+    assert sum(r["best"] == "◀ best" for r in rows) == 1
+    assert payload["config"]["alpha2"] == [0.0, 2.0, 0.5]
+    assert (out / "monge_alpha.png").stat().st_size > 0
+    assert (out / "gaussian-400" / "monge" / "lr0.05" / "sweep.md").exists()
+
+
+def test_monge_alpha_bad_input(tmp_path, capsys):
+    """A negative, non-finite or repeated α², and --replicates 0, are refused, naming them."""
+    base = ["reproduce", "monge-alpha", "--out", str(tmp_path), "--alpha2"]
+    for bad in ("-0.5", "nan", "inf"):
+        with pytest.raises(SystemExit):
+            cli.main([*base, bad])
+        assert f"α² must be a finite number >= 0, got {bad}" in capsys.readouterr().err
+    assert cli.main([*base, "0.5", "1", "0.5"]) == 2
+    assert "--alpha2: a value is repeated" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(["reproduce", "monge-alpha", "--replicates", "0"])
+    assert "must be a positive integer, got 0" in capsys.readouterr().err
