@@ -311,12 +311,14 @@ def _model(config: Config, num_classes: int, regression: bool):
             depth=m.depth,
             num_outputs=num_classes,
             image_shape=DATASETS[config.data.name].image_shape,
+            conv=m.conv,
         )
     if m.kind == "cnn":
         return bnn.CNN(
             dense_features=m.widths,
             num_outputs=num_classes,
             image_shape=DATASETS[config.data.name].image_shape,
+            conv=m.conv,
         )
     return bnn.MLP(features=m.widths, num_outputs=1 if regression else num_classes)
 

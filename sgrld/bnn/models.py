@@ -7,6 +7,11 @@
   Sec. 4.4), with :class:`BatchNorm` over the batch; :func:`evaluation_apply_fn` evaluates it with
   statistics of a fixed set of training images.
 
+Convolutions (:func:`conv_layer`) are Flax's ``nn.Conv``, computed either by XLA's convolution
+or, on a CPU, as patches and one matrix product (:func:`im2col_conv`): XLA's CPU backend runs a
+convolution inside a loop body (the runner's ``lax.scan`` over an epoch) 12-33x slower than at the
+top level of a program (jax-ml/jax#12868), and im2col does not (:data:`CONVOLUTIONS`).
+
 Weights use He (kaiming-normal, fan-in, ReLU gain) initialisation, ``w ~ N(0, 2/fan_in)``, like
 the authors' ``he_initialize``; biases start at zero (the authors drew them from
 ``U(±1/sqrt(out))``). The initial point is not a prior draw.
@@ -25,6 +30,7 @@ References:
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
@@ -37,6 +43,191 @@ PyTree = Any
 
 he_normal = nn.initializers.variance_scaling(2.0, "fan_in", "normal")
 """He / kaiming-normal initialiser: ``N(0, 2/fan_in)``, untruncated (as ``torch.nn.init``)."""
+
+
+CONVOLUTIONS = ("auto", "xla", "im2col")
+"""How :func:`conv_layer` computes a convolution (the ``conv`` attribute of :class:`CNN` and
+:class:`ResNet20`, the configuration's ``model.conv``): ``"xla"`` is XLA's convolution
+(``lax.conv_general_dilated``, as ``nn.Conv``), ``"im2col"`` is :func:`im2col_conv`, and
+``"auto"`` is ``"im2col"`` when JAX's default backend is the CPU and ``"xla"`` on a GPU or TPU.
+
+Why: XLA's CPU backend runs a convolution, and above all its backward pass, 12-33x slower inside a
+loop body (``lax.scan``, ``while``) than the same convolution at the top level of a jitted
+function (jax-ml/jax#12868, open with jaxlib 0.10.2; no XLA flag helps), and sgrld's runner runs
+each epoch as one ``lax.scan``. Strided slices, a concatenation and a matrix product do not pay
+that: an SGLD epoch of Li et al.'s CNN runs many times faster with ``"im2col"`` on a CPU (see
+``benchmarks/conv_in_loop.py``). GPU and TPU convolutions are fast in loops, and there XLA's own
+convolution is kept. Both compute the same function of the same parameters (equal to float32
+rounding), so checkpoints, priors and saved samples do not depend on the choice."""
+
+
+def resolve_conv(conv: str) -> str:
+    """The convolution :func:`conv_layer` uses for ``conv``: ``"auto"`` resolved by the backend.
+
+    ``"auto"`` gives ``"im2col"`` when ``jax.default_backend()`` is ``"cpu"``, else ``"xla"``
+    (see :data:`CONVOLUTIONS` for why); ``"xla"`` and ``"im2col"`` are returned as they are. A
+    model resolves it when it is traced, so a program compiled for the default backend gets the
+    convolution that is fast there.
+
+    Args:
+        conv: one of :data:`CONVOLUTIONS`.
+
+    Returns:
+        ``"xla"`` or ``"im2col"``.
+
+    Raises:
+        ValueError: ``conv`` is not one of :data:`CONVOLUTIONS`.
+
+    Example:
+        >>> resolve_conv("xla")
+        'xla'
+        >>> resolve_conv("auto") == ("im2col" if jax.default_backend() == "cpu" else "xla")
+        True
+    """
+    if conv not in CONVOLUTIONS:
+        raise ValueError(f"conv must be one of {', '.join(CONVOLUTIONS)}, got {conv!r}")
+    if conv == "auto":
+        return "im2col" if jax.default_backend() == "cpu" else "xla"
+    return conv
+
+
+def im2col_conv(
+    lhs: jax.Array,
+    rhs: jax.Array,
+    window_strides: Sequence[int],
+    padding: str | Sequence[tuple[int, int]],
+    lhs_dilation: Sequence[int] | None = None,
+    rhs_dilation: Sequence[int] | None = None,
+    dimension_numbers: Any = None,
+    feature_group_count: int = 1,
+    precision: Any = None,
+) -> jax.Array:
+    """A channels-last convolution as patches (im2col) and one matrix product.
+
+    For inputs ``x [B, *spatial, C]`` padded to ``x̃`` and a kernel ``w [*window, C, O]``,
+
+        ``y[b, p, o] = Σ_{k ∈ window} Σ_c x̃[b, s ⊙ p + k, c] · w[k, c, o]``
+
+    (``p`` an output position, ``s`` the strides): the patches ``P[b, p, (k, c)] = x̃[b, s ⊙ p +
+    k, c]`` are one strided slice of ``x̃`` per window offset ``k``, concatenated on the channel
+    axis, and ``y = P · reshape(w, [K·C, O])``. It is ``lax.conv_general_dilated`` with
+    ``("NHWC", "HWIO", "NHWC")`` dimension numbers (or their n-D analogue), undilated and
+    ungrouped, with the same signature, so ``nn.Conv`` can call it (:func:`conv_layer`). Its
+    backward pass is padding, slicing and matrix products, which XLA's CPU backend runs as fast
+    inside ``lax.scan`` as outside (see :data:`CONVOLUTIONS`). The patches hold ``K`` copies of
+    the input (25 for a 5x5 kernel, 9 for 3x3).
+
+    Args:
+        lhs: inputs ``[B, *spatial, C]``.
+        rhs: kernel ``[*window, C, O]``.
+        window_strides: the strides ``s``.
+        padding: ``"SAME"``, ``"VALID"`` (``lax.padtype_to_pads``) or ``(low, high)`` per spatial
+            dimension.
+        lhs_dilation: ``None`` or ones (dilation is not supported).
+        rhs_dilation: ``None`` or ones.
+        dimension_numbers: ``None`` or channels-last (``("NHWC", "HWIO", "NHWC")`` in 2-D).
+        feature_group_count: 1 (grouped convolutions are not supported).
+        precision: the matrix product's ``precision``.
+
+    Returns:
+        ``y [B, *out_spatial, O]``.
+
+    Raises:
+        NotImplementedError: dilation, feature groups, or other dimension numbers.
+
+    Example:
+        >>> x = jax.random.normal(jax.random.key(0), (2, 7, 7, 3))
+        >>> w = jax.random.normal(jax.random.key(1), (3, 3, 3, 4))
+        >>> y = im2col_conv(x, w, (2, 2), "SAME")
+        >>> ref = jax.lax.conv_general_dilated(
+        ...     x, w, (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        >>> y.shape, bool(jnp.allclose(y, ref, atol=1e-5))
+        ((2, 4, 4, 4), True)
+    """
+    n = lhs.ndim - 2
+    channels_last = jax.lax.ConvDimensionNumbers(
+        (0, n + 1, *range(1, n + 1)), (n + 1, n, *range(n)), (0, n + 1, *range(1, n + 1))
+    )
+    if dimension_numbers is not None and (
+        jax.lax.conv_dimension_numbers(lhs.shape, rhs.shape, dimension_numbers) != channels_last
+    ):
+        raise NotImplementedError(
+            f"im2col_conv takes channels-last inputs and [*window, in, out] kernels, got "
+            f"dimension numbers {dimension_numbers}"
+        )
+    for name, dilation in (("lhs_dilation", lhs_dilation), ("rhs_dilation", rhs_dilation)):
+        if dilation is not None and any(d != 1 for d in dilation):
+            raise NotImplementedError(f"im2col_conv has no dilation, got {name}={dilation}")
+    if feature_group_count != 1:
+        raise NotImplementedError(
+            f"im2col_conv has no feature groups, got feature_group_count={feature_group_count}"
+        )
+    strides = tuple(window_strides)
+    if isinstance(padding, str):
+        padding = jax.lax.padtype_to_pads(lhs.shape[1:-1], rhs.shape[:n], strides, padding)
+    return _im2col_jit(lhs, rhs, strides, tuple(map(tuple, padding)), precision)
+
+
+@partial(jax.jit, static_argnums=(2, 3, 4))
+def _im2col_jit(lhs, rhs, strides, padding, precision):
+    """:func:`im2col_conv` for explicit padding, one program (called op by op, outside a jitted
+    function, its slices would otherwise compile one by one)."""
+    window = rhs.shape[: lhs.ndim - 2]
+    zero = jnp.zeros((), lhs.dtype)
+    x = jax.lax.pad(lhs, zero, [(0, 0, 0), *((lo, hi, 0) for lo, hi in padding), (0, 0, 0)])
+    out = [(size - k) // s + 1 for size, k, s in zip(x.shape[1:-1], window, strides, strict=True)]
+
+    def patch(offset: tuple[int, ...]) -> jax.Array:  # x̃[:, s ⊙ p + k, :] over all p, for k
+        end = [k + (o - 1) * s + 1 for k, o, s in zip(offset, out, strides, strict=True)]
+        return jax.lax.slice(x, (0, *offset, 0), (x.shape[0], *end, x.shape[-1]), (1, *strides, 1))
+
+    patches = jnp.concatenate([patch(k) for k in itertools.product(*map(range, window))], axis=-1)
+    kernel = rhs.reshape(-1, rhs.shape[-1])
+    return jax.lax.dot_general(
+        patches, kernel, (((patches.ndim - 1,), (0,)), ((), ())), precision=precision
+    )
+
+
+def _im2col() -> Callable[..., jax.Array]:
+    """``nn.Conv``'s ``conv_general_dilated_cls``: called with no arguments, gives the function."""
+    return im2col_conv
+
+
+def conv_layer(
+    features: int, kernel_size: Sequence[int], *, conv: str = "auto", **kwargs: Any
+) -> nn.Conv:
+    """``nn.Conv(features, kernel_size, **kwargs)``, computed as ``conv`` says.
+
+    ``y = x ⋆ w (+ b)`` either way: with ``resolve_conv(conv) == "xla"`` the plain ``nn.Conv``
+    (``lax.conv_general_dilated``), with ``"im2col"`` the same ``nn.Conv`` calling
+    :func:`im2col_conv`. The module, and so its name (``Conv_0``, ...), its parameters' names,
+    shapes and initialisation, is the same, so parameters, checkpoints and priors (including the
+    correlated prior that reads the kernel's window) do not depend on ``conv``. Call it inside a
+    module's ``nn.compact`` method, where ``nn.Conv`` would be.
+
+    Args:
+        features: output channels.
+        kernel_size: the window.
+        conv: one of :data:`CONVOLUTIONS`.
+        **kwargs: the other arguments of ``nn.Conv`` (``strides``, ``padding``, ``use_bias``,
+            ``kernel_init``, ...).
+
+    Returns:
+        The ``nn.Conv`` module.
+
+    Example:
+        >>> x = jax.random.normal(jax.random.key(0), (2, 8, 8, 3))
+        >>> xla, im2col = (conv_layer(4, (3, 3), conv=c) for c in ("xla", "im2col"))
+        >>> net = xla.init(jax.random.key(1), x)
+        >>> jax.tree.map(jnp.shape, net)  # nn.Conv's parameters either way
+        {'params': {'bias': (4,), 'kernel': (3, 3, 3, 4)}}
+        >>> jax.tree.map(lambda a, b: bool((a == b).all()), net, im2col.init(jax.random.key(1), x))
+        {'params': {'bias': True, 'kernel': True}}
+        >>> bool(jnp.allclose(xla.apply(net, x), im2col.apply(net, x), atol=1e-5))
+        True
+    """
+    impl = _im2col if resolve_conv(conv) == "im2col" else None
+    return nn.Conv(features, tuple(kernel_size), conv_general_dilated_cls=impl, **kwargs)
 
 
 class MLP(nn.Module):
@@ -107,6 +298,10 @@ class CNN(nn.Module):
         num_outputs: number of classes.
         image_shape: ``(H, W, C)`` used to reshape flat inputs.
         padding: convolution padding, ``"VALID"`` or ``"SAME"``.
+        conv: how the convolutions are computed, one of :data:`CONVOLUTIONS` (``"auto"``: as
+            patches and a matrix product on a CPU, where XLA's convolution is slow inside the
+            runner's ``lax.scan``, jax-ml/jax#12868; XLA's convolution elsewhere). The
+            parameters do not depend on it.
 
     Example:
         >>> import jax
@@ -124,6 +319,7 @@ class CNN(nn.Module):
     num_outputs: int = 10
     image_shape: tuple[int, int, int] = (28, 28, 1)
     padding: str = "VALID"
+    conv: str = "auto"
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
@@ -136,8 +332,9 @@ class CNN(nn.Module):
 
 def conv_stack(cnn: CNN, x: jax.Array) -> jax.Array:
     """The convolutional part of a :class:`CNN` (or a module with its ``conv_features``,
-    ``kernel_size`` and ``padding``), called inside that module's ``nn.compact`` method: per
-    entry of ``conv_features``, ``maxpool₂ₓ₂(relu(conv(x)))``, then flattened to ``[B, features]``.
+    ``kernel_size``, ``padding`` and ``conv``), called inside that module's ``nn.compact`` method:
+    per entry of ``conv_features``, ``maxpool₂ₓ₂(relu(conv(x)))`` (:func:`conv_layer`), then
+    flattened to ``[B, features]``.
 
     Example:
         >>> import flax.linen as nn, jax, jax.numpy as jnp
@@ -151,7 +348,9 @@ def conv_stack(cnn: CNN, x: jax.Array) -> jax.Array:
         (['Conv_0', 'Conv_1'], (2, 1024))
     """
     for channels in cnn.conv_features:
-        x = nn.Conv(channels, cnn.kernel_size, padding=cnn.padding, kernel_init=he_normal)(x)
+        x = conv_layer(
+            channels, cnn.kernel_size, conv=cnn.conv, padding=cnn.padding, kernel_init=he_normal
+        )(x)
         x = nn.max_pool(nn.relu(x), window_shape=(2, 2), strides=(2, 2))
     return x.reshape((x.shape[0], -1))
 
@@ -216,6 +415,7 @@ class ResidualBlock(nn.Module):
     Attributes:
         features: output channels.
         strides: stride of the first convolution and of the shortcut.
+        conv: how the convolutions are computed (:data:`CONVOLUTIONS`).
 
     Example:
         >>> block = ResidualBlock(features=4, strides=2)
@@ -226,18 +426,21 @@ class ResidualBlock(nn.Module):
 
     features: int
     strides: int = 1
+    conv: str = "auto"
 
     @nn.compact
     def __call__(self, x: jax.Array, stats_rows: int | None = None) -> jax.Array:
         """Map ``[B, H, W, C_in]`` to ``[B, H/strides, W/strides, features]``."""
         stride = (self.strides, self.strides)
-        conv = partial(nn.Conv, self.features, use_bias=False, kernel_init=he_normal)
-        y = conv((3, 3), stride, padding=((1, 1), (1, 1)))(x)
+        conv = partial(
+            conv_layer, self.features, conv=self.conv, use_bias=False, kernel_init=he_normal
+        )
+        y = conv((3, 3), strides=stride, padding=((1, 1), (1, 1)))(x)
         y = nn.relu(BatchNorm()(y, stats_rows))
         y = conv((3, 3), padding=((1, 1), (1, 1)))(y)
         y = BatchNorm()(y, stats_rows)
         if self.strides != 1 or x.shape[-1] != self.features:
-            x = BatchNorm()(conv((1, 1), stride, padding="VALID")(x), stats_rows)
+            x = BatchNorm()(conv((1, 1), strides=stride, padding="VALID")(x), stats_rows)
         return nn.relu(y + x)
 
 
@@ -266,6 +469,10 @@ class ResNet20(nn.Module):
         depth: ``6n + 2`` layers (20: three blocks per stack).
         num_outputs: number of classes.
         image_shape: ``(H, W, C)`` used to reshape flat inputs.
+        conv: how the convolutions are computed, one of :data:`CONVOLUTIONS` (``"auto"``: as
+            patches and a matrix product on a CPU, where XLA's convolution is slow inside the
+            runner's ``lax.scan``, jax-ml/jax#12868; XLA's convolution elsewhere). The
+            parameters do not depend on it.
 
     Example:
         >>> model = ResNet20()
@@ -280,6 +487,7 @@ class ResNet20(nn.Module):
     depth: int = 20
     num_outputs: int = 10
     image_shape: tuple[int, int, int] = (32, 32, 3)
+    conv: str = "auto"
 
     @nn.compact
     def __call__(self, x: jax.Array, stats_rows: int | None = None) -> jax.Array:
@@ -289,14 +497,19 @@ class ResNet20(nn.Module):
                 f"ResNet depth must be 6n + 2 with n >= 1 (20, 32, ...), got {self.depth}"
             )
         x = _as_images(x, self.image_shape, "ResNet20")
-        x = nn.Conv(
-            self.width, (3, 3), padding=((1, 1), (1, 1)), use_bias=False, kernel_init=he_normal
+        x = conv_layer(
+            self.width,
+            (3, 3),
+            conv=self.conv,
+            padding=((1, 1), (1, 1)),
+            use_bias=False,
+            kernel_init=he_normal,
         )(x)
         x = nn.relu(BatchNorm()(x, stats_rows))
         for stack in range(3):
             for block in range((self.depth - 2) // 6):
                 strides = 2 if stack > 0 and block == 0 else 1
-                x = ResidualBlock(self.width * 2**stack, strides)(x, stats_rows)
+                x = ResidualBlock(self.width * 2**stack, strides, self.conv)(x, stats_rows)
         x = jnp.mean(x, axis=(1, 2))
         return nn.Dense(self.num_outputs, kernel_init=he_normal)(x)
 

@@ -23,6 +23,7 @@ batches of 100, burn-in 1000 minibatches, a sample every 100 minibatches, 400 ep
                                 # resnet20 (one width: the first stack's channels, 16)
     widths = [400, 400]
     # depth = 20                # resnet20 only: 6n + 2 layers
+    # conv = "auto"             # cnn, resnet20: auto (im2col on a CPU), xla, im2col
 
     [likelihood]                # regression only (the Gaussian likelihood)
     # noise_std = 0.5           # fixed noise std, in the targets' units; default: sampled

@@ -93,3 +93,6 @@ def sampler_keywords(kind: str) -> dict[str, Any]:
 
 MODEL_KINDS = ("mlp", "cnn", "regression_mlp", "resnet20")
 """``model.kind``: built by :mod:`sgrld.from_config`."""
+
+CONVOLUTIONS = ("auto", "xla", "im2col")
+"""``model.conv``: :data:`sgrld.bnn.models.CONVOLUTIONS`, named here without importing Flax."""

@@ -61,11 +61,16 @@ class ModelConfig:
             channels, 16 in the paper, then 2w and 4w).
         widths: hidden layer widths.
         depth: layers of a ``resnet20`` (``6n + 2``: 20 is ResNet-20, 8 one block per stack).
+        conv: how a ``cnn`` or ``resnet20`` computes its convolutions
+            (:data:`sgrld.bnn.models.CONVOLUTIONS`): ``"auto"`` (im2col on a CPU, where XLA's
+            convolution is slow inside the runner's ``lax.scan``; XLA's elsewhere), ``"xla"``
+            or ``"im2col"``. The parameters and the function do not depend on it.
     """
 
     kind: str = "mlp"
     widths: tuple[int, ...] = (400, 400)
     depth: int = 20
+    conv: str = "auto"
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,14 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from sgrld.config.checks import ConfigError, at_least, check_kwargs, choice
-from sgrld.config.registries import METRICS, MODEL_KINDS, PRIORS, SAMPLERS, sampler_keywords
+from sgrld.config.registries import (
+    CONVOLUTIONS,
+    METRICS,
+    MODEL_KINDS,
+    PRIORS,
+    SAMPLERS,
+    sampler_keywords,
+)
 from sgrld.correction import MODES
 from sgrld.data import DATASETS
 from sgrld.isgd import NOISE_ESTIMATES as ISGD_NOISE
@@ -55,6 +62,9 @@ def _validate_model(config: Config) -> None:
         raise ConfigError(
             f"model.depth: must be 6n + 2 with n >= 1 (8, 14, 20, ...), got {m.depth}"
         )
+    choice("model.conv", m.conv, CONVOLUTIONS)
+    if m.kind not in ("cnn", "resnet20") and m.conv != "auto":
+        raise ConfigError(f"model.conv: only a cnn or a resnet20 has convolutions, not a {m.kind}")
     regression = DATASETS[name].regression
     if regression and m.kind in ("cnn", "resnet20"):
         raise ConfigError(
