@@ -248,7 +248,7 @@ def _sweep_parser(sub: argparse._SubParsersAction) -> None:
         "(repeatable: every combination is a setting)",
     )
     sweep.add_argument(
-        "--replicates", type=int, default=1, help="seeds per setting (default: %(default)s)"
+        "--replicates", type=int, help="seeds per setting (default: 1; with --resume: the sweep's)"
     )
     sweep.add_argument(
         "--set",
@@ -259,44 +259,63 @@ def _sweep_parser(sub: argparse._SubParsersAction) -> None:
         help="override a key of the configuration (as sgrld run)",
     )
     sweep.add_argument("--out", help="results folder (default: out.folder of the configuration)")
-    sweep.add_argument(
+    again = sweep.add_mutually_exclusive_group()
+    again.add_argument(
+        "--resume",
+        metavar="OUT",
+        help="continue the sweep in OUT from its newest checkpoint (its config.toml, grid and "
+        "replicates unless given, which must be the same)",
+    )
+    again.add_argument(
         "--overwrite", action="store_true", help="replace a run already in the results folder"
     )
+    _device_arguments(sweep, hosts=False)
 
 
 def sweep_command(args: argparse.Namespace) -> int:
     """``sgrld sweep``: check the grid, run all its chains at once, print and save the table."""
-    overrides = list(args.overrides)
-    if args.out is not None:
-        overrides.append(f"out.folder={json.dumps(args.out)}")
-    config = load_config(args.config, overrides)
-    grids = [sgrld_sweep.parse_grid(text, config) for text in args.grid]
+    config, path = _config_to_resume(args, list(args.overrides) + _device_overrides(args))
+    grid_texts, replicates = args.grid, args.replicates
+    stored = sgrld_sweep.stored_sweep(Path(args.resume)) if args.resume else None
+    if stored is not None:  # what is not given is the sweep's own
+        grid_texts = grid_texts or [f"{k}={json.dumps(v)}" for k, v in stored["grid"].items()]
+        replicates = stored["replicates"] if replicates is None else replicates
+    grids = [sgrld_sweep.parse_grid(text, config) for text in grid_texts]
     console = report.console()
-    name = str(args.config) if args.config else "the default configuration"
-    console.print(f"Sweeping {name} -> {config.out.folder}")
-    existing = "overwrite" if args.overwrite else "refuse"
-    out = sgrld_sweep.run_sweep(config, grids, args.replicates, existing=existing, progress=True)
+    name = str(path) if path else "the default configuration"
+    console.print(f"{'Resuming' if args.resume else 'Sweeping'} {name} -> {config.out.folder}")
+    existing = "resume" if args.resume else "overwrite" if args.overwrite else "refuse"
+    replicates = 1 if replicates is None else replicates
+    out = sgrld_sweep.run_sweep(config, grids, replicates, existing=existing, progress=True)
     console.print(report.rich_table(out.caption, out.columns, out.rows))
     console.print(out.result.message)
     return runner.EXIT_CODES[out.result.status]
 
 
-def _device_arguments(parser: argparse.ArgumentParser) -> None:
-    """``sgrld run``'s flags for devices (``run.devices``, ``run.data_parallel``) and for a
-    multi-process run (:func:`sgrld.devices.initialize`)."""
-    group = parser.add_argument_group(
-        "devices and hosts",
-        "Shard the chains over devices and each minibatch over data_parallel of them. A "
-        "multi-process run starts the same command in every process: --distributed finds the "
-        "processes on SLURM, Open MPI or a TPU pod; elsewhere give --coordinator, "
-        "--num-processes and --process-id. Process 0 writes the results.",
-    )
+def _device_arguments(parser: argparse.ArgumentParser, hosts: bool = True) -> None:
+    """``sgrld run``'s flags for devices (``run.devices``, ``run.data_parallel``) and, with
+    ``hosts``, for a multi-process run (:func:`sgrld.devices.initialize`)."""
+    if not hosts:
+        group = parser.add_argument_group(
+            "devices",
+            "Shard the chains over devices and each minibatch over data_parallel of them.",
+        )
+    else:
+        group = parser.add_argument_group(
+            "devices and hosts",
+            "Shard the chains over devices and each minibatch over data_parallel of them. A "
+            "multi-process run starts the same command in every process: --distributed finds the "
+            "processes on SLURM, Open MPI or a TPU pod; elsewhere give --coordinator, "
+            "--num-processes and --process-id. Process 0 writes the results.",
+        )
     group.add_argument(
         "--devices", metavar="all|N", help='run.devices: "all" devices or the first N'
     )
     group.add_argument(
         "--data-parallel", type=int, metavar="D", help="run.data_parallel: devices per minibatch"
     )
+    if not hosts:
+        return
     group.add_argument(
         "--distributed",
         action="store_true",
@@ -351,9 +370,10 @@ def _reproduction(module: str) -> Reproduction:
     return importlib.import_module(module).REPRODUCTION
 
 
-def run_command(args: argparse.Namespace) -> int:
-    """``sgrld run``: load the configuration, run it, print the final scores, plot the curves."""
-    overrides = list(args.overrides) + _device_overrides(args)
+def _config_to_resume(args: argparse.Namespace, overrides: list[str]) -> tuple[Config, Path | None]:
+    """The configuration of ``sgrld run`` or ``sgrld sweep`` and its file: with ``--resume OUT``
+    and neither a file nor ``--set``, ``OUT/config.toml``; the results folder is ``--resume`` or
+    ``--out``."""
     out = args.resume or args.out
     if args.resume and args.out and Path(args.out) != Path(args.resume):
         raise ConfigError(f"--out {args.out} and --resume {args.resume} name different folders")
@@ -364,7 +384,12 @@ def run_command(args: argparse.Namespace) -> int:
         path = Path(args.resume) / "config.toml"
         if not path.is_file():
             raise ResultsError(f"--resume {args.resume}: no run to resume there (no config.toml)")
-    config = load_config(path, overrides)
+    return load_config(path, overrides), path
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """``sgrld run``: load the configuration, run it, print the final scores, plot the curves."""
+    config, path = _config_to_resume(args, list(args.overrides) + _device_overrides(args))
     console = report.console()
     name = str(path) if path else "the default configuration"
     verb = "Resuming" if args.resume else "Running"

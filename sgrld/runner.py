@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import math
 import warnings
 from collections.abc import Callable, Mapping
@@ -308,7 +309,9 @@ def _divergence_message(bad: divergence.Divergence, steps: int, out: Path | None
 
 def _restore(setup: _Setup, saved: checkpoint.Saved, schedule: Schedule) -> _Setup:
     """The setup with the carry, ensembles and keys of a checkpoint of the same schedule."""
-    differ = checkpoint.differences(saved.info["schedule"], vars(schedule))
+    # As the checkpoint stored it, in JSON (a tuple of seeds comes back a list).
+    now = json.loads(json.dumps(vars(schedule)))
+    differ = checkpoint.differences(saved.info["schedule"], now)
     if differ:
         raise checkpoint.CheckpointError(
             f"checkpoint {saved.path} has another schedule: {', '.join(differ)}"

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
@@ -50,7 +51,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sgrld import report, results, scoring
+from sgrld import checkpoint, report, results, scoring
 from sgrld.config import Config, ConfigError
 from sgrld.config.schema import parse_override
 from sgrld.from_config import build_experiment, run_config, sampler_of, schedule_of
@@ -322,7 +323,7 @@ def run_sweep(
     replicates: int,
     out: str | Path | None | Literal["config"] = "config",
     *,
-    existing: Literal["refuse", "overwrite"] = "overwrite",
+    existing: Literal["refuse", "overwrite", "resume"] = "overwrite",
     progress: bool = False,
     label: str = "sweep",
 ) -> SweepResult:
@@ -333,7 +334,9 @@ def run_sweep(
         grids: the swept keys and values (:func:`parse_grid`); none: replicates of ``config``.
         replicates: runs per setting, seeds ``run.seed`` to ``run.seed + replicates − 1``.
         out: the results folder (``"config"``: ``out.folder``; ``None``: nothing written).
-        existing: an earlier run in the folder is refused or replaced (its files removed).
+        existing: an earlier run in the folder is refused, replaced (its files removed) or
+            continued from its newest checkpoint (``"resume"``: the same configuration, grid and
+            replicates, :func:`check_resumable_grid`).
         progress: show a progress bar.
         label: the progress bar's description.
 
@@ -341,7 +344,8 @@ def run_sweep(
         The :class:`SweepResult`.
 
     Raises:
-        ConfigError: ``replicates`` below 1, a repeated grid key, or no validation split.
+        ConfigError: ``replicates`` below 1, a repeated grid key, no validation split, or a
+            sweep to resume with another configuration, grid or replicates (naming them).
     """
     if isinstance(replicates, bool) or int(replicates) != replicates or replicates < 1:
         raise ConfigError(f"--replicates must be an integer >= 1, got {replicates!r}")
@@ -351,6 +355,10 @@ def run_sweep(
     if config.data.validation_size == 0:
         raise ConfigError(_NO_VALIDATION.format(name=config.data.name))
     points = settings(grids)
+    grid = {g.key: list(g.values) for g in grids}
+    folder = Path(config.out.folder) if out == "config" else out
+    if existing == "resume" and folder is not None:
+        check_resumable_grid(Path(folder), grid, replicates)
 
     built: dict[str, Experiment] = {}
 
@@ -358,7 +366,6 @@ def run_sweep(
         experiment, schedule = sweep_experiment(config, grids, replicates)
         if not len(experiment.eval_sets["val"][0]):
             raise ConfigError(_NO_VALIDATION.format(name=config.data.name))
-        grid = {g.key: list(g.values) for g in grids}
         meta = {**experiment.meta, "sweep": {"grid": grid, "replicates": replicates}}
         built["experiment"] = dataclasses.replace(experiment, meta=meta)
         return built["experiment"], schedule
@@ -393,6 +400,63 @@ def run_sweep(
     if result.out is not None:
         _write(sweep, result.out)
     return sweep
+
+
+def stored_sweep(folder: Path) -> dict[str, Any] | None:
+    """The grid and replicates of the sweep in ``folder``, ``{"grid": {key: values},
+    "replicates": R}``, from its ``summary.json`` (written when a run starts, resumed or not).
+
+    Returns:
+        ``None`` if there is no ``summary.json``: the sweep stopped before its run started, so
+        resuming starts it over.
+
+    Raises:
+        ConfigError: the run in ``folder`` is not a sweep.
+    """
+    try:
+        meta = json.loads((folder / "summary.json").read_text()).get("meta", {})
+    except FileNotFoundError:
+        return None
+    if "sweep" not in meta:
+        raise ConfigError(
+            f"--resume {folder}: the run there is not a sweep (sgrld run --resume continues it)"
+        )
+    return meta["sweep"]
+
+
+def check_resumable_grid(folder: Path, grid: Mapping[str, list[float]], replicates: int) -> None:
+    """Refuse to resume the sweep in ``folder`` with another grid or number of replicates (the
+    configuration is checked by :func:`sgrld.from_config.check_resumable`).
+
+    Raises:
+        ConfigError: naming each ``--grid`` key and ``--replicates`` that differ.
+
+    Example:
+        >>> import tempfile
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> sweep = {"grid": {"sampler.learning_rate": [0.1, 0.2]}, "replicates": 2}
+        >>> _ = (folder / "summary.json").write_text(json.dumps({"meta": {"sweep": sweep}}))
+        >>> check_resumable_grid(folder, {"sampler.learning_rate": [0.1, 0.2]}, 2)
+        >>> check_resumable_grid(folder, {"sampler.learning_rate": [0.1, 0.3]}, 2)
+        Traceback (most recent call last):
+        ...
+        sgrld.config.checks.ConfigError: --resume ...: the sweep there has another grid: --grid
+        sampler.learning_rate (was [0.1, 0.2], now [0.1, 0.3]). Resume with ...
+    """
+    before = stored_sweep(folder)
+    if before is None:
+        return
+    now = {"grid": dict(grid), "replicates": replicates}
+    differ = [
+        f"--{d}" if d.startswith("replicates") else f"--grid {d.removeprefix('grid.')}"
+        for d in checkpoint.differences(before, now)
+    ]
+    if differ:
+        raise ConfigError(
+            f"--resume {folder}: the sweep there has another grid: {'; '.join(differ)}. Resume "
+            "with its --grid and --replicates (give none: they are used), or start afresh with "
+            "--overwrite"
+        )
 
 
 _NO_VALIDATION = (
