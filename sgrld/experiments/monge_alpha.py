@@ -383,8 +383,9 @@ def plot(results: Results, out: Path) -> Path:
             )
         others = [r for r in results["rows"] if r["metric"] != "Monge"]
         for i, row in enumerate(others):
-            color = f"C{i + 2}"
-            ax.axhline(_band(row["replicates"][key])[0], color=color, label=row["metric"])
+            color, ours = f"C{i + 2}", _band(row["replicates"][key])[0]
+            if math.isfinite(ours):  # not a run that diverged before its first sample
+                ax.axhline(ours, color=color, label=row["metric"])
             metric = {name: m for m, name in mnist_mlp.LABELS.items()}[row["metric"]]
             reference = mnist_mlp.PAPER[(prior, WIDTH)][metric]
             value = getattr(reference, field)
