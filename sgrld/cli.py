@@ -229,7 +229,8 @@ def _sweep_parser(sub: argparse._SubParsersAction) -> None:
     """The ``sgrld sweep`` subcommand's arguments."""
     sweep = sub.add_parser(
         "sweep",
-        help="learning rates (or Monge's α²) x replicates as the chains of one program",
+        help="learning rates (or Monge's α², temperatures) x replicates as the chains of one "
+        "program",
         description="Run every (setting, replicate) pair of a grid as the chains of one compiled "
         "program (replicate r: seed run.seed + r, the chains of `sgrld run` with that seed), then "
         "print and save (sweep.md, sweep.json, summary.json) the mean ± std over replicates of "

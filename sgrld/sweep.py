@@ -7,8 +7,9 @@ process and compilation. ``sgrld sweep`` runs all of them as the chains of one c
 * **per-chain hyperparameters**: :func:`swept` wraps a sampler whose state carries the chain's
   hyperparameters (:class:`SweptState`); its step builds the inner sampler from those (traced)
   values, so the engine's ``jax.vmap`` over chains gives every chain its own learning rate (or
-  Monge α²) in one program. The samplers accept a traced value (:func:`sgrld.checks.is_traced`);
-  the value is checked here instead, as the configuration it comes from (:func:`parse_grid`);
+  Monge α², or temperature: :data:`SWEEPABLE`) in one program. The samplers accept a traced
+  value (:func:`sgrld.checks.is_traced`); the value is checked here instead, as the
+  configuration it comes from (:func:`parse_grid`);
 * **replicates**: replicate ``r`` of every setting has the seed ``run.seed + r``: its chains get the
   initialisations and keys of ``sgrld run`` with that seed (:attr:`sgrld.runner.Schedule.seeds`),
   so chain (setting, replicate) follows the chain of ``sgrld run --set KEY=VALUE --set
@@ -61,9 +62,14 @@ from sgrld.sampler import Sampler
 SWEEPABLE: dict[str, tuple[str, str | None]] = {
     "sampler.learning_rate": ("lr", None),
     "sampler.metric_params.alpha2": ("α²", "monge"),
+    "sampler.temperature": ("T", None),
 }
 """The keys a grid may sweep: key -> (its column title, the metric it needs or ``None``). Each is
 a scalar that only enters the step's arithmetic, so every chain can hold its own value."""
+
+FIXED_IN: dict[str, tuple[str, ...]] = {"sampler.temperature": ("isgd",)}
+"""Sampler kinds that check a sweepable key's value as a number when they are built (i-SGD its
+temperature), so that it cannot be one value per chain."""
 
 
 class Grid(NamedTuple):
@@ -81,7 +87,8 @@ def parse_grid(text: str, config: Config) -> Grid:
 
     Raises:
         ConfigError: the key cannot be swept (naming those that can), the metric lacks it, the
-            list is empty, has a non-number or a repeated value, or a value fails validation.
+            sampler kind needs it fixed (:data:`FIXED_IN`), the list is empty, has a non-number
+            or a repeated value, or a value fails validation.
 
     Example:
         >>> from sgrld.config import Config
@@ -106,6 +113,11 @@ def parse_grid(text: str, config: Config) -> Grid:
         raise ConfigError(
             f"--grid {key}: sampler.metric is {config.sampler.metric!r}, which has no such "
             f"parameter (it is {metric!r}'s)"
+        )
+    if config.sampler.kind in FIXED_IN.get(key, ()):
+        raise ConfigError(
+            f"--grid {key}: sampler.kind {config.sampler.kind!r} takes it as one fixed number, "
+            "not one per chain"
         )
     if not isinstance(values, list) or not values:
         raise ConfigError(f"--grid {key}: expected a non-empty list of numbers, e.g. [0.1, 0.3]")

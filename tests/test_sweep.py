@@ -117,6 +117,32 @@ def test_monge_alpha2_and_learning_rate_grid():
         np.testing.assert_allclose(a[0], b[1], rtol=1e-5, atol=1e-6)
 
 
+def test_temperature_grid_equals_separate_runs():
+    """A sweep of two temperatures: chain T is the run with sampler.temperature = T (the
+    temperature enters the step traced, one per chain), samples and validation scores."""
+    short = [*TINY[:-3], "run.epochs=1", "run.burn_in=0", "run.thin=19"]
+    config = load_config(None, short)
+    grid = parse_grid("sampler.temperature=[0.5, 1.0]", config)
+    out = run_sweep(config, [grid], replicates=1, out=None)
+    assert [row["T"] for row in out.rows] == ["0.5", "1"]
+    for chain, t in enumerate(grid.values):
+        alone = run_config(load_config(None, [*short, f"sampler.temperature={t}"]), out=None)
+        for a, b in zip(
+            jax.tree.leaves(alone.state.params),
+            jax.tree.leaves(out.result.state.params),
+            strict=True,
+        ):
+            np.testing.assert_allclose(a[0], b[chain], rtol=1e-5, atol=1e-6)
+        got = out.scores[chain]["val_log_likelihood"][0]
+        np.testing.assert_allclose(got, alone.records[-1]["val_log_likelihood"], rtol=1e-5)
+
+
+def test_temperature_cannot_be_swept_for_isgd():
+    config = load_config(None, [*TINY, "sampler.kind=isgd"])
+    with pytest.raises(ConfigError, match="sampler.kind 'isgd' takes it as one fixed number"):
+        parse_grid("sampler.temperature=[0.5, 1.0]", config)
+
+
 def test_diverged_setting_does_not_stop_the_others():
     """A learning rate that diverges is counted and never chosen; the other chains go on."""
     config = load_config(None, [*TINY[:-3], "run.epochs=1", "run.burn_in=0", "run.thin=19"])
@@ -134,7 +160,7 @@ def test_diverged_setting_does_not_stop_the_others():
         ("sampler.learning_rate=[]", "non-empty list"),
         ("sampler.learning_rate=0.1", "non-empty list"),
         ("run.epochs=[1, 2]", "sweepable keys: sampler.learning_rate"),
-        ("sampler.temperature=[1.0]", "not a key a sweep can vary"),
+        ("model.widths=[8]", "not a key a sweep can vary"),
         ('sampler.learning_rate=[0.1, "fast"]', "'fast' is not a number"),
         ("sampler.learning_rate=[0.1, true]", "True is not a number"),
         ("sampler.learning_rate=[0.1, 0.1]", "repeated"),
