@@ -61,6 +61,10 @@ REPRODUCTIONS = {
         "sgrld.experiments.natural_langevin",
         "Marceau-Caron & Ollivier (2017) Table 1: Fisher-preconditioned SGLD on MNIST",
     ),
+    "psgld": (
+        "sgrld.experiments.psgld",
+        "Li et al. (2016): SGLD and pSGLD on BLR, a 2-D Gaussian, MNIST FNNs and the CNN",
+    ),
     "stationary-1d": (
         "sgrld.experiments.stationary_1d",
         "Rensmeyer & Niggemann Fig. 1: biased 1-D stationary densities, and the Γ fix",
@@ -275,7 +279,7 @@ def _sweep_parser(sub: argparse._SubParsersAction) -> None:
 
 def sweep_command(args: argparse.Namespace) -> int:
     """``sgrld sweep``: check the grid, run all its chains at once, print and save the table."""
-    config, path = _config_to_resume(args, list(args.overrides) + _device_overrides(args))
+    config, path = _config_to_resume(args, list(args.overrides))
     grid_texts, replicates = args.grid, args.replicates
     stored = sgrld_sweep.stored_sweep(Path(args.resume)) if args.resume else None
     if stored is not None:  # what is not given is the sweep's own
@@ -287,7 +291,15 @@ def sweep_command(args: argparse.Namespace) -> int:
     console.print(f"{'Resuming' if args.resume else 'Sweeping'} {name} -> {config.out.folder}")
     existing = "resume" if args.resume else "overwrite" if args.overwrite else "refuse"
     replicates = 1 if replicates is None else replicates
-    out = sgrld_sweep.run_sweep(config, grids, replicates, existing=existing, progress=True)
+    out = sgrld_sweep.run_sweep(
+        config,
+        grids,
+        replicates,
+        existing=existing,
+        progress=True,
+        devices=None if args.devices is None else _count(args.devices),
+        data_parallel=args.data_parallel,
+    )
     console.print(report.rich_table(out.caption, out.columns, out.rows))
     console.print(out.result.message)
     return runner.EXIT_CODES[out.result.status]
