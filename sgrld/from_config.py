@@ -421,6 +421,7 @@ def run_config(
     label: str | None = None,
     build: Callable[[Config], tuple[Experiment, Schedule]] | None = None,
     stop_on_divergence: bool = True,
+    mesh: jax.sharding.Mesh | None | Literal["config"] = "config",
 ) -> Result:
     """Build and run the experiment of a configuration.
 
@@ -439,6 +440,8 @@ def run_config(
         build: ``config -> (experiment, schedule)`` in place of :func:`build_experiment` and
             :func:`schedule_of` (a sweep's chains, :func:`sgrld.sweep.sweep_experiment`).
         stop_on_divergence: see :func:`sgrld.runner.run`.
+        mesh: the device mesh (``"config"``: :func:`mesh_of` the configuration; a sweep's chains
+            are not ``run.chains``, :func:`sgrld.sweep.sweep_mesh`).
 
     Returns:
         The :class:`Result` of :func:`run`.
@@ -453,7 +456,7 @@ def run_config(
         saved = check_resumable(config, folder)
     elif existing == "refuse" and folder is not None and writer:
         run_folder.clear(folder, existing, files)  # before the data loads; it removes nothing
-    mesh = mesh_of(config)
+    mesh = mesh_of(config) if isinstance(mesh, str) else mesh
     experiment, schedule = (build or _build)(config)
     check_schedule(config, len(experiment.train[0]))
     if folder is not None and existing != "resume" and writer:

@@ -55,6 +55,7 @@ import numpy as np
 from sgrld import checkpoint, report, results, scoring
 from sgrld.config import Config, ConfigError
 from sgrld.config.schema import parse_override
+from sgrld.devices import check_mesh, make_mesh
 from sgrld.from_config import build_experiment, run_config, sampler_of, schedule_of
 from sgrld.runner import Experiment, Result, Schedule
 from sgrld.sampler import Sampler
@@ -338,6 +339,8 @@ def run_sweep(
     existing: Literal["refuse", "overwrite", "resume"] = "overwrite",
     progress: bool = False,
     label: str = "sweep",
+    devices: int | str | None = None,
+    data_parallel: int | None = None,
 ) -> SweepResult:
     """Run a sweep (see the module docstring) and write its table.
 
@@ -351,13 +354,16 @@ def run_sweep(
             replicates, :func:`check_resumable_grid`).
         progress: show a progress bar.
         label: the progress bar's description.
+        devices, data_parallel: shard the sweep's chains over a device mesh (:func:`sweep_mesh`;
+            ``None``: ``run.devices`` and ``run.data_parallel``).
 
     Returns:
         The :class:`SweepResult`.
 
     Raises:
-        ConfigError: ``replicates`` below 1, a repeated grid key, no validation split, or a
-            sweep to resume with another configuration, grid or replicates (naming them).
+        ConfigError: ``replicates`` below 1, a repeated grid key, no validation split, a mesh
+            that does not fit, or a sweep to resume with another configuration, grid or
+            replicates (naming them).
     """
     if isinstance(replicates, bool) or int(replicates) != replicates or replicates < 1:
         raise ConfigError(f"--replicates must be an integer >= 1, got {replicates!r}")
@@ -371,6 +377,8 @@ def run_sweep(
     folder = Path(config.out.folder) if out == "config" else out
     if existing == "resume" and folder is not None:
         check_resumable_grid(Path(folder), grid, replicates)
+    chains = len(points) * replicates * config.run.chains
+    mesh = sweep_mesh(config, chains, devices, data_parallel)
 
     built: dict[str, Experiment] = {}
 
@@ -390,6 +398,7 @@ def run_sweep(
         label=label,
         build=build,
         stop_on_divergence=False,
+        mesh=mesh,
     )
     kind, eval_sets = built["experiment"].kind, built["experiment"].eval_sets
     labels = {name: jnp.asarray(y) for name, (_, y) in eval_sets.items()}
@@ -412,6 +421,42 @@ def run_sweep(
     if result.out is not None:
         _write(sweep, result.out)
     return sweep
+
+
+def sweep_mesh(
+    config: Config, chains: int, devices: int | str | None, data_parallel: int | None
+) -> jax.sharding.Mesh | None:
+    """The device mesh of a sweep of ``chains`` chains (settings × replicates × ``run.chains``):
+    ``devices`` and ``data_parallel`` as :func:`sgrld.devices.make_mesh` takes them (``None``:
+    the configuration's ``run.devices`` and ``run.data_parallel``), checked against the sweep's
+    chains, not ``run.chains``, and the batch size.
+
+    Raises:
+        ConfigError: ``--data-parallel`` without devices, or a mesh that does not fit, naming
+            the numbers.
+
+    Example:
+        >>> from sgrld.config import Config
+        >>> dict(sweep_mesh(Config(), 6, 1, None).shape)
+        {'chains': 1, 'data': 1}
+        >>> sweep_mesh(Config(), 6, None, None) is None
+        True
+    """
+    devices = config.run.devices if devices is None else devices
+    data_parallel = config.run.data_parallel if data_parallel is None else data_parallel
+    if devices is None:
+        if data_parallel > 1:
+            raise ConfigError(f"--data-parallel {data_parallel} needs a mesh: give --devices too")
+        return None
+    try:
+        mesh = make_mesh(devices, data_parallel)
+        check_mesh(mesh, chains, config.data.batch_size)
+    except ValueError as err:
+        raise ConfigError(
+            f"--devices {devices}, --data-parallel {data_parallel}, {chains} chains (settings x "
+            f"replicates x run.chains), data.batch_size = {config.data.batch_size}: {err}"
+        ) from None
+    return mesh
 
 
 def stored_sweep(folder: Path) -> dict[str, Any] | None:

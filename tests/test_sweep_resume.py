@@ -101,12 +101,13 @@ def test_resume_with_overwrite_or_another_folder_is_refused(tmp_path, capsys):
 
 def test_sweep_sharded_over_eight_devices_gives_the_unsharded_table(tmp_path):
     """``sgrld sweep --devices 8`` in a process with eight CPU devices (as tests/test_devices.py
-    runs them): 2 learning rates x 2 replicates x 8 chains, 4 chains a device. Its table is the
+    runs them): 2 learning rates x 2 replicates x 2 chains, one chain a device (the mesh divides
+    the sweep's 8 chains, not run.chains = 2). Its table is the
     unsharded sweep's, its samples agree to 1e-6 (the tolerance test_devices.py states for
     sharded chains against one unsharded run: XLA's CPU code for a vmapped gradient depends on
     how many chains it batches, so the two agree to rounding only; measured 1.8e-7) and its scores
     to 1e-5 relative (measured 1.8e-7)."""
-    argv = [*SWEEP, "--set", "run.chains=8"]
+    argv = [*SWEEP, "--set", "run.chains=2"]
     ref, out = tmp_path / "ref", tmp_path / "out"
     assert cli.main([*argv, "--out", str(ref)]) == 0
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
@@ -124,3 +125,18 @@ def test_sweep_sharded_over_eight_devices_gives_the_unsharded_table(tmp_path):
     sharded, whole = sgrld.load_samples(out), sgrld.load_samples(ref)
     for a, b in zip(jax.tree.leaves(sharded.params), jax.tree.leaves(whole.params), strict=True):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--devices", "2"], "--devices 2, --data-parallel 1, 4 chains (settings x replicates"),
+        (["--devices", "most"], 'devices must be "all" or an integer >= 1'),
+        (["--data-parallel", "2"], "--data-parallel 2 needs a mesh: give --devices too"),
+    ],
+)
+def test_a_mesh_that_does_not_fit_the_sweep_is_refused(tmp_path, capsys, flags, message):
+    """The suite's process has one device."""
+    assert cli.main([*SWEEP, "--out", str(tmp_path / "x"), *flags]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
