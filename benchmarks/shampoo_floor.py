@@ -35,10 +35,11 @@ products on identity roots), and the Identity step. Printed:
 * the measured steps and the ratios measured / floor, with and without the refresh; the Identity
   step less its products at their shapes is the step's elementwise work (the noise, the update).
 
-The refresh's eigendecompositions call LAPACK (OpenBLAS): on a loaded machine its threads, beside
-XLA's, made a batch of 28 decompositions of 112×112 5-30× slower than with
-``OPENBLAS_NUM_THREADS=1`` (0.16-1.1 s against 0.035 s, jaxlib 0.10.2, 2 cores, load 7); the
-script prints the variable, so runs with and without it can be told apart.
+Everything is compiled and timed inside :func:`sgrld.engine.single_threaded_blas`, as the runner
+samples: the refresh's eigendecompositions call LAPACK (OpenBLAS), whose own threads, beside
+XLA's, made a batch of 28 decompositions of 112×112 5-30× slower (0.16-1.1 s against 0.035 s,
+jaxlib 0.10.2, 2 cores, load 7) and the refresh about 24× slower in this script (4.9 s against
+0.21 s per refresh).
 
 Usage::
 
@@ -50,7 +51,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -63,6 +63,7 @@ import mlp
 from timing import Candidate, environment, interleave, spread, table
 
 import sgrld
+from sgrld.engine import single_threaded_blas
 from sgrld.linalg import power_from_eigh, ridged_eighs
 from sgrld.metrics.blocks import block_plan, mode_gram, mode_product
 
@@ -420,16 +421,22 @@ def parse_args(argv: list[str] | None):
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     print(environment())
-    print(f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', '')!r}")
     params, batch, potential = mlp.problem()
     print(
         f"Shampoo SGRLD on the 784-400-400-10 MLP ({mlp.NUM_PARAMS:,} params), batch "
-        f"{mlp.BATCH}, block {BLOCK}, update_every {mlp.SHAMPOO_EVERY}; {args.rounds} rounds\n"
+        f"{mlp.BATCH}, block {BLOCK}, update_every {mlp.SHAMPOO_EVERY}; {args.rounds} rounds; "
+        "BLAS on one thread (sgrld.engine.single_threaded_blas, as the runner)\n"
     )
     print("FLOPs, analytic against XLA's cost analysis (MFLOP):")
     head = ["count", "analytic", "XLA", "XLA/analytic"]
     print(table(head, cross_check(params, batch, potential)))
     print(CROSS_CHECK_NOTES + "\n")
+    with single_threaded_blas():
+        return measure(args, params, batch, potential)
+
+
+def measure(args, params, batch, potential) -> int:
+    """Compile the candidates, time them in interleaved rounds, print the report."""
     t0 = time.perf_counter()
     s = setup(args, params, batch, potential)
     print(f"compile/warm-up of {len(s.candidates)} candidates: {time.perf_counter() - t0:.1f} s")
