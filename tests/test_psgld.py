@@ -4,6 +4,7 @@ autocorrelation and ESS, and bad options."""
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -48,30 +49,112 @@ def _blr_files(base: Path, seed: int = 0) -> None:
     _libsvm(base / "libsvm_australian" / "australian", *draw(240, 14, False))
 
 
-def test_command_end_to_end_on_tiny_files(tmp_path: Path, capsys):
+def _tiny_data(tmp_path: Path) -> Path:
     base = tmp_path / "data"
     _blr_files(base)
     write_mnist(base / "mnist", easy_mnist(600, 100), gz=True)
+    return base
+
+
+def test_command_end_to_end_on_tiny_files(tmp_path: Path, capsys):
+    # every part, one sampler and one noise (about 35 s CPU: 5 runs, mostly compilation)
     out = tmp_path / "out"
-    argv = ["reproduce", "psgld", "--quick", "--archs", "16-16", "--data-dir", str(base)]
-    code = cli.main([*argv, "--out", str(out)])
-    assert code == 0
+    argv = ["reproduce", "psgld", "--quick", "--archs", "16-16", "--methods", "psgld"]
+    argv += ["--noise", "bug", "--data-dir", str(_tiny_data(tmp_path)), "--out", str(out)]
+    assert cli.main(argv) == 0
     payload = json.loads((out / "psgld.json").read_text())
     rows = payload["rows"]
     assert payload["config"]["parts"] == list(psgld.PARTS)
+    assert [(r["part"], r["data"]) for r in rows] == [
+        ("blr", "a9a"), ("blr", "australian"), ("gaussian", "2-D Gaussian, ε = 0.1"),
+        ("gaussian", "2-D Gaussian, ε = 0.3"), ("fnn", "16-16, σ² = 1"), ("cnn", "CNN, σ² = 1"),
+    ]  # fmt: skip
+    assert all(r["status"] == "completed" and r["method"] == "pSGLD" for r in rows), rows
+    for r in rows[:2]:  # bug rows: no paper number beside them
+        assert len(r["run"]["errors"]) == psgld.QUICK_BLR["chains"] and r["paper"] == "—"
+        assert r["ms"] > 0 and r["ess"] > 0 and r["spread"] > 0
+    assert all(r["cov_error"] >= 0 and r["iat"] >= 1 for r in rows[2:4])
+    assert all(r["error"] != "—" and r["run"]["samples"] > 0 for r in rows[4:])
+    assert (out / "psgld_gaussian.png").stat().st_size > 0
+    assert "| blr | a9a | pSGLD | bug | 0.05 |" in (out / "psgld.md").read_text()
+    assert "smoke test" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_quick_runs_every_row_on_tiny_files(tmp_path: Path):
+    # the whole --quick command: 21 runs, about 2.5 CPU minutes (compilation)
+    out = tmp_path / "out"
+    argv = ["reproduce", "psgld", "--quick", "--archs", "16-16", "--data-dir"]
+    assert cli.main([*argv, str(_tiny_data(tmp_path)), "--out", str(out)]) in (0, 1)
+    rows = json.loads((out / "psgld.json").read_text())["rows"]
     counts = {part: sum(r["part"] == part for r in rows) for part in psgld.PARTS}
     assert counts == {"blr": 8, "gaussian": 4, "fnn": 5, "cnn": 4}
     assert all(r["status"] == "completed" for r in rows if r["part"] != "cnn"), rows
-    a9a = [r for r in rows if r["data"] == "a9a"]
-    assert [r["paper"] for r in a9a] == ["14.85", "14.85", "—", "—"]
-    for r in a9a:
-        assert len(r["run"]["errors"]) == psgld.QUICK_BLR["chains"] and r["ms"] > 0
-    fnn = [r for r in rows if r["part"] == "fnn"]
-    assert [r["paper"] for r in fnn] == ["—"] * 5  # 16-16 is none of the paper's networks
-    assert all(r["error"] != "—" and r["run"]["samples"] > 0 for r in fnn)
-    assert (out / "psgld_gaussian.png").stat().st_size > 0
-    assert "| blr | a9a | pSGLD | bug |" in (out / "psgld.md").read_text()
-    assert "smoke test" in capsys.readouterr().out
+
+
+def _stubs(monkeypatch, status: str = "completed") -> None:
+    """Replace the runs by stubs that return at once (the CNN's SGLD run with ``status``)."""
+    blr = {
+        "status": "completed",
+        "errors": [15.0, 15.2],
+        "log_likelihoods": [-0.3, -0.32],
+        "step_seconds": 1e-5,
+        "min_ess_per_s": 10.0,
+        "posterior_std": 0.1,
+        "seconds": 1.0,
+    }
+    gauss = {"status": "completed", "seconds": 1.0, "step_seconds": 1e-6, "cov_error": 0.1,
+             "iat": 5.0, "min_ess_per_s": 1e4}  # fmt: skip
+
+    def network(method, net, prior_var, noise, lr, plan):
+        bad = net.kind == "cnn" and method.key == "sgld"
+        return {
+            "status": status if bad else "completed",
+            "message": "",
+            "error": 1.5,
+            "log_likelihood": -0.05,
+            "samples": 3,
+            "step_seconds": 0.01,
+            "seconds": 2.0,
+        }
+
+    monkeypatch.setattr(runs, "load_blr", lambda *a: None)
+    monkeypatch.setattr(runs, "blr_run", lambda *a: blr)
+    draws = np.random.default_rng(0).normal(size=(2, 700, 2))
+    monkeypatch.setattr(runs, "gaussian_run", lambda *a: (gauss, draws))
+    monkeypatch.setattr(runs, "network_run", network)
+
+
+def _run_stubbed(tmp_path: Path, *argv: str) -> tuple[int, list[dict]]:
+    parser = argparse.ArgumentParser()
+    psgld.REPRODUCTION.add_arguments(parser)
+    code = psgld.REPRODUCTION.run(parser.parse_args([*argv, "--out", str(tmp_path)]))
+    return code, json.loads((tmp_path / "psgld.json").read_text())["rows"]
+
+
+def test_table_beside_the_paper_on_stub_runs(tmp_path: Path, monkeypatch):
+    _stubs(monkeypatch)
+    code, rows = _run_stubbed(tmp_path)
+    assert code == 0 and len(rows) == 8 + 10 + 15 + 4
+    paper = {(r["data"], r["method"], r["noise"]): r["paper"] for r in rows}
+    assert paper["a9a", "SGLD", "correct"] == "14.85" and paper["a9a", "SGLD", "bug"] == "—"
+    assert paper["australian", "pSGLD", "correct"] == "—"
+    assert paper["1200-1200, σ² = 100", "pSGLD", "correct"] == "1.14"
+    assert paper["800-800, σ² = 1", "SGLD", "correct"] == "1.41"
+    assert paper["CNN, σ² = 1", "pSGLD", "correct"] == "0.45"
+    assert paper["CNN, σ² = 1", "SGLD", "correct"] == "0.71"
+    assert ("400-400, σ² = 100", "pSGLD", "bug") not in paper  # bug rows: σ² = 1 only
+    a9a = next(r for r in rows if r["data"] == "a9a")
+    assert a9a["error"] == "15.10 ± 0.10" and a9a["loglik"] == "-0.3100 ± 0.0100"
+    assert (tmp_path / "psgld_gaussian.png").is_file()
+
+
+@pytest.mark.parametrize(("status", "code"), [("diverged", 1), ("interrupted", 130)])
+def test_exit_code_of_a_failed_network_run(tmp_path: Path, monkeypatch, status, code):
+    _stubs(monkeypatch, status)
+    got, rows = _run_stubbed(tmp_path, "--parts", "cnn", "fnn", "--archs", "400-400")
+    assert got == code and rows[-1]["status"] == status
+    assert len(rows) == (9 if status == "diverged" else 7)  # an interrupted run stops the command
 
 
 def test_bug_noise_is_temperature_one_over_n():

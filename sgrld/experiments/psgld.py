@@ -119,7 +119,8 @@ NOTES = (
     "iteration, compilation excluded (BLR, Gaussian: a scan of up to 2,000 iterations; MNIST: the "
     "median epoch's sampling time per iteration). min ESS/s: the smallest bulk ESS (ArviZ) over "
     "θ's coordinates, per chain, per second of one chain's iterations (burn-in included). post. "
-    "std: the median over θ's coordinates of their standard deviation over all draws. cov. err.: "
+    "std: the median over θ's coordinates of their std across the chains' last draws (all chains "
+    "start at θ = 0). cov. err.: "
     "‖Σ̂ − Σ‖_F/‖Σ‖_F. IAT: draws per effective sample (the worse coordinate). —: not measured, "
     "not in the paper, or diverged."
 )
@@ -144,9 +145,9 @@ def blr_row(data: str, method: runs.Method, noise: str, run: dict[str, Any]) -> 
     Example:
       >>> run = {"status": "completed", "errors": [14.8, 15.0], "log_likelihoods": [-0.3, -0.3],
       ...        "step_seconds": 2e-5, "min_ess_per_s": 5.0, "posterior_std": 0.1, "seconds": 9}
-      >>> row = blr_row("a9a", runs.METHODS[1], "bug", run)
-      >>> row["error"], row["paper"], row["noise"], row["ms"]
-      ('14.90 ± 0.10', '14.85', 'bug', 0.02)
+      >>> row = blr_row("a9a", runs.METHODS[1], "correct", run)
+      >>> row["error"], row["paper"], row["method"], row["ms"]
+      ('14.90 ± 0.10', '14.85', 'pSGLD', 0.02)
     """
     settings = runs.BLR[data]
     return {
@@ -400,13 +401,25 @@ def exit_code(results: Results) -> int:
 
 
 def plot(results: Results, out: Path) -> list[Path]:
-    """``psgld_gaussian.png``: the first 600 draws of SGLD and pSGLD at ε = 0.3 over the target's
-    1- and 2-σ ellipses, and the autocorrelations of both coordinates (nothing without them)."""
+    """``psgld_gaussian.png`` (the paper's Fig. 1): the covariance error and IAT of SGLD and pSGLD
+    against ε; the first 600 draws of each at ε = 0.3 over the target's 1- and 2-σ ellipses; the
+    autocorrelations of both coordinates at ε = 0.3 (nothing without the Gaussian part)."""
     draws = results["figure"]
     if not draws:
         return []
     plt = report.pyplot()
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.8), constrained_layout=True)
+    fig, axes = plt.subplots(1, 4, figsize=(16, 3.8), constrained_layout=True)
+    error, axes = axes[0], axes[1:]
+    twin = error.twinx()
+    for name, color in zip(draws, ("C0", "C1"), strict=False):
+        rows = [r for r in results["rows"] if r["part"] == "gaussian" and r["method"] == name]
+        rows = [r for r in rows if r["cov_error"] is not None]
+        steps = [2 * float(r["lr"]) for r in rows]
+        error.loglog(steps, [r["cov_error"] for r in rows], "o-", color=color, label=name)
+        twin.loglog(steps, [r["iat"] for r in rows], "s:", color=color)
+    error.set(title="cov. error (—) and IAT (⋯)", xlabel="ε", ylabel="‖Σ̂ − Σ‖_F/‖Σ‖_F")
+    twin.set_ylabel("IAT")
+    error.legend(fontsize=8)
     angle = np.linspace(0, 2 * math.pi, 200)
     sd = np.sqrt(np.diag(runs.GAUSSIAN_COV))
     for ax, (name, x) in zip(axes[:2], draws.items(), strict=False):
