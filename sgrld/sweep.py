@@ -26,7 +26,10 @@ The results folder is that of ``sgrld run`` (config, ``metrics.jsonl``, ``summar
 samples of all chains; the records of ``metrics.jsonl`` pool every chain, so they mix the
 settings, and give under ``"groups"`` each (setting, replicate)'s scores so far, in chain order),
 plus ``sweep.md`` and ``sweep.json`` (the table and the per-replicate scores), also
-stored in ``summary.json`` under ``"sweep"``.
+stored in ``summary.json`` under ``"sweep"``. A sweep stopped part way continues from its newest
+checkpoint (``existing="resume"``, ``sgrld sweep --resume OUT``) with the same configuration, grid
+and replicates (:func:`check_resumable_grid`); its chains, all settings and replicates, can be
+sharded over a device mesh (:func:`sweep_mesh`).
 
 Example:
     >>> import sgrld
@@ -461,19 +464,28 @@ def sweep_mesh(
 
 def stored_sweep(folder: Path) -> dict[str, Any] | None:
     """The grid and replicates of the sweep in ``folder``, ``{"grid": {key: values},
-    "replicates": R}``, from its ``summary.json`` (written when a run starts, resumed or not).
+    "replicates": R}``, from the run's ``meta`` in its ``summary.json`` (written when a run
+    starts, resumed or not) or else in its newest checkpoint.
 
     Returns:
-        ``None`` if there is no ``summary.json``: the sweep stopped before its run started, so
-        resuming starts it over.
+        ``None`` if there is neither: the sweep stopped before its run started, so resuming
+        starts it over.
 
     Raises:
         ConfigError: the run in ``folder`` is not a sweep.
+
+    Example:
+        >>> import tempfile
+        >>> stored_sweep(Path(tempfile.mkdtemp())) is None
+        True
     """
     try:
         meta = json.loads((folder / "summary.json").read_text()).get("meta", {})
     except FileNotFoundError:
-        return None
+        saved = checkpoint.latest(folder)
+        if saved is None:
+            return None
+        meta = saved.info["meta"]
     if "sweep" not in meta:
         raise ConfigError(
             f"--resume {folder}: the run there is not a sweep (sgrld run --resume continues it)"
