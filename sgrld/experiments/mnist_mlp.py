@@ -379,14 +379,23 @@ def seconds_per_epoch(result: runner.Result) -> float:
     of ``--equal-time``.
 
     Raises:
-        ConfigError: the run has no epoch or no record gives ``sample_s``.
+        ConfigError: the run has no epoch, or an epoch's record has no ``sample_s``.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> seconds_per_epoch(SimpleNamespace(records=[{"sample_s": s} for s in (3, 1, 2)]))
+        2.0
+        >>> seconds_per_epoch(SimpleNamespace(records=[{"epoch": 1}], out="r/identity"))
+        Traceback (most recent call last):
+        ...
+        sgrld.config.checks.ConfigError: --equal-time cuts each ensemble by the epochs' sampling ...
     """
     times = [r.get("sample_s") for r in result.records]
     if not times or any(t is None or not np.isfinite(t) for t in times):
         where = f" in {result.out}/metrics.jsonl" if getattr(result, "out", None) else ""
         raise ConfigError(
-            f"--equal-time needs each epoch's sampling time (sample_s){where}; this run has "
-            f"{len(times)} epoch(s) without it: run the cells again to time them"
+            f"--equal-time cuts each ensemble by the epochs' sampling times, but the run's "
+            f"records{where} ({len(times)} epochs) lack sample_s: run the cells again to time them"
         )
     return float(np.median(times))
 
@@ -400,7 +409,11 @@ def _row(
         note = "α² = 0 is optimal (= Identity)"
         return row | {"log p(y|X)": note, "paper log p": note, "status": "not run"}
     alpha2 = f", α²={paper.alpha2:g}" if paper.alpha2 else ""
-    return row | {"lr": format(cell.learning_rate, "g") + alpha2, "status": cell.result.status}
+    status = cell.result.status
+    diverged = cell.result.records[-1].get("divergences", 0) if cell.result.records else 0
+    if diverged and status == "completed":  # a sweep's other chains went on
+        status += f" ({diverged} chain(s) diverged)"
+    return row | {"lr": format(cell.learning_rate, "g") + alpha2, "status": status}
 
 
 def table_row(
@@ -423,8 +436,11 @@ def table_row(
     row["log p(y|X)"], row["paper log p"] = _cell(final.get(ll), paper.log_lik, over(ll))
     row["acc."], row["paper acc."] = _cell(final.get(acc), paper.accuracy, over(acc))
     ece = report.format_value(final.get("test_ece"))
+    confidence = report.format_value(final.get("test_confidence"))
+    if replicates is not None and "test_confidence" in replicates:
+        confidence = mean_std(replicates["test_confidence"])
     return row | {
-        "conf.": report.format_value(final.get("test_confidence")),
+        "conf.": confidence,
         "paper conf.": report.format_value(paper.confidence),
         "ECE": ece if replicates is None else mean_std(replicates["test_ece"]),
         "curv.": report.format_value(final.get("curvature"), "{:.2f}"),

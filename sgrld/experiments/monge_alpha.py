@@ -45,7 +45,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from sgrld import report
+from sgrld import report, runner
 from sgrld.config import ConfigError
 from sgrld.experiments import mnist_mlp
 from sgrld.experiments.reproduction import (
@@ -176,7 +176,9 @@ def _scores(values: dict[str, Any], paper_ll: Pair | None, paper_acc: Pair | Non
     return row
 
 
-def alpha2_row(prior: str, alpha2: float, lr: float, scores: dict[str, Any], run) -> dict:
+def alpha2_row(
+    prior: str, alpha2: float, lr: float, scores: dict[str, Any], run: runner.Result
+) -> dict:
     """The row of one α²: ``scores`` its replicates' (:attr:`sgrld.sweep.SweepResult.scores`),
     ``run`` the sweep's :class:`sgrld.runner.Result`."""
     paper = PAPER[prior].get(alpha2, Point(lr))
