@@ -105,14 +105,16 @@ def test_shampoo_floor_report(shampoo_floor, capsys):
     cands = [sf.Candidate(p.name, None, 1, times=[p.flops / 1e11]) for p in products]
     flops = sum(p.count * p.flops for p in products)
     step_s = 1.2 * flops / 1e11  # 1.2x the floor: within 1.25x
+    identity_s = sum(p.count * p.flops for p in products if p.part == "forward+backward") / 1e11
     cands += [
         sf.Candidate(sf.SHAMPOO, None, 10, times=[10 * step_s]),
         sf.Candidate(sf.NO_REFRESH, None, 10, times=[10 * step_s]),
-        sf.Candidate(sf.IDENTITY, None, 10, times=[10 * step_s]),
+        sf.Candidate(sf.IDENTITY, None, 10, times=[10 * identity_s]),  # no elementwise work
         sf.Candidate(sf.REFRESH, None, 1, times=[0.0]),
     ]
     assert sf.report(sf.Setup(cands, products, reps, (0, 0))) == 0
     out = capsys.readouterr().out
     assert "peak GEMM rate:    100.0 GFLOP/s" in out
     assert "no refresh / its floor at shapes: 1.20x" in out
+    assert "no refresh / (shapes + elementwise): 1.20x" in out
     assert "[PASS] Shampoo step / its FLOP floor at peak: 1.20x (target <= 1.25x)" in out
