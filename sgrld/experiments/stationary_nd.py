@@ -64,8 +64,11 @@ large bias (the former ``benchmarks/wenzel_10d_budget.py``, now in git history, 
 setting: 128 chains gave Wenzel a ratio of 2.1, with both errors near the floor).
 
 Outputs, in ``--out``: ``stationary_nd.md`` / ``stationary_nd.json`` (the table also printed).
-``--quick`` runs ``gaussian-2d`` only (unless ``--only`` names problems) with a tenth of the chains
-and of the sampling span; its errors are then dominated by Monte-Carlo noise.
+``--quick`` runs ``gaussian-2d`` only (unless ``--only`` names problems) with a tenth of the
+sampling span and every chain. The chains are vmapped, so they cost little, and they carry the
+Monte-Carlo precision: the slow direction of ``gaussian-2d`` relaxes in ≈ 2,000 steps, so a quick
+chain gives about one independent draw, and with a tenth of the chains as well (51) the corrected
+RMSprop's error was noise of 0.15–0.33, and its ratio fell below 5 on 2 of 10 seeds.
 """
 
 from __future__ import annotations
@@ -108,7 +111,7 @@ def reproduce(
     Args:
       seed: random seed (mode k of sampler j on problem i samples with
         ``fold_in(fold_in(fold_in(key(seed), i), j), k)``).
-      quick: a tenth of the chains (at least 16) and of the sampling span, fewer timing steps.
+      quick: a tenth of the sampling span (every chain), fewer timing steps.
       only: keys of the problems to run (default: all; with ``quick``, ``QUICK_PROBLEMS``).
       metrics: names of the samplers to run (default: all).
       progress: show progress bars.
@@ -141,7 +144,7 @@ def reproduce(
             continue
         span = problem.thin * max(1, round(QUICK_FRACTION * problem.span / problem.thin))
         span = span if quick else problem.span
-        results["config"]["problems"][problem.key] = _problem_config(problem, span, quick)
+        results["config"]["problems"][problem.key] = _problem_config(problem, span)
         for j, spec in enumerate(specs):
             if metrics and spec.name not in metrics:
                 continue
@@ -159,18 +162,13 @@ def _check_names(asked: tuple[str, ...] | None, known: list[str], what: str) -> 
         raise ValueError(f"unknown {what} {sorted(unknown)}; choose from {known}")
 
 
-def _chains(full: int, quick: bool) -> int:
-    """Chains of a run: ``full``, or a tenth of it (at least 16) with ``quick``."""
-    return max(16, full // 10) if quick else full
-
-
-def _problem_config(problem: Problem, span: int, quick: bool) -> dict[str, Any]:
+def _problem_config(problem: Problem, span: int) -> dict[str, Any]:
     """What the JSON records of a problem's run."""
     return {
         "title": problem.title,
         "learning_rate": problem.learning_rate,
-        "chains": _chains(problem.chains, quick),
-        "fewer_chains": {m: _chains(n, quick) for m, n in problem.fewer_chains},
+        "chains": problem.chains,
+        "fewer_chains": dict(problem.fewer_chains),
         "burn_in": problem.burn,
         "span": span,
         "thin": problem.thin,
@@ -185,7 +183,7 @@ def _row(
     row: dict[str, Any] = {"problem": problem, "spec": spec, "runs": {}}
     if spec.name == "Wenzel" and problem.num_leaves == 1:
         return row | {"skipped": "≡ identity on a one-leaf target: not run"}
-    chains = _chains(problem.chains_for(spec.name), quick)
+    chains = problem.chains_for(spec.name)
     modes = (None, "hutchinson") if spec.correctable else (None,)
     samplers = {}
     for k, mode in enumerate(modes):
@@ -330,7 +328,7 @@ def progress(results: Results) -> str:
 REPRODUCTION = Reproduction.from_module(
     globals(),
     stem="stationary_nd",
-    quick_help="a small run for CI: a tenth of the chains and of the sampling span, on "
+    quick_help="a small run for CI: every chain for a tenth of the sampling span, on "
     f"{', '.join(QUICK_PROBLEMS)} unless --only is given",
     out="results/stationary-nd",
 )
