@@ -77,6 +77,8 @@ def test_command_end_to_end_on_tiny_files(tmp_path: Path, capsys):
     assert all(r["error"] != "—" and r["run"]["samples"] > 0 for r in rows[4:])
     assert (out / "psgld_gaussian.png").stat().st_size > 0
     assert "| blr | a9a | pSGLD | bug | 0.05 |" in (out / "psgld.md").read_text()
+    summary = json.loads((out / "cnn" / "CNN-psgld-var1-bug" / "summary.json").read_text())
+    assert summary["status"] == "completed"
     assert "smoke test" in capsys.readouterr().out
 
 
@@ -106,7 +108,7 @@ def _stubs(monkeypatch, status: str = "completed") -> None:
     gauss = {"status": "completed", "seconds": 1.0, "step_seconds": 1e-6, "cov_error": 0.1,
              "iat": 5.0, "min_ess_per_s": 1e4}  # fmt: skip
 
-    def network(method, net, prior_var, noise, lr, plan):
+    def network(method, net, prior_var, noise, lr, plan, out, progress):
         bad = net.kind == "cnn" and method.key == "sgld"
         return {
             "status": status if bad else "completed",

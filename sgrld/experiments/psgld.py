@@ -346,7 +346,10 @@ def _networks(args: argparse.Namespace, part: str, results: Results, on_result: 
                 else:
                     paper = PAPER_CNN[key]
                 method = methods[key]
-                run = runs.network_run(method, net, prior_var, noise, LR[key], plan)
+                folder = Path(args.out) / part / f"{net.label}-{key}-var{prior_var:g}-{noise}"
+                run = runs.network_run(
+                    method, net, prior_var, noise, LR[key], plan, folder, progress=True
+                )
                 row = network_row(part, net.label, method, prior_var, noise, paper, run)
                 results["rows"].append(row)
                 on_result(results)
@@ -419,7 +422,7 @@ def plot(results: Results, out: Path) -> list[Path]:
         twin.loglog(steps, [r["iat"] for r in rows], "s:", color=color)
     error.set(title="cov. error (—) and IAT (⋯)", xlabel="ε", ylabel="‖Σ̂ − Σ‖_F/‖Σ‖_F")
     twin.set_ylabel("IAT")
-    error.legend(fontsize=8)
+    error.legend(fontsize=8, loc="upper center")
     angle = np.linspace(0, 2 * math.pi, 200)
     sd = np.sqrt(np.diag(runs.GAUSSIAN_COV))
     for ax, (name, x) in zip(axes[:2], draws.items(), strict=False):

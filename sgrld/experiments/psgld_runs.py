@@ -434,10 +434,14 @@ def network_run(
     noise: str,
     learning_rate: float,
     plan: NetworkPlan,
+    out: Path | None = None,
+    *,
+    progress: bool = False,
 ) -> dict[str, Any]:
     """Train ``network`` with ``method`` on MNIST (:func:`sgrld.from_config.build_experiment`,
     minibatches of 100, no validation split), the step size halved every ``plan.halve_every``
-    epochs, and score the online ensemble (:mod:`sgrld.runner`) on the 10,000 test images.
+    epochs, and score the online ensemble (:mod:`sgrld.runner`, its files in ``out`` if given,
+    a progress bar if ``progress``) on the 10,000 test images.
 
     Returns:
       A JSON-ready dict: ``status`` (``"completed"``, ``"diverged"``, ``"interrupted"``),
@@ -464,7 +468,8 @@ def network_run(
         return sampler(method, u, halving(learning_rate, every), noise, n)
 
     experiment = build_experiment(config, sampler=build)
-    result = runner.run(experiment, schedule_of(config))
+    label = f"{network.label} {method.name} σ²={prior_var:g} {noise}"
+    result = runner.run(experiment, schedule_of(config), out=out, progress=progress, label=label)
     final = result.records[-1] if result.records else {}
     steps = result.summary["steps_per_epoch"]
     per_epoch = result.summary["sampler_seconds_per_epoch"]
