@@ -170,7 +170,15 @@ def blr_row(data: str, method: runs.Method, noise: str, run: dict[str, Any]) -> 
 
 
 def gaussian_row(method: runs.Method, step: float, run: dict[str, Any]) -> dict[str, Any]:
-    """A 2-D Gaussian table row from :func:`~sgrld.experiments.psgld_runs.gaussian_run`'s row."""
+    """A 2-D Gaussian table row from :func:`~sgrld.experiments.psgld_runs.gaussian_run`'s row.
+
+    Example:
+      >>> run = {"status": "completed", "step_seconds": 2e-6, "cov_error": 0.1, "iat": 12.0,
+      ...        "min_ess_per_s": 3e4, "seconds": 9.0}
+      >>> row = gaussian_row(runs.METHODS[1], 0.3, run)
+      >>> row["data"], row["lr"], row["cov_error"], row["error"]
+      ('2-D Gaussian, ε = 0.3', '0.15', 0.1, '—')
+    """
     return {
         "part": "gaussian",
         "data": f"2-D Gaussian, ε = {step:g}",
@@ -194,7 +202,15 @@ def network_row(
     part: str, label: str, method: runs.Method, prior_var: float, noise: str, paper: float | None,
     run: dict[str, Any],
 ) -> dict[str, Any]:  # fmt: skip
-    """An MNIST table row from :func:`~sgrld.experiments.psgld_runs.network_run`'s result."""
+    """An MNIST table row from :func:`~sgrld.experiments.psgld_runs.network_run`'s result.
+
+    Example:
+      >>> run = {"status": "completed", "error": 1.5, "log_likelihood": -0.05, "samples": 3,
+      ...        "step_seconds": 0.012, "seconds": 700.0, "message": ""}
+      >>> row = network_row("fnn", "400-400", runs.METHODS[0], 1.0, "correct", 1.64, run)
+      >>> row["data"], row["lr"], row["error"], row["paper"], row["ms"]
+      ('400-400, σ² = 1', '0.5', '1.50', '1.64', 12.0)
+    """
     fmt = lambda v, f: report.MISSING if v is None else f.format(v)
     return {
         "part": part,
@@ -396,7 +412,12 @@ def caption(results: Results) -> str:
 
 
 def exit_code(results: Results) -> int:
-    """130 if a run was interrupted, 1 if one diverged, else 0."""
+    """130 if a run was interrupted, 1 if one diverged, else 0.
+
+    Example:
+      >>> exit_code({"rows": [{"status": "completed"}, {"status": "diverged"}]})
+      1
+    """
     statuses = {row["status"] for row in results["rows"]}
     if "interrupted" in statuses:
         return runner.EXIT_CODES["interrupted"]
