@@ -26,9 +26,18 @@ SWEEP = [
     f"sampler.learning_rate={LRS}",
     "--replicates",
     "2",
-    *(arg for t in [*TINY, "run.save_samples=true"] for arg in ("--set", t)),
+    *(arg for t in [*TINY, "run.save_samples=true", "run.chains=2"] for arg in ("--set", t)),
 ]
-"""2 learning rates x 2 replicates, 2 epochs, a checkpoint after each (run.checkpoint_every = 1)."""
+"""2 learning rates x 2 replicates x 2 chains, 2 epochs, a checkpoint after each
+(run.checkpoint_every = 1)."""
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> Path:
+    """The results folder of :data:`SWEEP`, uninterrupted, on the suite's one device."""
+    ref = tmp_path_factory.mktemp("sweep") / "ref"
+    assert cli.main([*SWEEP, "--out", str(ref)]) == 0
+    return ref
 
 
 def _records(out: Path) -> list[dict]:
@@ -57,9 +66,8 @@ def _killed_after_the_first_checkpoint(out: Path, log: Path) -> int:
     return proc.wait(timeout=60)
 
 
-def test_killed_sweep_resumes_to_the_table_of_an_uninterrupted_one(tmp_path, capsys):
-    ref, out = tmp_path / "ref", tmp_path / "out"
-    assert cli.main([*SWEEP, "--out", str(ref)]) == 0
+def test_killed_sweep_resumes_to_the_table_of_an_uninterrupted_one(reference, tmp_path, capsys):
+    ref, out = reference, tmp_path / "out"
     assert _killed_after_the_first_checkpoint(out, tmp_path / "log.txt") == -signal.SIGKILL
     assert json.loads((out / "summary.json").read_text())["status"] == "running"
     assert not (out / "sweep.json").exists()
@@ -99,20 +107,18 @@ def test_resume_with_overwrite_or_another_folder_is_refused(tmp_path, capsys):
     assert "name different folders" in capsys.readouterr().err
 
 
-def test_sweep_sharded_over_eight_devices_gives_the_unsharded_table(tmp_path):
+def test_sweep_sharded_over_eight_devices_gives_the_unsharded_table(reference, tmp_path):
     """``sgrld sweep --devices 8`` in a process with eight CPU devices (as tests/test_devices.py
     runs them): 2 learning rates x 2 replicates x 2 chains, one chain a device (the mesh divides
-    the sweep's 8 chains, not run.chains = 2). Its table is the
-    unsharded sweep's, its samples agree to 1e-6 (the tolerance test_devices.py states for
-    sharded chains against one unsharded run: XLA's CPU code for a vmapped gradient depends on
-    how many chains it batches, so the two agree to rounding only; measured 1.8e-7) and its scores
-    to 1e-5 relative (measured 1.8e-7)."""
-    argv = [*SWEEP, "--set", "run.chains=2"]
-    ref, out = tmp_path / "ref", tmp_path / "out"
-    assert cli.main([*argv, "--out", str(ref)]) == 0
+    the sweep's 8 chains, not run.chains = 2). Its table is the unsharded sweep's, its samples
+    agree to 1e-6 (the tolerance test_devices.py states for sharded chains against one unsharded
+    run: XLA's CPU code for a vmapped gradient depends on how many chains it batches, so the two
+    agree to rounding only; measured 8.9e-8) and its scores to 1e-5 relative (measured
+    1.8e-7)."""
+    ref, out = reference, tmp_path / "out"
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
-    cmd = [sys.executable, "-m", "sgrld", *argv, "--out", str(out), "--devices", "8"]
+    cmd = [sys.executable, "-m", "sgrld", *SWEEP, "--out", str(out), "--devices", "8"]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
@@ -130,7 +136,7 @@ def test_sweep_sharded_over_eight_devices_gives_the_unsharded_table(tmp_path):
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (["--devices", "2"], "--devices 2, --data-parallel 1, 4 chains (settings x replicates"),
+        (["--devices", "2"], "--devices 2, --data-parallel 1, 8 chains (settings x replicates"),
         (["--devices", "most"], 'devices must be "all" or an integer >= 1'),
         (["--data-parallel", "2"], "--data-parallel 2 needs a mesh: give --devices too"),
     ],
