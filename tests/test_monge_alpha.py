@@ -185,3 +185,56 @@ def test_monge_alpha_bad_input(tmp_path, capsys):
     with pytest.raises(SystemExit):
         cli.main(["reproduce", "monge-alpha", "--replicates", "0"])
     assert "must be a positive integer, got 0" in capsys.readouterr().err
+
+
+def test_lr_grid_chooses_on_validation_at_the_end_and_at_the_cut(tmp_path, monkeypatch):
+    """--lr-grid: each metric one sweep of 5 rates x 2 replicates; the validation log p peaks at
+    the ladder's 4th rate in epochs 1-2 and at Table 4's (the 3rd) after, so Tables 1-2 keep
+    Table 4's rates and Table 6 RMSprop's (2 s/epoch: cut after 2 epochs) the 4th."""
+    calls = []
+
+    def fake_sweep(config, grids, replicates, **kwargs):
+        (grid,) = grids
+        rates, metric = grid.values, config.sampler.metric
+        calls.append((metric, rates, replicates))
+        seconds = {"identity": 1.0, "rmsprop": 2.0}[metric]
+
+        def val(i, epoch):
+            return -abs(i - (3 if epoch <= 2 else 2)) / 10
+
+        records = [
+            {"epoch": e, "sample_s": seconds, "divergences": 0, "groups": {
+                "val_log_likelihood": [val(i, e) for i in range(5) for _ in range(2)],
+                "test_log_likelihood": [-1 / e - i / 100 for i in range(5) for _ in range(2)],
+                "test_accuracy": [0.9] * 10, "test_ece": [0.01] * 10,
+                "test_confidence": [0.9] * 10}}
+            for e in range(1, 5)
+        ]  # fmt: skip
+        last = records[-1]["groups"]
+        scores = [
+            {k: np.array(v[2 * i : 2 * i + 2]) for k, v in last.items()} | {"diverged": 0}
+            for i in range(5)
+        ]
+        summary = {"sampler_seconds_per_epoch": seconds, "eval_seconds_per_epoch": 0.5}
+        result = SimpleNamespace(status="completed", message="", records=records, summary=summary)
+        return SimpleNamespace(result=result, scores=scores)
+
+    monkeypatch.setattr(mnist_mlp, "run_sweep", fake_sweep)
+    parser = argparse.ArgumentParser()
+    mnist_mlp.REPRODUCTION.add_arguments(parser)
+    argv = ["--metrics", "identity", "rmsprop", "--lr-grid", "--equal-time", "--replicates", "2"]
+    assert mnist_mlp.REPRODUCTION.run(parser.parse_args([*argv, "--out", str(tmp_path)])) == 0
+    assert calls == [
+        ("identity", (0.075, 0.1, 0.25, 0.5, 0.75), 2),
+        ("rmsprop", (0.0001, 0.00025, 0.0005, 0.00075, 0.001), 2),
+    ]  # no extra run at App. A.6's rate: the grid holds it
+    rows = {(r["table"], r["metric"]): r for r in json.loads(
+        (tmp_path / "mnist_mlp.json").read_text())["rows"]}  # fmt: skip
+    assert rows[("1-2", "Identity")]["lr"] == "0.25 (val. of 0.075, 0.1, 0.25, 0.5, 0.75)"
+    assert rows[("1-2", "Identity")]["log p(y|X)"] == "-0.2700 ± 0.0000 ▼"
+    assert rows[("1-2", "RMSprop")]["lr"].startswith("0.0005 (val. of")
+    assert rows[("6", "Identity")]["lr"].startswith("0.25 ") and rows[("6", "Identity")][
+        "epochs"] == "4"  # fmt: skip
+    six = rows[("6", "RMSprop")]
+    assert six["epochs"] == "2" and six["lr"].startswith("0.00075 (val. of")
+    assert six["log p(y|X)"] == "-0.5300 ± 0.0000 ▼"

@@ -42,6 +42,14 @@ times across learning rates), and the rate of higher validation log-likelihood a
 (the rows say which). Other learning rates are kept at Table 4's: the paper found none of them
 changed. Equal time compares samplers, so it needs two metrics or more.
 
+``--lr-grid`` chooses the learning rates as the paper did (App. A.5) instead of taking Table 4's:
+each metric's cell is one sweep of Table 4's rate and the two rates either side of it on the
+paper's grid ``[1, 2.5, 5, 7.5] × 10^x`` (:func:`lr_ladder`: at W = 400 the authors' own grids
+in their notebook, but for Wenzel's, e.g. 0.075 to 0.75 for Identity with the horseshoe) × the
+replicates, and the rate of highest mean
+validation log p(y|X) among those with no diverged chain is kept, after the last epoch for Tables
+1-2 and at the cut for Table 6 (then no run at :data:`EQUAL_TIME_LR`).
+
 ``--quick`` trains on the first 10 000 training images for 4 epochs (100 steps each; burn-in 2
 epochs, 4 samples an epoch: burn-in 200, a sample every 25, on ``--train-size`` images as many
 epochs and samples): with the default W = 400 and horseshoe prior, a few minutes for the five
@@ -60,6 +68,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import math
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -77,7 +86,7 @@ from sgrld.experiments.reproduction import (
 )
 from sgrld.from_config import run_config
 from sgrld.report import MISSING, TEXT
-from sgrld.sweep import mean_std, run_sweep
+from sgrld.sweep import Grid, mean_std, run_sweep
 
 METRICS = ("identity", "wenzel", "rmsprop", "monge", "shampoo")
 LABELS = {
@@ -340,19 +349,72 @@ NOTES = (
 
 
 class Cell(NamedTuple):
-    """The run of one (prior, W, metric, learning rate), all its replicates.
+    """The run of one (prior, W, metric): its learning rate(s), all their replicates.
 
     Attributes:
-        learning_rate: the run's learning rate.
-        result: the run (with ``--replicates R > 1``: the sweep's run of all replicates, whose
-            records give each replicate's scores under ``"groups"``).
-        replicates: the final scores of each replicate (:attr:`sgrld.sweep.SweepResult.scores`),
-            ``None`` for one replicate.
+        learning_rates: the rates run (one, or ``--lr-grid``'s, the settings of one sweep).
+        result: the run (a sweep's, with a grid or ``--replicates R > 1``: its records give each
+            (rate, replicate)'s scores under ``"groups"``, rate by rate).
+        scores: per rate, the final scores of each replicate
+            (:attr:`sgrld.sweep.SweepResult.scores`); ``None`` for one ``sgrld run``.
+        replicates: replicates per rate.
     """
 
-    learning_rate: float
+    learning_rates: tuple[float, ...]
     result: runner.Result
-    replicates: dict[str, np.ndarray] | None = None
+    scores: list[dict[str, Any]] | None = None
+    replicates: int = 1
+
+    def values(self, rate: int, key: str, epochs: int | None = None) -> np.ndarray:
+        """``key`` of each replicate of rate ``rate`` after ``epochs`` epochs (:func:`at_epoch`)."""
+        values = at_epoch(self.result, key, epochs)
+        return values if len(values) == 1 else values[rate * self.replicates :][: self.replicates]
+
+    def choose(self, epochs: int | None = None) -> int:
+        """The rate of highest mean validation log p(y|X) after ``epochs`` epochs among those
+        none of whose chains diverged (the paper's rule, App. A.5), else the first.
+
+        Example:
+            >>> from types import SimpleNamespace
+            >>> rec = {"groups": {"val_log_likelihood": [-0.2, -0.2, -0.1, -0.1, -0.3, -0.3]}}
+            >>> run = SimpleNamespace(records=[rec])
+            >>> scores = [{"diverged": 0}, {"diverged": 0}, {"diverged": 0}]
+            >>> Cell((0.1, 0.25, 0.5), run, scores, replicates=2).choose()
+            1
+        """
+        ranked = [
+            (float(np.mean(self.values(i, "val_log_likelihood", epochs))), i)
+            for i in range(len(self.learning_rates))
+            if self.scores is None or not self.scores[i].get("diverged")
+        ]
+        finite = [(value, i) for value, i in ranked if np.isfinite(value)]
+        return max(finite)[1] if finite else 0
+
+    def records(self, rate: int) -> list[dict[str, Any]]:
+        """The records with only rate ``rate``'s replicates under ``"groups"`` (its curves)."""
+        if len(self.learning_rates) == 1:
+            return self.result.records
+        part = slice(rate * self.replicates, (rate + 1) * self.replicates)
+        return [
+            r | {"groups": {k: v[part] for k, v in r["groups"].items()}}
+            for r in self.result.records
+        ]
+
+
+def lr_ladder(rate: float, each_side: int = 2) -> tuple[float, ...]:
+    """The paper's learning-rate grid ``[1, 2.5, 5, 7.5] × 10^x`` (App. A.5) around ``rate``:
+    ``each_side`` values below and above it.
+
+    Example:
+        >>> lr_ladder(0.25), lr_ladder(0.0005)
+        ((0.075, 0.1, 0.25, 0.5, 0.75), (0.0001, 0.00025, 0.0005, 0.00075, 0.001))
+    """
+    exponent = math.floor(math.log10(rate))
+    ladder = sorted(
+        float(f"{m}e{e}") for e in range(exponent - 2, exponent + 3) for m in (1, 2.5, 5, 7.5)
+    )
+    i = min(range(len(ladder)), key=lambda j: abs(ladder[j] - rate))
+    return tuple(ladder[max(0, i - each_side) : i + each_side + 1])
 
 
 def at_epoch(result: runner.Result, key: str, epochs: int | None = None) -> np.ndarray:
@@ -401,7 +463,7 @@ def seconds_per_epoch(result: runner.Result) -> float:
 
 
 def _row(
-    table: str, prior: str, width: int, metric: str, cell: Cell | None, paper: Paper
+    table: str, prior: str, width: int, metric: str, cell: Cell | None, paper: Paper, rate: int = 0
 ) -> dict[str, str]:
     row = dict.fromkeys((key for key, _, _ in COLUMNS), MISSING)
     row |= {"table": table, "prior": prior, "W": str(width), "metric": LABELS[metric]}
@@ -413,23 +475,21 @@ def _row(
     diverged = cell.result.records[-1].get("divergences", 0) if cell.result.records else 0
     if diverged and status == "completed":  # a sweep's other chains went on
         status += f" ({diverged} chain(s) diverged)"
-    return row | {"lr": format(cell.learning_rate, "g") + alpha2, "status": status}
+    lr = format(cell.learning_rates[rate], "g")
+    if len(cell.learning_rates) > 1:
+        lr += f" (val. of {', '.join(format(r, 'g') for r in cell.learning_rates)})"
+    return row | {"lr": lr + alpha2, "status": status}
 
 
-def table_row(
-    prior: str,
-    width: int,
-    metric: str,
-    result: runner.Result | None,
-    replicates: dict[str, np.ndarray] | None = None,
-) -> dict[str, str]:
-    """One row of Tables 1-2 (``result=None``: Monge where α² = 0, i.e. Identity, is best;
-    ``replicates``: the scores of each replicate, :attr:`sgrld.sweep.SweepResult.scores`)."""
+def table_row(prior: str, width: int, metric: str, cell: Cell | None) -> dict[str, str]:
+    """One row of Tables 1-2 (``cell=None``: Monge where α² = 0, i.e. Identity, is best), at the
+    cell's rate of best validation log p(y|X) (:meth:`Cell.choose`)."""
     paper = PAPER[(prior, width)][metric]
-    cell = None if result is None else Cell(paper.learning_rate, result, replicates)
-    row = _row("1-2", prior, width, metric, cell, paper)
-    if result is None:
+    rate = 0 if cell is None else cell.choose()
+    row = _row("1-2", prior, width, metric, cell, paper, rate)
+    if cell is None:
         return row
+    result, replicates = cell.result, None if cell.scores is None else cell.scores[rate]
     final = result.records[-1] if result.records else {}
     over = (replicates or {}).get
     ll, acc = "test_log_likelihood", "test_accuracy"
@@ -437,13 +497,14 @@ def table_row(
     row["acc."], row["paper acc."] = _cell(final.get(acc), paper.accuracy, over(acc))
     ece = report.format_value(final.get("test_ece"))
     confidence = report.format_value(final.get("test_confidence"))
+    curvature = report.format_value(final.get("curvature"), "{:.2f}")  # pooled over all chains
     if replicates is not None and "test_confidence" in replicates:
         confidence = mean_std(replicates["test_confidence"])
     return row | {
         "conf.": confidence,
         "paper conf.": report.format_value(paper.confidence),
         "ECE": ece if replicates is None else mean_std(replicates["test_ece"]),
-        "curv.": report.format_value(final.get("curvature"), "{:.2f}"),
+        "curv.": MISSING if len(cell.learning_rates) > 1 else curvature,
         "paper curv.": report.format_value(paper.curvature, "{:.2f}"),
         "s/epoch": report.format_value(result.summary["sampler_seconds_per_epoch"], "{:.2f}"),
         "paper s/epoch": report.format_value(paper.seconds, "{:.1f}"),
@@ -455,25 +516,27 @@ def table_row(
 def equal_time_row(
     prior: str, width: int, metric: str, candidates: list[Cell], seconds: float, budget: float
 ) -> dict[str, str]:
-    """The Table 6 row of one metric: among ``candidates`` (its runs at Table 4's rate and at the
-    paper's re-chosen one, :data:`EQUAL_TIME_LR`), the one of highest mean validation
-    log-likelihood at the cut, after the epochs that fit in ``budget`` seconds at ``seconds``
-    per epoch (``None``: Monge where α² = 0 is optimal)."""
+    """The Table 6 row of one metric after the epochs that fit in ``budget`` seconds at
+    ``seconds`` per epoch, at the rate of highest mean validation log p(y|X) at that cut among
+    ``candidates`` (the metric's run, with ``--lr-grid`` of every rate, and without it a run at
+    the paper's re-chosen rate, :data:`EQUAL_TIME_LR`); none: Monge where α² = 0 is optimal."""
     paper = PAPER[(prior, width)][metric]
     if not candidates:
         return _row("6", prior, width, metric, None, paper)
     epochs = equal_time_epochs(seconds, budget, min(len(c.result.records) for c in candidates))
-    cut = lambda cell, key: at_epoch(cell.result, key, epochs) if epochs else np.array([np.nan])
-    ranked = [(float(np.mean(cut(c, "val_log_likelihood"))), i) for i, c in enumerate(candidates)]
-    finite = [(v, i) for v, i in ranked if np.isfinite(v)]
-    cell = candidates[max(finite)[1] if finite else 0]
-    row = _row("6", prior, width, metric, cell, paper)
+    kept = epochs if epochs else None
+    best = [(c, c.choose(kept)) for c in candidates]
+    val = lambda c, i: float(np.mean(c.values(i, "val_log_likelihood", kept))) if kept else np.nan
+    ranked = [(val(c, i), k) for k, (c, i) in enumerate(best) if np.isfinite(val(c, i))]
+    cell, rate = best[max(ranked)[1] if ranked else 0]
+    row = _row("6", prior, width, metric, cell, paper, rate)
     if len(candidates) > 1:
-        others = ", ".join(format(c.learning_rate, "g") for c in candidates if c is not cell)
+        others = ", ".join(format(c.learning_rates[0], "g") for c in candidates if c is not cell)
         row["lr"] += f" (val. over {others})"
+    cut = lambda key: cell.values(rate, key, kept) if kept else np.array([np.nan])
     paper_ll, paper_acc = TABLE6[(prior, width)].get(metric, (None, None))
-    values = {key: cut(cell, key) for key in ("test_log_likelihood", "test_accuracy")}
-    values |= {key: cut(cell, key) for key in ("test_ece", "test_confidence")}
+    keys = ("test_log_likelihood", "test_accuracy", "test_ece", "test_confidence")
+    values = {key: cut(key) for key in keys}
     show = lambda v: mean_std(v) if len(v) > 1 else report.format_value(float(v[0]))
     row["log p(y|X)"], row["paper log p"] = _cell(*_one(values["test_log_likelihood"], paper_ll))
     row["acc."], row["paper acc."] = _cell(*_one(values["test_accuracy"], paper_acc))
@@ -529,6 +592,13 @@ def options(parser: argparse.ArgumentParser) -> None:
         help="add Table 6: each ensemble cut at the fastest sampler's total sampling time (needs "
         "two metrics or more; runs the paper's re-chosen learning rates too)",
     )
+    parser.add_argument(
+        "--lr-grid",
+        action="store_true",
+        help="choose each metric's learning rate on validation among Table 4's and two rates of "
+        "the paper's grid [1, 2.5, 5, 7.5]x10^x either side (one sweep per metric); "
+        "--equal-time then re-chooses it at the cut",
+    )
 
 
 def data_options(parser: argparse.ArgumentParser) -> None:
@@ -575,13 +645,16 @@ def header(args: argparse.Namespace) -> str:
     return f"MNIST MLP, {_epochs(args)} epochs{' (--quick: a smoke test)' if args.quick else ''}"
 
 
-def run_cell(config: Config, replicates: int, label: str) -> Cell:
-    """Run one cell: ``sgrld run`` for one replicate, else one sweep of ``replicates``."""
-    lr = config.sampler.learning_rate
-    if replicates == 1:
-        return Cell(lr, run_config(config, progress=True, label=label))
-    sweep = run_sweep(config, [], replicates, progress=True, label=label)
-    return Cell(lr, sweep.result, sweep.scores[0])
+def run_cell(
+    config: Config, replicates: int, label: str, rates: tuple[float, ...] | None = None
+) -> Cell:
+    """Run one cell: ``sgrld run`` for one replicate at the configuration's rate, else one sweep
+    of ``rates`` (default: that rate alone) × ``replicates``."""
+    if replicates == 1 and rates is None:
+        return Cell((config.sampler.learning_rate,), run_config(config, progress=True, label=label))
+    grids = [] if rates is None else [Grid("sampler.learning_rate", rates)]
+    sweep = run_sweep(config, grids, replicates, progress=True, label=label)
+    return Cell(rates or (config.sampler.learning_rate,), sweep.result, sweep.scores, replicates)
 
 
 def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
@@ -600,6 +673,7 @@ def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
             "seed": args.seed,
             "replicates": args.replicates,
             "equal_time": args.equal_time,
+            "lr_grid": args.lr_grid,
         },
         "rows": [],
         "runs": [],
@@ -619,8 +693,11 @@ def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
             learning_rate=lr,
             **data_settings(args),
         )
-        label = f"{prior} W={width} {LABELS[metric]} lr={cfg.sampler.learning_rate:g}"
-        cell = run_cell(cfg, args.replicates, label)
+        rate = cfg.sampler.learning_rate
+        rates = lr_ladder(rate) if args.lr_grid and lr is None else None
+        shown = ",".join(f"{r:g}" for r in rates or (rate,))
+        label = f"{prior} W={width} {LABELS[metric]} lr={shown}"
+        cell = run_cell(cfg, args.replicates, label, rates)
         results["runs"].append(cell.result)
         return cell
 
@@ -631,8 +708,9 @@ def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
                 results["rows"].append(table_row(prior, width, metric, None))
                 continue
             cell = cells[metric] = run(prior, width, metric)
-            results["rows"].append(table_row(prior, width, metric, cell.result, cell.replicates))
-            results["curves"].setdefault((prior, width), {})[LABELS[metric]] = cell.result.records
+            results["rows"].append(table_row(prior, width, metric, cell))
+            curves = results["curves"].setdefault((prior, width), {})
+            curves[LABELS[metric]] = cell.records(cell.choose())
             on_result(results)
             if cell.result.status == "interrupted":
                 return results
@@ -642,7 +720,7 @@ def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
             for metric in args.metrics:
                 candidates = [cells[metric]] if metric in cells else []
                 lr = EQUAL_TIME_LR.get((prior, width, metric))
-                if candidates and lr is not None:
+                if candidates and lr is not None and not args.lr_grid:
                     candidates.append(run(prior, width, metric, lr))
                     if candidates[-1].result.status == "interrupted":
                         return results

@@ -204,7 +204,7 @@ def reference_row(prior: str, metric: str, cell: mnist_mlp.Cell) -> dict:
     return {
         "metric": mnist_mlp.LABELS[metric],
         "α²": MISSING,
-        "lr": format(cell.learning_rate, "g"),
+        "lr": format(cell.learning_rates[0], "g"),
         **_scores(values, paper.log_lik, paper.accuracy),
         "diverged": str(diverged),
         "epochs": str(len(cell.result.records)),
