@@ -238,3 +238,37 @@ def test_lr_grid_chooses_on_validation_at_the_end_and_at_the_cut(tmp_path, monke
     six = rows[("6", "RMSprop")]
     assert six["epochs"] == "2" and six["lr"].startswith("0.00075 (val. of")
     assert six["log p(y|X)"] == "-0.5300 ± 0.0000 ▼"
+
+
+def test_monge_alpha_lr_grid_chooses_each_alpha2_s_rate(tmp_path, monkeypatch):
+    """--lr-grid: one sweep of the authors' Monge rates x α² (rate slowest); per α² the rate of
+    best validation log p without a diverged chain: here 0.5 for α² = 2 (0.75 diverged), the
+    Table 4 rate 0.25 for α² = 0.5."""
+    from sgrld.experiments import monge_alpha
+
+    calls = []
+
+    def fake_sweep(config, grids, replicates, **kwargs):
+        rates, alphas = (g.values for g in grids)
+        calls.append((config.sampler.learning_rate, rates, alphas, replicates))
+        best = {0.5: 0.25, 2.0: 0.75}
+        scores = [
+            {"val_log_likelihood": np.array([-abs(lr - best[a])]), "diverged": int(lr > 0.6),
+             "test_log_likelihood": np.array([-0.07 - lr / 100]),
+             "test_accuracy": np.array([0.98])}
+            for lr in rates for a in alphas
+        ]  # fmt: skip
+        result = SimpleNamespace(status="completed", message="", records=[{"epoch": 1}])
+        return SimpleNamespace(result=result, scores=scores)
+
+    monkeypatch.setattr(monge_alpha, "run_sweep", fake_sweep)
+    parser = argparse.ArgumentParser()
+    monge_alpha.REPRODUCTION.add_arguments(parser)
+    argv = ["--alpha2", "2", "0.5", "--lr-grid", "--metrics", "--out", str(tmp_path)]
+    assert monge_alpha.REPRODUCTION.run(parser.parse_args(argv)) == 0
+    assert calls == [(0.25, (0.075, 0.1, 0.25, 0.5, 0.75), (0.5, 2.0), 1)]
+    rows = json.loads((tmp_path / "monge_alpha.json").read_text())["rows"]
+    assert [(r["α²"], r["lr"].split()[0], r["diverged"]) for r in rows] == [
+        ("0.5", "0.25", "0"), ("2", "0.5", "0")]  # fmt: skip
+    assert rows[1]["log p(y|X)"] == "-0.0750 ▼" and rows[1]["paper log p"] == "-0.0681 ± 0.0012"
+    assert rows[0]["best"] == "◀ best"

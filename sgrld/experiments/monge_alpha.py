@@ -15,7 +15,11 @@ sweeps Monge's metric parameter α² of ``G(θ) = I + α² ∇ℓ∇ℓᵀ`` (Se
   the notebook's α² ∈ {0.1, 0.5, 1.0} there, every one at 0.05) every α² gets 0.05;
 * one sweep per learning rate (:func:`sgrld.sweep.run_sweep`): every (α², replicate) pair a chain
   of one compiled program, α² a per-chain value of the sampler state; ``--replicates R`` runs
-  seeds ``--seed`` to ``--seed + R − 1``;
+  seeds ``--seed`` to ``--seed + R − 1``. ``--lr-grid`` chooses each α²'s rate as the authors did
+  instead: one sweep of every (rate, α², replicate) over Identity's Table 4 rate and two either
+  side on the paper's grid (:func:`sgrld.experiments.mnist_mlp.lr_ladder`; for the horseshoe
+  0.075 to 0.75, the authors' Monge grid), the rate of best mean validation log p(y|X) without a
+  diverged chain kept per α²;
 * the other metrics (``--metrics``; default Identity, Wenzel, RMSprop and Shampoo) at their
   Table 4 learning rates, each a run (a sweep of its replicates), drawn as horizontal lines.
 
@@ -241,6 +245,27 @@ def mark_best(rows: list[dict]) -> None:
         rows[max(ranked)[1]]["best"] = "◀ best"
 
 
+ALPHA2_KEY = "sampler.metric_params.alpha2"
+
+
+def _best_rate(scores: list[dict[str, Any]]) -> int:
+    """Of one α²'s settings at several learning rates (:attr:`sgrld.sweep.SweepResult.scores`),
+    the one of highest mean validation log p(y|X) with no diverged chain (else the first).
+
+    Example:
+        >>> _best_rate([{"diverged": 0, "val_log_likelihood": np.array([-0.2])},
+        ...             {"diverged": 1, "val_log_likelihood": np.array([-0.1])},
+        ...             {"diverged": 0, "val_log_likelihood": np.array([-0.15])}])
+        2
+    """
+    ranked = [
+        (float(np.mean(s["val_log_likelihood"])), i)
+        for i, s in enumerate(scores)
+        if not s["diverged"] and np.all(np.isfinite(s["val_log_likelihood"]))
+    ]
+    return max(ranked)[1] if ranked else 0
+
+
 def _text(values: tuple[float, ...] | list[float]) -> str:
     return ", ".join(f"{v:g}" for v in values)
 
@@ -275,6 +300,12 @@ def options(parser: argparse.ArgumentParser) -> None:
         type=positive_int,
         default=1,
         help="runs per α² and metric, seeds --seed, --seed + 1, ... (paper: 10; default: 1)",
+    )
+    parser.add_argument(
+        "--lr-grid",
+        action="store_true",
+        help="choose each α²'s learning rate on validation among Identity's Table 4 rate and two "
+        "either side on the paper's grid (the authors' Monge grid), one sweep of rates x α²",
     )
     mnist_mlp.data_options(parser)
 
@@ -311,23 +342,32 @@ def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
             "quick": args.quick,
             "seed": args.seed,
             "replicates": args.replicates,
+            "lr_grid": args.lr_grid,
         },
         "rows": [],
         "runs": [],
     }
     common = {"epochs": _epochs(args), "seed": args.seed, **mnist_mlp.data_settings(args)}
     out = Path(args.out)
-    by_rate: dict[float, list[float]] = {}
+    by_rate: dict[tuple[float, ...], list[float]] = {}
     for alpha2 in sorted(grid):
-        by_rate.setdefault(learning_rate(args.prior, alpha2), []).append(alpha2)
-    for lr, values in by_rate.items():
+        rate = learning_rate(args.prior, alpha2)
+        rates = mnist_mlp.lr_ladder(learning_rate(args.prior, 0.0)) if args.lr_grid else (rate,)
+        by_rate.setdefault(rates, []).append(alpha2)
+    for rates, values in by_rate.items():
+        lr = rates[len(rates) // 2]  # the rate, or the middle of the grid (its folder)
         cfg = mnist_mlp.config(args.prior, WIDTH, "monge", out, learning_rate=lr, **common)
-        label = f"Monge lr={lr:g} α²={_text(values)}"
-        grids = [Grid("sampler.metric_params.alpha2", tuple(values))]
+        label = f"Monge lr={_text(rates)} α²={_text(values)}"
+        grids = [Grid("sampler.learning_rate", rates), Grid(ALPHA2_KEY, tuple(values))]
         sweep = run_sweep(cfg, grids, args.replicates, progress=True, label=label)
         results["runs"].append(sweep.result)
-        for alpha2, scores in zip(values, sweep.scores, strict=True):
-            results["rows"].append(alpha2_row(args.prior, alpha2, lr, scores, sweep.result))
+        for a, alpha2 in enumerate(values):
+            i = _best_rate(sweep.scores[a :: len(values)])
+            scores = sweep.scores[i * len(values) + a]
+            row = alpha2_row(args.prior, alpha2, rates[i], scores, sweep.result)
+            if len(rates) > 1:
+                row["lr"] += f" (val. of {_text(rates)})"
+            results["rows"].append(row)
         mark_best(results["rows"])
         on_result(results)
         if sweep.result.status == "interrupted":
