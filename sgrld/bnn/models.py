@@ -55,12 +55,12 @@ Why: XLA's CPU backend runs a convolution, and above all its backward pass, 12-3
 loop body (``lax.scan``, ``while``) than the same convolution at the top level of a jitted
 function (jax-ml/jax#12868, open with jaxlib 0.10.2; no XLA flag helps), and sgrld's runner runs
 each epoch as one ``lax.scan``. Strided slices, a concatenation and a matrix product do not pay
-that: in a scan on a CPU, an SGLD step of Li et al.'s CNN took about 1/17 of the time with
-``"im2col"`` (as long as XLA's convolution called step by step from Python), one of ResNet-20
-about 1/10 (2.5x the step-by-step time; ``benchmarks/conv_in_loop.py``). GPU and TPU
-convolutions are fast in loops, and there XLA's own convolution is kept. Both compute the same
-function of the same parameters (equal to float32 rounding), so checkpoints, priors and saved
-samples do not depend on the choice."""
+that: in a scan on a CPU, an SGLD step of Li et al.'s CNN ran 17-22x faster with ``"im2col"``
+(0.7-1.1x the time of XLA's convolution called step by step from Python), ResNet-20 10-25x
+faster (1.3-2.5x the step-by-step time; ``benchmarks/conv_in_loop.py``,
+``benchmarks/resnet_step.py``). GPU and TPU convolutions are fast in loops, and there XLA's own
+convolution is kept. Both compute the same function of the same parameters (equal to float32
+rounding), so checkpoints, priors and saved samples do not depend on the choice."""
 
 
 def resolve_conv(conv: str) -> str:
@@ -511,7 +511,7 @@ class ResNet20(nn.Module):
         for stack in range(3):
             for block in range((self.depth - 2) // 6):
                 strides = 2 if stack > 0 and block == 0 else 1
-                x = ResidualBlock(self.width * 2**stack, strides, self.conv)(x, stats_rows)
+                x = ResidualBlock(self.width * 2**stack, strides, conv=self.conv)(x, stats_rows)
         x = jnp.mean(x, axis=(1, 2))
         return nn.Dense(self.num_outputs, kernel_init=he_normal)(x)
 
