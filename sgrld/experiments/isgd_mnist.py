@@ -503,7 +503,7 @@ def exit_code(results: Results) -> int:
 REPRODUCTION = Reproduction.from_module(
     globals(),
     stem="isgd_mnist",
-    quick_help="a smoke test in about a minute on a CPU: the first 2,000 training images, 1 "
+    quick_help="a smoke test in about 2.5 minutes on a CPU: the first 2,000 training images, 1 "
     "epoch, one dense layer of 32 units, S = 5, one replicate, one learning rate per method",
     out="results/isgd-mnist",
 )
