@@ -56,7 +56,12 @@ def summaries(folder: Path) -> list[dict]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--epochs", type=int, default=demo.EPOCHS, help="epochs of every run (default: the demo's %(default)s)")
+    parser.add_argument(
+        "--epochs",
+        type=int,
+        default=demo.EPOCHS,
+        help="epochs of every run (default: the demo's %(default)s)",
+    )
     parser.add_argument("--rounds", type=int, default=1, help="interleaved rounds")
     args = parser.parse_args()
     if args.rounds < 1 or args.epochs < 1:

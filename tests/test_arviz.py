@@ -333,7 +333,6 @@ def test_diagnose_skips_the_kernel_stein_discrepancy_and_says_why(
     assert "kernel Stein discrepancy" not in capsys.readouterr().out
 
 
-
 def test_diagnose_computes_the_ksd_on_random_coordinates_of_a_larger_run(
     tiny_run, monkeypatch, capsys
 ):
@@ -348,6 +347,7 @@ def test_diagnose_computes_the_ksd_on_random_coordinates_of_a_larger_run(
     assert np.isfinite(float(line.split(": ")[1].split()[0]))
     assert cli.main(["diagnose", str(out), "--ksd-coordinates", "0"]) == 2
     assert "--ksd-coordinates must be at least 1, got 0" in capsys.readouterr().err
+
 
 def test_log_posterior_gradient_is_minus_n_times_the_full_batch_potential_gradient(monkeypatch):
     built = []

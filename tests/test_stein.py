@@ -88,7 +88,6 @@ def test_ksd_of_a_pytree_thins_to_max_draws_and_uses_the_autodiff_score():
     assert ksd(draws, t.log_prob, max_draws=None) == pytest.approx(float(imq_ksd(z, -z)), rel=1e-5)
 
 
-
 @pytest.mark.statistical(seed=3)
 def test_subset_ksd_is_small_for_exact_draws_and_sees_a_broken_dependence(stat_seed):
     """The KSD on one coordinate of a correlated 2-D Gaussian (ρ = 0.9), with the joint score.
@@ -126,6 +125,7 @@ def test_subset_ksd_uses_the_seeded_coordinates_and_refuses_bad_sizes():
             ksd(z, t.log_prob, coordinates=bad)
     with pytest.raises(ValueError, match="score_batch"):
         ksd(z, t.log_prob, score_batch=0)
+
 
 def test_pooled_draws_leave_out_what_follows_a_divergence():
     t = sgrld.targets.standard_normal()
