@@ -118,3 +118,17 @@ def test_shampoo_floor_report(shampoo_floor, capsys):
     assert "no refresh / its floor at shapes: 1.20x" in out
     assert "no refresh / (shapes + elementwise): 1.20x" in out
     assert "[PASS] Shampoo step / its FLOP floor at peak: 1.20x (target <= 1.25x)" in out
+
+
+def test_psgld_gamma_runs_both_samplers():
+    """benchmarks/psgld_gamma.py (RESULTS §26) on a few draws: a finite 2×2 covariance each way."""
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import psgld_gamma
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    args = psgld_gamma.argparse.Namespace(chains=2, draws=200, burn_in=50, seed=0)
+    for correction in ("none", "hutchinson"):
+        c = psgld_gamma.covariance(0.3, correction, args)
+        assert c.shape == (2, 2) and psgld_gamma.np.all(psgld_gamma.np.isfinite(c)), correction
+        assert c[0, 0] > 0 and c[1, 1] > 0
