@@ -38,7 +38,15 @@ from sgrld.data import load_dataset
 from sgrld.experiments import isgd_uci
 from sgrld.experiments.isgd_uci_runs import METHODS as UCI_METHODS
 from sgrld.experiments.isgd_uci_runs import Method
-from sgrld.experiments.reproduction import OnResult, Reproduction, Results, positive_int
+from sgrld.experiments.reproduction import (
+    OnResult,
+    Reproduction,
+    Results,
+    exit_code_of,
+    paper_caption,
+    positive_int,
+    run_status,
+)
 from sgrld.from_config import build_experiment, schedule_of
 from sgrld.report import finite
 
@@ -280,14 +288,6 @@ def run(method: Method, lr: float | None, plan: Plan, replicate: int) -> dict[st
     }
 
 
-def _spread(values: list[float], fmt: str) -> str:
-    """``mean ± std`` (ddof = 0, as the paper; the mean alone for one value), or —."""
-    if not values:
-        return report.MISSING
-    mean = fmt.format(float(np.mean(values)))
-    return mean if len(values) < 2 else f"{mean} ± {fmt.format(float(np.std(values)))}"
-
-
 def _within(acc: list[float], paper: Paper) -> str:
     """Whether our mean accuracy lies within the paper's mean ± 2 std."""
     if not acc:
@@ -328,6 +328,7 @@ def table_row(method: Method, runs: list[dict[str, Any]]) -> dict[str, Any]:
     lr = None if chosen is None else chosen["lr"]
     kept = ([] if chosen is None else [chosen]) + [r for r in runs if r["replicate"] > 0]
     done = [r for r in kept if r["status"] == "completed" and r["test_accuracy"] is not None]
+    spread = functools.partial(isgd_uci.spread, ddof=0)  # population stds, as the paper's
     acc = [10_000 * r["test_accuracy"] for r in done]  # of 10,000 images, as the paper's
     mnll = [-10_000 * r["test_log_likelihood"] for r in done]  # the mean NLL's sum over 10,000
     ece = [r["test_ece"] for r in done]
@@ -336,11 +337,11 @@ def table_row(method: Method, runs: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "method": method.label,
         "lr": "rule" if not method.tuned else report.MISSING if lr is None else format(lr, "g"),
-        "acc": _spread(acc, "{:.1f}"),
+        "acc": spread(acc, "{:.1f}"),
         "within": _within(acc, paper),
-        "acc_pct": _spread([a / 100 for a in acc], "{:.2f}"),
-        "mnll": _spread(mnll, "{:.1f}"),
-        "ece": _spread(ece, "{:.4f}"),
+        "acc_pct": spread([a / 100 for a in acc], "{:.2f}"),
+        "mnll": spread(mnll, "{:.1f}"),
+        "ece": spread(ece, "{:.4f}"),
         "failed": f"{tried - len(done)}/{tried}" if runs else "not run",
         "seconds": round(sum(r["seconds"] for r in runs)),
         **_paper_row(paper),
@@ -377,19 +378,7 @@ def method_lr(text: str) -> tuple[str, float]:
 
 
 def options(parser: argparse.ArgumentParser) -> None:
-    keys = [m.key for m in METHODS]
-    parser.add_argument(
-        "--methods", nargs="+", choices=keys, default=keys, metavar="METHOD",
-        help=f"methods (default: all): {', '.join(keys)}",
-    )  # fmt: skip
-    parser.add_argument(
-        "--lr",
-        type=method_lr,
-        nargs="+",
-        metavar="METHOD=LR",
-        help="try only these learning rates for these methods (default: each method's grid; its "
-        "middle value with --quick)",
-    )
+    isgd_uci.method_options(parser, METHODS, method_lr)
     parser.add_argument(
         "--replicates",
         type=positive_int,
@@ -444,12 +433,10 @@ def header(args: argparse.Namespace) -> str:
     plan, replicates = _settings(args)
     quick = " (--quick: a smoke test, not a reproduction)" if args.quick else ""
     images = "all the" if plan.train_size is None else f"the first {plan.train_size:,}"
-    fixed = ", ".join(f"{key}={lr:g}" for key, lr in args.lr or ())
-    fixed = f"; learning rates of --lr: {fixed}" if fixed else ""
     return (
         f"Franzese et al. (2021) MNIST ConvNet (dense {list(plan.widths)}): {images} training "
         f"images after {plan.validation_size:,} held out for validation, {plan.epochs} "
-        f"epoch(s), S = {plan.samples}, {replicates} replicate(s){fixed}{quick}"
+        f"epoch(s), S = {plan.samples}, {replicates} replicate(s){isgd_uci.lr_note(args)}{quick}"
     )
 
 
@@ -481,27 +468,21 @@ def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
 def progress(results: Results) -> str:
     """The last run's validation NLL, test accuracy, status and time."""
     r, fmt = results["runs"][-1], report.format_value
-    lr = "rule" if r["lr"] is None else format(r["lr"], "g")
     return (
-        f"{r['method']} lr={lr} replicate {r['replicate']}: val NLL {fmt(r['val_nll'])}, test "
-        f"accuracy {fmt(r['test_accuracy'])} ({r['status']}, {r['seconds']:.0f} s)"
+        f"{r['method']} lr={isgd_uci.lr_label(r['lr'])} replicate {r['replicate']}: val NLL "
+        f"{fmt(r['val_nll'])}, test accuracy {fmt(r['test_accuracy'])} {run_status(r)}"
     )
-
-
-def caption(results: Results) -> str:
-    return f"{results['config']['title']}. Ours beside the paper's (paper)."
 
 
 def exit_code(results: Results) -> int:
     """130 if interrupted; 1 if a method that ran has no completed run; else 0."""
-    if any(r["status"] == "interrupted" for r in results["runs"]):
-        return runner.EXIT_CODES["interrupted"]
     done = {r["method"] for r in results["runs"] if r["status"] == "completed"}
-    return int(any(r["method"] not in done for r in results["runs"]))
+    return exit_code_of(results, any(r["method"] not in done for r in results["runs"]))
 
 
 REPRODUCTION = Reproduction.from_module(
     globals(),
+    caption=paper_caption,
     stem="isgd_mnist",
     quick_help="a smoke test in about 2.5 minutes on a CPU: the first 2,000 training images, 1 "
     "epoch, one dense layer of 32 units, S = 5, one replicate, one learning rate per method",

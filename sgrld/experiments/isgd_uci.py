@@ -22,13 +22,22 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from sgrld import report, runner
+from sgrld import report
 from sgrld.experiments import isgd_uci_runs as runs
-from sgrld.experiments.reproduction import OnResult, Reproduction, Results, positive_int
+from sgrld.experiments.reproduction import (
+    OnResult,
+    Reproduction,
+    Results,
+    exit_code_of,
+    paper_caption,
+    positive_int,
+    run_status,
+)
 
 DATASETS = ("uci_wine", "uci_protein", "uci_naval", "uci_kin8nm", "uci_power", "uci_boston")
 """The paper's data sets, in its tables' order."""
@@ -164,12 +173,18 @@ def select(grid: list[dict[str, Any]], score: str = "val_rmse") -> dict[str, Any
     return min(sorted(done, key=lambda r: r["lr"] or 0.0), key=lambda r: r[score])
 
 
-def _spread(values: list[float], fmt: str) -> str:
-    """``mean ± std`` (ddof = 1; the mean alone for one value), or —."""
+def spread(values: list[float], fmt: str, ddof: int = 1) -> str:
+    """``mean ± std`` of ``values``, each formatted by ``fmt`` (the mean alone for one value), or
+    — without any; ``ddof = 0`` for a population std (``sgrld reproduce isgd-mnist``, as its paper).
+
+    Example:
+      >>> spread([1.0, 2.0, 3.0], "{:.2f}"), spread([1.0, 3.0], "{:.1f}", ddof=0), spread([], "{}")
+      ('2.00 ± 1.00', '2.0 ± 1.0', '—')
+    """
     if not values:
         return report.MISSING
     mean = fmt.format(float(np.mean(values)))
-    return mean if len(values) < 2 else f"{mean} ± {fmt.format(float(np.std(values, ddof=1)))}"
+    return mean if len(values) < 2 else f"{mean} ± {fmt.format(float(np.std(values, ddof=ddof)))}"
 
 
 def _paper_cell(cell: Paper | None, fmt: str) -> str:
@@ -204,10 +219,10 @@ def table_row(dataset: str, method: runs.Method, grid: list[dict[str, Any]]) -> 
         "dataset": dataset.removeprefix("uci_"),
         "method": method.label,
         "lr": lr,
-        "rmse": _spread(rmse, fmt),
+        "rmse": spread(rmse, fmt),
         "paper_rmse": _paper_cell(paper_rmse, fmt),
         "within": within,
-        "nll": _spread(nll, "{:.3f}"),
+        "nll": spread(nll, "{:.3f}"),
         "paper_nll": _paper_cell(paper_nll, "{:.3f}"),
         "splits": f"{len(kept)}/{len(by_split)}" if by_split else "not run",
         "seconds": round(sum(r["seconds"] for r in grid)),
@@ -231,24 +246,65 @@ def table_rows(results: Results) -> list[dict[str, Any]]:
     return [table_row(d, m, grids.get((d, m.key), [])) for d in config["datasets"] for m in methods]
 
 
-def options(parser: argparse.ArgumentParser) -> None:
-    keys = [m.key for m in runs.METHODS]
-    parser.add_argument(
-        "--datasets", nargs="+", choices=DATASETS, metavar="NAME",
-        help=f"data sets (default: all six; uci_boston with --quick): {', '.join(DATASETS)}",
-    )  # fmt: skip
+def method_options(
+    parser: argparse.ArgumentParser,
+    methods: Sequence[runs.Method],
+    lr: Callable[[str], tuple[str, float]],
+    repeat_note: str = "",
+) -> None:
+    """Add ``--methods METHOD ...`` (of ``methods``' keys, default all) and ``--lr METHOD=LR ...``
+    (each entry parsed by ``lr``, e.g. :func:`method_lr`): the methods run and their learning
+    rates (``repeat_note``: a note in the help of ``--lr``).
+
+    Example:
+      >>> p = argparse.ArgumentParser()
+      >>> method_options(p, runs.METHODS[:2], method_lr)
+      >>> args = p.parse_args(["--lr", "sgld=0.1", "sgld=0.2"])
+      >>> args.methods, args.lr
+      (['sgld', 'isgd'], [('sgld', 0.1), ('sgld', 0.2)])
+    """
+    keys = [m.key for m in methods]
     parser.add_argument(
         "--methods", nargs="+", choices=keys, default=keys, metavar="METHOD",
         help=f"methods (default: all): {', '.join(keys)}",
     )  # fmt: skip
     parser.add_argument(
         "--lr",
-        type=method_lr,
+        type=lr,
         nargs="+",
         metavar="METHOD=LR",
-        help="try only these learning rates for these methods (repeat a method for several) "
-        "(default: each method's grid; its middle value with --quick)",
+        help=f"try only these learning rates for these methods {repeat_note}(default: each "
+        "method's grid; its middle value with --quick)",
     )
+
+
+def lr_note(args: argparse.Namespace) -> str:
+    """The headers' note of the learning rates fixed by ``--lr`` ("" without it).
+
+    Example:
+      >>> lr_note(argparse.Namespace(lr=[("sgld", 0.03), ("swag", 0.01)]))
+      '; learning rates of --lr: sgld=0.03, swag=0.01'
+    """
+    fixed = ", ".join(f"{key}={lr:g}" for key, lr in args.lr or ())
+    return f"; learning rates of --lr: {fixed}" if fixed else ""
+
+
+def lr_label(lr: float | None) -> str:
+    """A run's learning rate in a progress line: ``rule`` for i-SGD's λ rule (None).
+
+    Example:
+      >>> lr_label(0.003), lr_label(None)
+      ('0.003', 'rule')
+    """
+    return "rule" if lr is None else format(lr, "g")
+
+
+def options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--datasets", nargs="+", choices=DATASETS, metavar="NAME",
+        help=f"data sets (default: all six; uci_boston with --quick): {', '.join(DATASETS)}",
+    )  # fmt: skip
+    method_options(parser, runs.METHODS, method_lr, "(repeat a method for several) ")
     parser.add_argument(
         "--splits",
         type=positive_int,
@@ -303,11 +359,9 @@ def header(args: argparse.Namespace) -> str:
     s = _settings(args)
     quick = " (--quick: a smoke test, not a reproduction)" if args.quick else ""
     splits = "all splits" if s["splits"] is None else f"{s['splits']} split(s)"
-    fixed = ", ".join(f"{key}={lr:g}" for key, lr in args.lr or ())
-    fixed = f"; learning rates of --lr: {fixed}" if fixed else ""
     return (
         f"Franzese et al. (2021) UCI regression: {', '.join(s['datasets'])}; {splits}, "
-        f"{s['plan'].steps:,} updates a run, S = {s['plan'].samples}{fixed}{quick}"
+        f"{s['plan'].steps:,} updates a run, S = {s['plan'].samples}{lr_note(args)}{quick}"
     )
 
 
@@ -340,28 +394,22 @@ def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
 def progress(results: Results) -> str:
     """The last run's validation and test RMSE, status and time."""
     r, fmt = results["runs"][-1], report.format_value
-    lr = "rule" if r["lr"] is None else format(r["lr"], "g")
     return (
-        f"{r['dataset']} split {r['split']} {r['method']} lr={lr}: val RMSE "
+        f"{r['dataset']} split {r['split']} {r['method']} lr={lr_label(r['lr'])}: val RMSE "
         f"{fmt(r['val_rmse'])}, test RMSE {fmt(r['test_rmse'])}, test NLL {fmt(r['test_nll'])} "
-        f"({r['status']}, {r['seconds']:.0f} s)"
+        f"{run_status(r)}"
     )
-
-
-def caption(results: Results) -> str:
-    return f"{results['config']['title']}. Ours beside the paper's (paper)."
 
 
 def exit_code(results: Results) -> int:
     """130 if interrupted; 1 if a method that ran has a split where no run completed; else 0."""
-    if any(r["status"] == "interrupted" for r in results["runs"]):
-        return runner.EXIT_CODES["interrupted"]
     rows = table_rows(results)
-    return int(any(None in row["per_split"].values() for row in rows))
+    return exit_code_of(results, any(None in row["per_split"].values() for row in rows))
 
 
 REPRODUCTION = Reproduction.from_module(
     globals(),
+    caption=paper_caption,
     stem="isgd_uci",
     quick_help="a smoke test in about a minute on a CPU: boston, split 0, 400 updates a run, "
     "S = 20, one learning rate per method",

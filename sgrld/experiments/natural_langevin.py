@@ -24,9 +24,17 @@ import math
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from sgrld import report, runner
+from sgrld import report
 from sgrld.experiments import natural_langevin_runs as runs
-from sgrld.experiments.reproduction import OnResult, Reproduction, Results, positive_int
+from sgrld.experiments.reproduction import (
+    OnResult,
+    Reproduction,
+    Results,
+    exit_code_of,
+    paper_caption,
+    positive_int,
+    run_status,
+)
 
 EPOCHS = 100
 """Default passes over the 50 000 training images: 50 000 updates (the paper does not say)."""
@@ -300,12 +308,8 @@ def progress(results: Results) -> str:
     ]
     return (
         f"{run['method']} η={run['learning_rate']:g}: {'; '.join(parts) or 'no scores'} "
-        f"({run['status']}, {run['seconds']:.0f} s)"
+        f"{run_status(run)}"
     )
-
-
-def caption(results: Results) -> str:
-    return f"{results['config']['title']}. Ours beside the paper's (paper)."
 
 
 def exit_code(results: Results) -> int:
@@ -313,14 +317,13 @@ def exit_code(results: Results) -> int:
 
     A diverged η of a grid is an outcome of the search, not a failure of the command.
     """
-    if any(r["status"] == "interrupted" for r in results["runs"]):
-        return runner.EXIT_CODES["interrupted"]
     rows = table_rows(results)
-    return int(any(row["grid"] and row["lr"] == report.MISSING for row in rows))
+    return exit_code_of(results, any(row["grid"] and row["lr"] == report.MISSING for row in rows))
 
 
 REPRODUCTION = Reproduction.from_module(
     globals(),
+    caption=paper_caption,
     stem="natural_langevin",
     quick_help="a smoke test in a few minutes on a CPU: the first 10 000 training images, 5 "
     "epochs (500 updates), burn-in 100, a sample every 25, one step size per method",

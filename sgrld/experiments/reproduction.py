@@ -69,6 +69,42 @@ def worst_run_exit_code(results: Results) -> int:
     return max([0] + [sgrld.runner.EXIT_CODES[r.status] for r in results["runs"]])
 
 
+def exit_code_of(results: Results, failed: bool) -> int:
+    """The exit code of runs kept as JSON-ready dicts with a ``"status"`` in ``results["runs"]``:
+    130 (:data:`sgrld.runner.EXIT_CODES`' ``"interrupted"``) if one was interrupted, else 1 if
+    ``failed`` (what failure means is the reproduction's), else 0.
+
+    Example:
+      >>> runs = {"runs": [{"status": "completed"}, {"status": "interrupted"}]}
+      >>> exit_code_of(runs, failed=False), exit_code_of({"runs": []}, failed=True)
+      (130, 1)
+    """
+    if any(r["status"] == "interrupted" for r in results["runs"]):
+        return sgrld.runner.EXIT_CODES["interrupted"]
+    return int(failed)
+
+
+def run_status(run: Mapping[str, Any]) -> str:
+    """How a run ended, at the end of a progress line: ``(<status>, <seconds> s)``.
+
+    Example:
+      >>> run_status({"status": "diverged", "seconds": 12.6})
+      '(diverged, 13 s)'
+    """
+    return f"({run['status']}, {run['seconds']:.0f} s)"
+
+
+def paper_caption(results: Results) -> str:
+    """The caption of a table of ours beside the paper's: the run's title
+    (``results["config"]["title"]``) and a note that the paper's columns are marked (paper).
+
+    Example:
+      >>> paper_caption({"config": {"title": "Toy run"}})
+      "Toy run. Ours beside the paper's (paper)."
+    """
+    return f"{results['config']['title']}. Ours beside the paper's (paper)."
+
+
 @dataclass(frozen=True, kw_only=True)
 class Reproduction:
     """How one reproduction runs and reports.
