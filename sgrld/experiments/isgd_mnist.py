@@ -45,6 +45,8 @@ from sgrld.experiments.reproduction import (
     exit_code_of,
     paper_caption,
     positive_int,
+    quick_note,
+    record_run,
     run_status,
 )
 from sgrld.from_config import build_experiment, schedule_of
@@ -431,12 +433,12 @@ def _settings(args: argparse.Namespace) -> tuple[Plan, int]:
 
 def header(args: argparse.Namespace) -> str:
     plan, replicates = _settings(args)
-    quick = " (--quick: a smoke test, not a reproduction)" if args.quick else ""
     images = "all the" if plan.train_size is None else f"the first {plan.train_size:,}"
     return (
         f"Franzese et al. (2021) MNIST ConvNet (dense {list(plan.widths)}): {images} training "
         f"images after {plan.validation_size:,} held out for validation, {plan.epochs} "
-        f"epoch(s), S = {plan.samples}, {replicates} replicate(s){isgd_uci.lr_note(args)}{quick}"
+        f"epoch(s), S = {plan.samples}, {replicates} replicate(s){isgd_uci.lr_note(args)}"
+        f"{quick_note(args)}"
     )
 
 
@@ -453,9 +455,8 @@ def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
         while jobs:
             lr, replicate = jobs.pop(0)
             r = run(method, lr, plan, replicate)
-            results["runs"].append({"method": method.key, "lr": lr, "replicate": replicate, **r})
-            on_result(results)
-            if r["status"] == "interrupted":
+            record = {"method": method.key, "lr": lr, "replicate": replicate, **r}
+            if record_run(results, record, on_result):
                 return results
             if not jobs and replicate == 0:
                 grid = [x for x in results["runs"] if x["method"] == method.key]

@@ -36,6 +36,8 @@ from sgrld.experiments.reproduction import (
     exit_code_of,
     paper_caption,
     positive_int,
+    quick_note,
+    record_run,
     run_status,
 )
 
@@ -357,11 +359,11 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
 
 def header(args: argparse.Namespace) -> str:
     s = _settings(args)
-    quick = " (--quick: a smoke test, not a reproduction)" if args.quick else ""
     splits = "all splits" if s["splits"] is None else f"{s['splits']} split(s)"
     return (
         f"Franzese et al. (2021) UCI regression: {', '.join(s['datasets'])}; {splits}, "
-        f"{s['plan'].steps:,} updates a run, S = {s['plan'].samples}{lr_note(args)}{quick}"
+        f"{s['plan'].steps:,} updates a run, S = {s['plan'].samples}{lr_note(args)}"
+        f"{quick_note(args)}"
     )
 
 
@@ -382,11 +384,8 @@ def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
             for method in methods:
                 for lr in _grid(method, args):
                     r = runs.run(method, dataset, split, lr, plan, validation)
-                    results["runs"].append(
-                        {"dataset": dataset, "split": split, "method": method.key, "lr": lr, **r}
-                    )
-                    on_result(results)
-                    if r["status"] == "interrupted":
+                    run = {"dataset": dataset, "split": split, "method": method.key, "lr": lr, **r}
+                    if record_run(results, run, on_result):
                         return results
     return results
 

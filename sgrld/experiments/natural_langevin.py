@@ -33,6 +33,8 @@ from sgrld.experiments.reproduction import (
     exit_code_of,
     paper_caption,
     positive_int,
+    quick_note,
+    record_run,
     run_status,
 )
 
@@ -270,10 +272,10 @@ def _grid(method: runs.Method, args: argparse.Namespace) -> tuple[float, ...]:
 
 def header(args: argparse.Namespace) -> str:
     plan = _plan(args)
-    quick = " (--quick: a smoke test, not a reproduction)" if args.quick else ""
     return (
         f"Natural Langevin dynamics (Marceau-Caron & Ollivier 2017, Table 1): MNIST 784-400-400-10,"
-        f" {plan.epochs} epochs, burn-in {plan.burn_in}, a sample every {plan.thin}{quick}"
+        f" {plan.epochs} epochs, burn-in {plan.burn_in}, a sample every {plan.thin}"
+        f"{quick_note(args)}"
     )
 
 
@@ -291,9 +293,7 @@ def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
     for method in methods:
         for lr in _grid(method, args):
             out = Path(args.out) / method.key / f"lr-{lr:g}"
-            results["runs"].append(runs.run(method, lr, data, plan, out, progress=True))
-            on_result(results)
-            if results["runs"][-1]["status"] == "interrupted":
+            if record_run(results, runs.run(method, lr, data, plan, out, progress=True), on_result):
                 return results
     return results
 

@@ -58,7 +58,13 @@ import numpy as np
 
 from sgrld import report, runner
 from sgrld.experiments import psgld_runs as runs
-from sgrld.experiments.reproduction import OnResult, Reproduction, Results, positive_int
+from sgrld.experiments.reproduction import (
+    OnResult,
+    Reproduction,
+    Results,
+    positive_int,
+    quick_note,
+)
 
 PARTS = ("blr", "gaussian", "fnn", "cnn")
 GAUSSIAN_STEPS = (0.01, 0.03, 0.1, 0.3, 0.5)
@@ -306,10 +312,9 @@ def _blr_settings(args: argparse.Namespace, data: str) -> runs.BLRSettings:
 
 
 def header(args: argparse.Namespace) -> str:
-    quick = " (--quick: a smoke test, not a reproduction)" if args.quick else ""
     return (
         f"pSGLD (Li et al. 2016): {', '.join(args.parts)}; {', '.join(args.methods)}; noise "
-        f"{', '.join(args.noise)}{quick}"
+        f"{', '.join(args.noise)}{quick_note(args)}"
     )
 
 

@@ -69,6 +69,20 @@ def worst_run_exit_code(results: Results) -> int:
     return max([0] + [sgrld.runner.EXIT_CODES[r.status] for r in results["runs"]])
 
 
+def record_run(results: Results, run: dict[str, Any], on_result: OnResult) -> bool:
+    """Append a run kept as a JSON-ready dict with a ``"status"`` to ``results["runs"]`` and call
+    ``on_result``; return whether the run was interrupted (the computation then stops).
+
+    Example:
+      >>> results = {"runs": []}
+      >>> record_run(results, {"status": "interrupted"}, ignore), results
+      (True, {'runs': [{'status': 'interrupted'}]})
+    """
+    results["runs"].append(run)
+    on_result(results)
+    return run["status"] == "interrupted"
+
+
 def exit_code_of(results: Results, failed: bool) -> int:
     """The exit code of runs kept as JSON-ready dicts with a ``"status"`` in ``results["runs"]``:
     130 (:data:`sgrld.runner.EXIT_CODES`' ``"interrupted"``) if one was interrupted, else 1 if
@@ -92,6 +106,16 @@ def run_status(run: Mapping[str, Any]) -> str:
       '(diverged, 13 s)'
     """
     return f"({run['status']}, {run['seconds']:.0f} s)"
+
+
+def quick_note(args: argparse.Namespace) -> str:
+    """The end of a header with ``--quick``: ``" (--quick: a smoke test, not a reproduction)"``.
+
+    Example:
+      >>> quick_note(argparse.Namespace(quick=True)), quick_note(argparse.Namespace(quick=False))
+      (' (--quick: a smoke test, not a reproduction)', '')
+    """
+    return " (--quick: a smoke test, not a reproduction)" if args.quick else ""
 
 
 def paper_caption(results: Results) -> str:
