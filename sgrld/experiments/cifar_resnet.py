@@ -49,19 +49,22 @@ from typing import Any, NamedTuple
 
 from sgrld import report, runner
 from sgrld.config import Config, from_dict
-from sgrld.experiments.mnist_mlp import LABELS, metric_params
+from sgrld.experiments.mnist_mlp import LABELS, metric_params, metrics_option
 from sgrld.experiments.reproduction import (
     OnResult,
     Reproduction,
     Results,
+    data_dir_option,
+    epochs_option,
     equal_time_epochs,
-    positive_int,
+    last_run_message,
+    no_verify_option,
+    replicates_option,
     worst_run_exit_code,
 )
 from sgrld.from_config import run_config
 from sgrld.report import MISSING, TEXT
 
-METRICS = ("identity", "wenzel", "rmsprop", "monge", "shampoo")
 PRIORS = ("gaussian", "correlated")
 TABLES = ("3", "7")
 Pair = tuple[float, float]
@@ -354,15 +357,9 @@ def monge_row(prior: str, table: str) -> dict[str, str]:
 
 
 def options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--epochs",
-        type=positive_int,
-        help="epochs per run (default: 400 as the paper, 1 with --quick)",
-    )
+    epochs_option(parser, paper=FULL["epochs"], quick=QUICK["epochs"])
     parser.add_argument("--prior", nargs="+", choices=PRIORS, default=list(PRIORS), help="prior(s)")
-    parser.add_argument(
-        "--metrics", nargs="+", choices=METRICS, default=list(METRICS), help="metrics to run"
-    )
+    metrics_option(parser)
     parser.add_argument(
         "--tables",
         nargs="+",
@@ -370,26 +367,18 @@ def options(parser: argparse.ArgumentParser) -> None:
         default=list(TABLES),
         help="3 (with 9, its ECE) and/or 7 (equal time, two more runs per prior)",
     )
-    parser.add_argument(
-        "--replicates",
-        type=positive_int,
-        default=1,
-        help="independent runs per cell, seeds SEED ... SEED+R-1 (paper: 10; default: 1)",
+    replicates_option(
+        parser, "independent runs per cell, seeds SEED ... SEED+R-1 (paper: 10; default: 1)"
     )
-    parser.add_argument(
-        "--data-dir",
-        help="folder with cifar-10-batches-py (default: $SGRLD_DATA_DIR, else ~/.cache/sgrld/data)",
-    )
+    data_dir_option(parser, "folder with cifar-10-batches-py")
     parser.add_argument(
         "--validation-size",
         type=int,
         default=10_000,
         help="training images held out for validation (default: 10000, as the paper)",
     )
-    parser.add_argument(
-        "--no-verify-checksums",
-        action="store_true",
-        help="do not check the files' MD5s (for files that are not the official ones)",
+    no_verify_option(
+        parser, "do not check the files' MD5s (for files that are not the official ones)"
     )
     parser.add_argument(
         "--conv-fan-in",
@@ -493,11 +482,6 @@ def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
     return results
 
 
-def progress(results: Results) -> str | None:
-    last = results["runs"][-1] if results["runs"] else None
-    return None if last is None or last.status == "completed" else last.message
-
-
 def plot(results: Results, out: Path) -> list[Path]:
     """``curves_<prior>.png`` per prior: test log p(y|X) and accuracy against epochs."""
     return [
@@ -515,6 +499,7 @@ def caption(results: Results) -> str:
 
 REPRODUCTION = Reproduction.from_module(
     globals(),
+    progress=last_run_message,
     exit_code=worst_run_exit_code,
     stem="cifar_resnet",
     quick_help="a smoke test of the pipeline: a ResNet-8 of width 4, the first 1 000 training "

@@ -37,12 +37,15 @@ from sgrld.config import PRIORS, Config, load_config
 from sgrld.data import load_dataset
 from sgrld.experiments import isgd_uci
 from sgrld.experiments.isgd_uci_runs import METHODS as UCI_METHODS
-from sgrld.experiments.isgd_uci_runs import Method
+from sgrld.experiments.isgd_uci_runs import Method, summary
+from sgrld.experiments.mnist_mlp import MNIST_FOLDER
 from sgrld.experiments.reproduction import (
     OnResult,
     Reproduction,
     Results,
+    data_dir_option,
     exit_code_of,
+    no_verify_option,
     paper_caption,
     positive_int,
     quick_note,
@@ -277,17 +280,11 @@ def run(method: Method, lr: float | None, plan: Plan, replicate: int) -> dict[st
     experiment = build_experiment(config, sampler=build)
     result = runner.run(experiment, schedule)
     final = result.records[-1] if result.records else {}
+    # select() minimises its score: the validation NLL
+    val_nll = finite(-final.get("val_log_likelihood", math.nan))
     keys = ("test_accuracy", "test_log_likelihood", "test_ece", "val_accuracy")
-    return {
-        "status": result.status,
-        "message": result.message,
-        "seconds": time.perf_counter() - start,
-        "samples": final.get("samples", 0),
-        "test_images": len(experiment.eval_sets["test"][1]),
-        **{key: finite(final.get(key, math.nan)) for key in keys},
-        # select() minimises its score: the validation NLL
-        "val_nll": finite(-final.get("val_log_likelihood", math.nan)),
-    }
+    test_images = len(experiment.eval_sets["test"][1])
+    return summary(result, start, keys, test_images=test_images) | {"val_nll": val_nll}
 
 
 def _within(acc: list[float], paper: Paper) -> str:
@@ -403,16 +400,8 @@ def options(parser: argparse.ArgumentParser) -> None:
         help=f"training images held out to choose the learning rate (default {VALIDATION:,}; "
         f"{QUICK['validation']} with --quick)",
     )  # fmt: skip
-    parser.add_argument(
-        "--data-dir",
-        help="folder with the four MNIST IDX files (default: $SGRLD_DATA_DIR, else "
-        "~/.cache/sgrld/data)",
-    )
-    parser.add_argument(
-        "--no-verify-checksums",
-        action="store_true",
-        help="skip the SHA-256 check of the IDX files (files of one's own)",
-    )
+    data_dir_option(parser, MNIST_FOLDER)
+    no_verify_option(parser, "skip the SHA-256 check of the IDX files (files of one's own)")
 
 
 def _settings(args: argparse.Namespace) -> tuple[Plan, int]:

@@ -33,7 +33,9 @@ from sgrld.experiments.reproduction import (
     OnResult,
     Reproduction,
     Results,
+    data_dir_option,
     exit_code_of,
+    no_verify_option,
     paper_caption,
     positive_int,
     quick_note,
@@ -324,15 +326,12 @@ def options(parser: argparse.ArgumentParser) -> None:
         help=f"ensemble size S, >= 20 (SWAG's rank) (default {SAMPLES}; {QUICK['samples']} "
         "with --quick)",
     )
-    parser.add_argument(
-        "--data-dir",
-        help="folder with the UCI sets (uci/<folder>/ or <folder>/ of the published layout) "
-        "(default: $SGRLD_DATA_DIR, else ~/.cache/sgrld/data)",
+    data_dir_option(
+        parser, "folder with the UCI sets (uci/<folder>/ or <folder>/ of the published layout)"
     )
-    parser.add_argument(
-        "--no-verify-checksums",
-        action="store_true",
-        help="skip the SHA-256 check of the data files (files of your own in the published layout)",
+    no_verify_option(
+        parser,
+        "skip the SHA-256 check of the data files (files of your own in the published layout)",
     )
 
 

@@ -16,6 +16,7 @@ import dataclasses
 import functools
 import math
 import time
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import sgrld
@@ -205,15 +206,29 @@ def run(
         experiment = build_experiment(config)
         sampler, schedule = baseline(method, config, lr, len(experiment.train[0]), plan.samples)
         result = runner.run(dataclasses.replace(experiment, sampler=sampler), schedule)
+    return summary(result, start, ("test_rmse", "test_nll", "val_rmse", "val_nll"))
+
+
+def summary(
+    result: runner.Result, start: float, keys: Sequence[str], **extra: Any
+) -> dict[str, Any]:
+    """The JSON-ready account of a run: ``status``, ``message``, ``seconds`` since ``start`` (a
+    :func:`time.perf_counter`), ``samples`` (the ensemble's size), ``**extra``, and the ``keys``
+    of its last record (None where missing or not finite).
+
+    Example:
+      >>> done = runner.Result("completed", "done", [{"samples": 5, "test_rmse": 0.5}], 0.0,
+      ...                      None, None, {})
+      >>> s = summary(done, time.perf_counter(), ("test_rmse", "val_rmse"), split=3)
+      >>> s["status"], s["samples"], s["split"], s["test_rmse"], s["val_rmse"]
+      ('completed', 5, 3, 0.5, None)
+    """
     final = result.records[-1] if result.records else {}
-    scores = {
-        key: finite(final.get(key, math.nan))
-        for key in ("test_rmse", "test_nll", "val_rmse", "val_nll")
-    }
     return {
         "status": result.status,
         "message": result.message,
         "seconds": time.perf_counter() - start,
         "samples": final.get("samples", 0),
-        **scores,
+        **extra,
+        **{key: finite(final.get(key, math.nan)) for key in keys},
     }

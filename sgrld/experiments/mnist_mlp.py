@@ -80,8 +80,13 @@ from sgrld.experiments.reproduction import (
     OnResult,
     Reproduction,
     Results,
+    data_dir_option,
+    epochs_option,
     equal_time_epochs,
+    last_run_message,
+    no_verify_option,
     positive_int,
+    replicates_option,
     worst_run_exit_code,
 )
 from sgrld.from_config import run_config
@@ -99,6 +104,8 @@ LABELS = {
 WIDTHS = (400, 800, 1200)
 PRIORS = ("gaussian", "horseshoe")
 STEPS_PER_EPOCH = 500
+MNIST_FOLDER = "folder with the four MNIST IDX files"
+"""What ``--data-dir`` holds (:func:`sgrld.experiments.reproduction.data_dir_option`)."""
 
 
 class Paper(NamedTuple):
@@ -558,30 +565,22 @@ def _one(values: np.ndarray, paper: Pair | None) -> tuple[Any, Pair | None, Any]
 
 
 def options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--epochs",
-        type=positive_int,
-        help="epochs per run (default: 400 as the paper, 4 with --quick)",
-    )
+    epochs_option(parser, paper=400, quick=QUICK["epochs"])
     parser.add_argument(
         "--width", type=int, nargs="+", choices=WIDTHS, default=[400], help="hidden width(s) W"
     )
     parser.add_argument(
         "--prior", nargs="+", choices=PRIORS, default=["horseshoe"], help="prior(s)"
     )
-    parser.add_argument(
-        "--metrics", nargs="+", choices=METRICS, default=list(METRICS), help="metrics to run"
-    )
+    metrics_option(parser)
     data_options(parser)
     parser.add_argument(
         "--chains", type=positive_int, default=1, help="chains per run (default: 1)"
     )
-    parser.add_argument(
-        "--replicates",
-        type=positive_int,
-        default=1,
-        help="runs per cell (seeds --seed, --seed + 1, ...) as the chains of one program; the "
-        "table gives their mean ± std, as the paper's 10 runs, and the curves a ±1.96 std band "
+    replicates_option(
+        parser,
+        "runs per cell (seeds --seed, --seed + 1, ...) as the chains of one program; the table "
+        "gives their mean ± std, as the paper's 10 runs, and the curves a ±1.96 std band "
         "(default: 1)",
     )
     parser.add_argument(
@@ -602,13 +601,16 @@ def options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def metrics_option(parser: argparse.ArgumentParser) -> None:
+    """``--metrics NAME ...``: the metrics to run, of :data:`METRICS` (default: all)."""
+    parser.add_argument(
+        "--metrics", nargs="+", choices=METRICS, default=list(METRICS), help="metrics to run"
+    )
+
+
 def data_options(parser: argparse.ArgumentParser) -> None:
     """``--data-dir``, ``--train-size``, ``--validation-size`` and ``--no-verify-checksums``."""
-    parser.add_argument(
-        "--data-dir",
-        help="folder with the four MNIST IDX files (default: $SGRLD_DATA_DIR, else "
-        "~/.cache/sgrld/data)",
-    )
+    data_dir_option(parser, MNIST_FOLDER)
     parser.add_argument(
         "--train-size",
         type=positive_int,
@@ -620,10 +622,8 @@ def data_options(parser: argparse.ArgumentParser) -> None:
         type=positive_int,
         help="training images held out for validation (default: 10000, as the paper)",
     )
-    parser.add_argument(
-        "--no-verify-checksums",
-        action="store_true",
-        help="do not check the files' SHA-256 (for files that are not the official ones)",
+    no_verify_option(
+        parser, "do not check the files' SHA-256 (for files that are not the official ones)"
     )
 
 
@@ -733,11 +733,6 @@ def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
     return results
 
 
-def progress(results: Results) -> str | None:
-    last = results["runs"][-1] if results["runs"] else None
-    return None if last is None or last.status == "completed" else last.message
-
-
 def plot(results: Results, out: Path) -> list[Path]:
     """``curves_<prior>-<W>.png`` per setting: test log p(y|X) and accuracy against epochs, with
     ``--replicates`` the mean and a ±1.96 std band over replicates (the paper's Fig. 3)."""
@@ -756,6 +751,7 @@ def caption(results: Results) -> str:
 
 REPRODUCTION = Reproduction.from_module(
     globals(),
+    progress=last_run_message,
     exit_code=worst_run_exit_code,
     stem="mnist_mlp",
     quick_help="a smoke test in a few minutes: the first 10 000 training images, 4 epochs, "

@@ -56,7 +56,9 @@ from sgrld.experiments.reproduction import (
     OnResult,
     Reproduction,
     Results,
-    positive_int,
+    epochs_option,
+    last_run_message,
+    replicates_option,
     worst_run_exit_code,
 )
 from sgrld.report import BAND, MISSING, TEXT
@@ -271,11 +273,7 @@ def _text(values: tuple[float, ...] | list[float]) -> str:
 
 
 def options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--epochs",
-        type=positive_int,
-        help="epochs per run (default: 400 as the paper, 4 with --quick)",
-    )
+    epochs_option(parser, paper=400, quick=mnist_mlp.QUICK["epochs"])
     parser.add_argument(
         "--alpha2",
         type=alpha2_value,
@@ -295,11 +293,8 @@ def options(parser: argparse.ArgumentParser) -> None:
         default=list(REFERENCES),
         help="the other metrics, at their Table 4 learning rates (default: all; none: only Monge)",
     )
-    parser.add_argument(
-        "--replicates",
-        type=positive_int,
-        default=1,
-        help="runs per α² and metric, seeds --seed, --seed + 1, ... (paper: 10; default: 1)",
+    replicates_option(
+        parser, "runs per α² and metric, seeds --seed, --seed + 1, ... (paper: 10; default: 1)"
     )
     parser.add_argument(
         "--lr-grid",
@@ -383,11 +378,6 @@ def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
     return results
 
 
-def progress(results: Results) -> str | None:
-    last = results["runs"][-1]
-    return None if last.status == "completed" else last.message
-
-
 def _band(values: list[float | None]) -> tuple[float, float]:
     """Mean and ±1.96 std (ddof 1; 0 for one value) of finite values, NaN without any."""
     finite = np.array([v for v in values if v is not None], np.float64)
@@ -444,6 +434,7 @@ caption = mnist_mlp.caption
 
 REPRODUCTION = Reproduction.from_module(
     globals(),
+    progress=last_run_message,
     exit_code=worst_run_exit_code,
     stem="monge_alpha",
     quick_help="a smoke test in a few minutes: the first 10 000 training images, 4 epochs, "

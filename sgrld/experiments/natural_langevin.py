@@ -26,10 +26,12 @@ from typing import Any, NamedTuple
 
 from sgrld import report
 from sgrld.experiments import natural_langevin_runs as runs
+from sgrld.experiments.mnist_mlp import MNIST_FOLDER
 from sgrld.experiments.reproduction import (
     OnResult,
     Reproduction,
     Results,
+    data_dir_option,
     exit_code_of,
     paper_caption,
     positive_int,
@@ -227,11 +229,7 @@ def options(parser: argparse.ArgumentParser) -> None:
         default=TRAIN_EVAL_SIZE,
         help="score the training set on its first N images (default: %(default)s; 0: none)",
     )
-    parser.add_argument(
-        "--data-dir",
-        help="folder with the four MNIST IDX files (default: $SGRLD_DATA_DIR, else "
-        "~/.cache/sgrld/data)",
-    )
+    data_dir_option(parser, MNIST_FOLDER)
 
 
 def _plan(args: argparse.Namespace) -> runs.Plan:

@@ -62,6 +62,7 @@ from sgrld.experiments.reproduction import (
     OnResult,
     Reproduction,
     Results,
+    data_dir_option,
     positive_int,
     quick_note,
 )
@@ -284,11 +285,7 @@ def options(parser: argparse.ArgumentParser) -> None:
         type=positive_int,
         help="FNN and CNN: the first N training images (default: all 60,000)",
     )
-    parser.add_argument(
-        "--data-dir",
-        help="base folder with libsvm_a9a/, libsvm_australian/ and mnist/ (default: "
-        "$SGRLD_DATA_DIR, else ~/.cache/sgrld/data)",
-    )
+    data_dir_option(parser, "base folder with libsvm_a9a/, libsvm_australian/ and mnist/")
 
 
 def _network_plan(args: argparse.Namespace, part: str) -> runs.NetworkPlan:

@@ -69,6 +69,21 @@ def worst_run_exit_code(results: Results) -> int:
     return max([0] + [sgrld.runner.EXIT_CODES[r.status] for r in results["runs"]])
 
 
+def last_run_message(results: Results) -> str | None:
+    """The ``progress`` of a reproduction that keeps its runs as :class:`sgrld.runner.Result`
+    objects in ``results["runs"]``: the last one's message if it did not complete (None: nothing
+    to print).
+
+    Example:
+      >>> from types import SimpleNamespace
+      >>> run = SimpleNamespace(status="diverged", message="diverged at step 7")  # a Result's
+      >>> last_run_message({"runs": [run]}), last_run_message({"runs": []})
+      ('diverged at step 7', None)
+    """
+    last = results["runs"][-1] if results["runs"] else None
+    return None if last is None or last.status == "completed" else last.message
+
+
 def record_run(results: Results, run: dict[str, Any], on_result: OnResult) -> bool:
     """Append a run kept as a JSON-ready dict with a ``"status"`` to ``results["runs"]`` and call
     ``on_result``; return whether the run was interrupted (the computation then stops).
@@ -280,6 +295,64 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
     return value
+
+
+def epochs_option(parser: argparse.ArgumentParser, paper: int, quick: int) -> None:
+    """Add ``--epochs N`` (an integer >= 1; None when not given): epochs per run, ``paper`` by
+    default and ``quick`` with ``--quick``, as the help says.
+
+    Example:
+      >>> p = argparse.ArgumentParser()
+      >>> epochs_option(p, paper=400, quick=4)
+      >>> p.parse_args(["--epochs", "12"]).epochs, p.parse_args([]).epochs
+      (12, None)
+    """
+    parser.add_argument(
+        "--epochs",
+        type=positive_int,
+        help=f"epochs per run (default: {paper} as the paper, {quick} with --quick)",
+    )
+
+
+def replicates_option(parser: argparse.ArgumentParser, help: str) -> None:
+    """Add ``--replicates R`` (an integer >= 1, default 1): independent runs per cell, ``help``
+    saying how they are seeded and summarised.
+
+    Example:
+      >>> p = argparse.ArgumentParser()
+      >>> replicates_option(p, "runs per cell")
+      >>> p.parse_args(["--replicates", "3"]).replicates, p.parse_args([]).replicates
+      (3, 1)
+    """
+    parser.add_argument("--replicates", type=positive_int, default=1, help=help)
+
+
+def data_dir_option(parser: argparse.ArgumentParser, folder: str) -> None:
+    """Add ``--data-dir``: ``folder`` (what it holds), by default ``$SGRLD_DATA_DIR``, else
+    ``~/.cache/sgrld/data`` (:func:`sgrld.data.load_dataset`'s search).
+
+    Example:
+      >>> p = argparse.ArgumentParser()
+      >>> data_dir_option(p, "folder with the four MNIST IDX files")
+      >>> p.parse_args(["--data-dir", "data"]).data_dir, p.parse_args([]).data_dir
+      ('data', None)
+    """
+    parser.add_argument(
+        "--data-dir", help=f"{folder} (default: $SGRLD_DATA_DIR, else ~/.cache/sgrld/data)"
+    )
+
+
+def no_verify_option(parser: argparse.ArgumentParser, help: str) -> None:
+    """Add the switch ``--no-verify-checksums``: do not check the data files' checksums (for
+    files of one's own), ``help`` saying which files and checksums.
+
+    Example:
+      >>> p = argparse.ArgumentParser()
+      >>> no_verify_option(p, "skip the SHA-256 check of the IDX files")
+      >>> p.parse_args(["--no-verify-checksums"]).no_verify_checksums
+      True
+    """
+    parser.add_argument("--no-verify-checksums", action="store_true", help=help)
 
 
 def sample_timed(
