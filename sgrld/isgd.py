@@ -64,7 +64,7 @@ import jax.numpy as jnp
 from sgrld.checks import check_num_data, check_params, check_temperature, is_traced
 from sgrld.momentum import check_potential_size
 from sgrld.noise import normal_like
-from sgrld.per_example import gradient_variance
+from sgrld.per_example import at_least_float32, gradient_variance
 from sgrld.potential import Potential
 from sgrld.sampler import Sampler, step_info
 
@@ -206,7 +206,8 @@ def noise_estimate(potential_fn: Callable, num_data: int, kind: str = "per_examp
 
         def square(params, batch):
             value, g = jax.value_and_grad(potential_fn)(params, batch)
-            return value, g, jax.tree.map(lambda x: 0.5 * jnp.square(num_data * _f32(x)), g)
+            squares = jax.tree.map(lambda x: 0.5 * jnp.square(num_data * at_least_float32(x)), g)
+            return value, g, squares
 
         return square
     if not isinstance(potential_fn, Potential):
@@ -221,11 +222,6 @@ def noise_estimate(potential_fn: Callable, num_data: int, kind: str = "per_examp
         return value, g, jax.tree.map(lambda v: 0.5 * num_data**2 * v, var)
 
     return per_example
-
-
-def _f32(x: jax.Array) -> jax.Array:
-    """``x`` in at least float32."""
-    return jnp.asarray(x, jnp.promote_types(x.dtype, jnp.float32))
 
 
 def _init(o: _Options, params: PyTree) -> ISGDState:
@@ -278,7 +274,8 @@ def _step(o: _Options, key, state: ISGDState, batch) -> tuple[ISGDState, ISGDInf
     n = jax.tree.leaves(normal_like(key, state.params))
 
     def move(x, g, lam, e, n):
-        kick = o.num_data * _f32(g) + jnp.sqrt(2.0 * jnp.maximum(e, 0.0)) * _f32(n)
+        g, n = at_least_float32(g), at_least_float32(n)
+        kick = o.num_data * g + jnp.sqrt(2.0 * jnp.maximum(e, 0.0)) * n
         return x - (kick / lam).astype(x.dtype)
 
     rows = zip(jax.tree.leaves(state.params), jax.tree.leaves(g), lams, excess, n, strict=True)

@@ -286,8 +286,8 @@ def gradient_variance(potential) -> Callable:
         unseen = unused_leaves(potential.loglik_fn, params, batch)
 
         def variance(i, g, gp, m2):  # the likelihood's mean gradient is g − gp
-            mean = _float32(g) - _float32(gp)
-            var = jnp.maximum(_float32(m2) - jnp.square(mean), 0.0) / (size - 1)
+            mean = at_least_float32(g) - at_least_float32(gp)
+            var = jnp.maximum(at_least_float32(m2) - jnp.square(mean), 0.0) / (size - 1)
             return jnp.zeros_like(var) if i in unseen else var
 
         leaves, treedef = jax.tree.flatten(g)
@@ -297,8 +297,14 @@ def gradient_variance(potential) -> Callable:
     return fn
 
 
-def _float32(x: jax.Array) -> jax.Array:
-    """``x`` in at least float32."""
+def at_least_float32(x: jax.Array) -> jax.Array:
+    """``x`` in at least float32: bfloat16, float16 and integers become float32, float64 stays.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> at_least_float32(jnp.ones(2, jnp.bfloat16)).dtype, at_least_float32(jnp.arange(2)).dtype
+      (dtype('float32'), dtype('float32'))
+    """
     return jnp.asarray(x, jnp.promote_types(x.dtype, jnp.float32))
 
 
