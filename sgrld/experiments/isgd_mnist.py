@@ -44,6 +44,7 @@ from sgrld.experiments.reproduction import (
     Reproduction,
     Results,
     data_dir_option,
+    data_overrides,
     exit_code_of,
     no_verify_option,
     paper_caption,
@@ -200,12 +201,7 @@ def config_of(method: Method, lr: float | None, plan: Plan, replicate: int) -> C
         f"data.batch_size={BATCH_SIZE}", "model.kind=cnn", f"model.widths={list(plan.widths)}",
         "prior.kind=gaussian", f"run.seed={plan.seed + replicate}", f"run.epochs={plan.epochs}",
     ]  # fmt: skip
-    if plan.train_size is not None:
-        common.append(f"data.train_size={plan.train_size}")
-    if plan.data_dir is not None:
-        common.append(f"data.data_dir={plan.data_dir!r}")
-    if not plan.verify:
-        common.append("data.verify_checksums=false")
+    common += data_overrides(plan.data_dir, plan.train_size, plan.verify)
     total = plan.epochs * (train_size(plan) // BATCH_SIZE)
     thin = max(total // (2 * plan.samples), 1)
     run = [f"run.burn_in={max(total - plan.samples * thin, 0)}", f"run.thin={thin}"]

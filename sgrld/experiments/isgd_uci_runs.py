@@ -23,6 +23,7 @@ import sgrld
 from sgrld import baselines, bnn, runner
 from sgrld.config import PRIORS, Config, load_config
 from sgrld.data import load_dataset
+from sgrld.experiments.reproduction import data_overrides
 from sgrld.from_config import build_experiment, run_config, schedule_of
 from sgrld.report import finite
 
@@ -123,10 +124,7 @@ def config_of(
         f"data.batch_size={BATCH_SIZE}", "model.kind=regression_mlp",
         f"model.widths=[{width(dataset)}]", "prior.kind=gaussian", f"run.seed={plan.seed + split}",
     ]  # fmt: skip
-    if plan.data_dir is not None:
-        common.append(f"data.data_dir={plan.data_dir!r}")
-    if not plan.verify:
-        common.append("data.verify_checksums=false")
+    common += data_overrides(plan.data_dir, verify=plan.verify)
     per_epoch = max(train_size(dataset, split, plan) - validation_size, 0) // BATCH_SIZE
     epochs = math.ceil(plan.steps / max(per_epoch, 1))
     total = epochs * per_epoch

@@ -38,7 +38,7 @@ from sgrld.data.libsvm import load_libsvm
 from sgrld.data.registry import DEFAULT_DATA_DIR
 from sgrld.evaluation import ensemble_log_likelihood
 from sgrld.experiments.natural_langevin_runs import halving
-from sgrld.experiments.reproduction import sample_timed
+from sgrld.experiments.reproduction import data_overrides, sample_timed
 from sgrld.from_config import build_experiment, schedule_of
 from sgrld.report import finite
 
@@ -456,11 +456,7 @@ def network_run(
         f"run.epochs={plan.epochs}", f"run.burn_in={plan.burn_in}", f"run.thin={plan.thin}",
         f"run.seed={plan.seed}",
     ]  # fmt: skip
-    if plan.train_size is not None:
-        overrides.append(f"data.train_size={plan.train_size}")
-    if plan.data_dir is not None:
-        overrides.append(f"data.data_dir={plan.data_dir!r}")
-    config = load_config(None, overrides)
+    config = load_config(None, overrides + data_overrides(plan.data_dir, plan.train_size))
 
     def build(potential: sgrld.Potential, n: int) -> sgrld.Sampler:
         every = plan.halve_every * (n // 100)

@@ -355,6 +355,26 @@ def no_verify_option(parser: argparse.ArgumentParser, help: str) -> None:
     parser.add_argument("--no-verify-checksums", action="store_true", help=help)
 
 
+def data_overrides(
+    data_dir: str | None, train_size: int | None = None, verify: bool = True
+) -> list[str]:
+    """The ``data.*`` configuration overrides (:func:`sgrld.config.load_config`) of the options
+    ``--train-size``, ``--data-dir`` and ``--no-verify-checksums``; none for their defaults.
+
+    Example:
+      >>> data_overrides("/data", 500, verify=False)
+      ['data.train_size=500', "data.data_dir='/data'", 'data.verify_checksums=false']
+      >>> data_overrides(None)
+      []
+    """
+    overrides = [] if train_size is None else [f"data.train_size={train_size}"]
+    if data_dir is not None:
+        overrides.append(f"data.data_dir={data_dir!r}")
+    if not verify:
+        overrides.append("data.verify_checksums=false")
+    return overrides
+
+
 def sample_timed(
     key: jax.Array, sampler: sgrld.Sampler, init_params: Any, batch_fn: Callable, **options: Any
 ) -> tuple[sgrld.Samples, float]:
