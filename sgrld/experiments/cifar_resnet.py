@@ -49,7 +49,13 @@ from typing import Any, NamedTuple
 
 from sgrld import report, runner
 from sgrld.config import Config, from_dict
-from sgrld.experiments.mnist_mlp import LABELS, metric_params, metrics_option
+from sgrld.experiments.mnist_mlp import (
+    LABELS,
+    curvature_option,
+    metric_params,
+    metrics_option,
+    start_results,
+)
 from sgrld.experiments.reproduction import (
     OnResult,
     Reproduction,
@@ -387,9 +393,7 @@ def options(parser: argparse.ArgumentParser) -> None:
         help="prior scale of a convolution 1.41/sqrt(fan-in): full = 3*3*C_in (default), "
         "channels = C_in (the authors' code)",
     )
-    parser.add_argument(
-        "--curvature", action="store_true", help="also score the curvature C(x) (slow)"
-    )
+    curvature_option(parser)
 
 
 def _epochs(args: argparse.Namespace) -> int:
@@ -429,19 +433,7 @@ def _run_cell(
 
 def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
     """Run Table 3's cells, then the equal-time runs Table 7 needs, prior by prior."""
-    results: Results = {
-        "config": {
-            "title": header(args),
-            "epochs": _epochs(args),
-            "quick": args.quick,
-            "seed": args.seed,
-            "replicates": args.replicates,
-            "conv_fan_in": args.conv_fan_in,
-        },
-        "rows": [],
-        "runs": [],
-        "curves": {},
-    }
+    results = start_results(args, header(args), _epochs(args), conv_fan_in=args.conv_fan_in)
 
     def done(cell_: Cell) -> bool:
         results["runs"].extend(cell_.results)

@@ -583,9 +583,7 @@ def options(parser: argparse.ArgumentParser) -> None:
         "gives their mean ± std, as the paper's 10 runs, and the curves a ±1.96 std band "
         "(default: 1)",
     )
-    parser.add_argument(
-        "--curvature", action="store_true", help="also score the curvature C(x) (slow)"
-    )
+    curvature_option(parser)
     parser.add_argument(
         "--equal-time",
         action="store_true",
@@ -605,6 +603,13 @@ def metrics_option(parser: argparse.ArgumentParser) -> None:
     """``--metrics NAME ...``: the metrics to run, of :data:`METRICS` (default: all)."""
     parser.add_argument(
         "--metrics", nargs="+", choices=METRICS, default=list(METRICS), help="metrics to run"
+    )
+
+
+def curvature_option(parser: argparse.ArgumentParser) -> None:
+    """``--curvature``: also score the mean curvature C(x) (the paper's Table 2)."""
+    parser.add_argument(
+        "--curvature", action="store_true", help="also score the curvature C(x) (slow)"
     )
 
 
@@ -646,6 +651,21 @@ def header(args: argparse.Namespace) -> str:
     return f"MNIST MLP, {_epochs(args)} epochs{' (--quick: a smoke test)' if args.quick else ''}"
 
 
+def start_results(args: argparse.Namespace, title: str, epochs: int, **more: Any) -> Results:
+    """The results of a cell-by-cell reproduction (``sgrld reproduce mnist-mlp``,
+    ``cifar-resnet``) before its first run: its ``config`` (``title``, ``epochs``, ``--quick``,
+    ``--seed``, ``--replicates``, then ``**more``) and no ``rows``, ``runs`` or ``curves``.
+
+    Example:
+      >>> args = argparse.Namespace(quick=True, seed=0, replicates=2)
+      >>> start_results(args, "T", 4, lr_grid=False)["config"]
+      {'title': 'T', 'epochs': 4, 'quick': True, 'seed': 0, 'replicates': 2, 'lr_grid': False}
+    """
+    config = {"title": title, "epochs": epochs, "quick": args.quick, "seed": args.seed}
+    config |= {"replicates": args.replicates, **more}
+    return {"config": config, "rows": [], "runs": [], "curves": {}}
+
+
 def run_cell(
     config: Config, replicates: int, label: str, rates: tuple[float, ...] | None = None
 ) -> Cell:
@@ -666,20 +686,9 @@ def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
             "--equal-time cuts every sampler at the fastest one's time: give two metrics or "
             f"more (--metrics), got {args.metrics}"
         )
-    results: Results = {
-        "config": {
-            "title": header(args),
-            "epochs": _epochs(args),
-            "quick": args.quick,
-            "seed": args.seed,
-            "replicates": args.replicates,
-            "equal_time": args.equal_time,
-            "lr_grid": args.lr_grid,
-        },
-        "rows": [],
-        "runs": [],
-        "curves": {},
-    }
+    results = start_results(
+        args, header(args), _epochs(args), equal_time=args.equal_time, lr_grid=args.lr_grid
+    )
 
     def run(prior: str, width: int, metric: str, lr: float | None = None) -> Cell:
         cfg = config(
