@@ -11,14 +11,17 @@ with ``ỹᵢ = yᵢ`` (``labels="empirical"``, the OP variant) or ``ỹᵢ ~ p_
 true Fisher). The observation function of a Fisher metric computes them in the same pass as the
 minibatch gradient of the potential:
 
-* **Dense layers (fast path).** For a Flax ``nn.Dense`` layer with per-example inputs ``a`` [B, in]
-  and back-propagated output signals ``δ`` [B, out], ``gᵢ[kernel] = aᵢ δᵢᵀ``, so the diagonal is
-  ``(a²)ᵀ(δ²)/B`` and the bias–weight row ``aᵀ(δ²)/B``: one product of the size of the weight
-  gradient each. ``a`` and ``δ`` are read without rewriting the model (:mod:`sgrld.dense_taps`):
-  the layer's calls are intercepted, its input recorded and a zero perturbation added to its
-  output, whose gradient is δ. A layer is on the fast path when it is called once per
-  likelihood evaluation on inputs ``[B, in]``, and its parameters are leaves of ``params`` that
-  enter the likelihood only through that call.
+* **Dense and Conv layers (fast path).** For a Flax ``nn.Dense`` layer with per-example inputs
+  ``a`` [B, in] and back-propagated output signals ``δ`` [B, out], ``gᵢ[kernel] = aᵢ δᵢᵀ``, so the
+  diagonal is ``(a²)ᵀ(δ²)/B`` and the bias–weight row ``aᵀ(δ²)/B``: one product of the size of the
+  weight gradient each. A layer applied at several positions (a Dense layer on
+  ``[B, *positions, in]``, an ``nn.Conv`` layer on its patches) sums ``aᵢₚ δᵢₚᵀ`` over the
+  positions, so its per-example kernel gradients are formed, ``[B, *kernel.shape]``, in one
+  product of the weight gradient's FLOPs. ``a`` and ``δ`` are read without rewriting the model
+  (:mod:`sgrld.layer_taps`): the layer's calls are intercepted, its input recorded and a zero
+  perturbation added to its output, whose gradient is δ. A layer is on the fast path when its
+  parameters are leaves of ``params`` that enter the likelihood only through that call (and, for
+  a convolution, it is undilated and ungrouped: :func:`sgrld.layer_taps.conv_geometry`).
 * **Every other leaf (fallback):** ``jax.vmap(jax.grad)`` of the per-example log-likelihood with
   respect to those leaves only: B per-example gradients in memory (B × the leaves' size) and about
   B single-example backward passes. A metric that falls back says so once, naming the leaves
@@ -55,7 +58,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from sgrld.dense_taps import dense_taps, signals
+from sgrld.layer_taps import layer_taps, per_example_kernel_grads, signals
 
 PyTree = Any
 KINDS = ("diag", "qdiag", "full")
@@ -153,17 +156,29 @@ def _sampled_batch(loglik_fn, params, batch, key):
     return x, jax.lax.stop_gradient(sample(key, jax.lax.stop_gradient(params), x))
 
 
-def _dense_terms(kind, sig, w, taps, pairs):
+def _tap_terms(kind, sig, w, taps, pairs):
     """Diagonal entries by leaf index and cross rows by pair, from the taps' ``a`` and ``δ``."""
     diag, cross = {}, {}
     for tap, a, d in zip(taps, sig.inputs, sig.deltas, strict=True):
-        d2 = w[:, None] * jnp.square(d.astype(jnp.float32))
-        a = a.astype(jnp.float32)
-        diag[tap.kernel] = jnp.einsum("bi,bo->io", jnp.square(a), d2) / a.shape[0]
+        size = a.shape[0]
+        qdiag = kind == "qdiag" and (tap.kernel, tap.bias) in pairs
+        if tap.conv is None and a.ndim == 2:  # one position: products of squares
+            d2 = w[:, None] * jnp.square(d.astype(jnp.float32))
+            a = a.astype(jnp.float32)
+            diag[tap.kernel] = jnp.einsum("bi,bo->io", jnp.square(a), d2) / size
+            if tap.bias is not None:
+                diag[tap.bias] = jnp.mean(d2, axis=0)
+            if qdiag:
+                cross[(tap.kernel, tap.bias)] = jnp.einsum("bi,bo->io", a, d2) / size
+            continue
+        g = per_example_kernel_grads(tap, a, d)  # positions: their cross terms count
+        diag[tap.kernel] = _mean(w, jnp.square(g))
         if tap.bias is not None:
-            diag[tap.bias] = jnp.mean(d2, axis=0)
-            if kind == "qdiag" and (tap.kernel, tap.bias) in pairs:
-                cross[(tap.kernel, tap.bias)] = jnp.einsum("bi,bo->io", a, d2) / a.shape[0]
+            gb = d.reshape(size, -1, d.shape[-1]).astype(jnp.float32).sum(axis=1)
+            diag[tap.bias] = _mean(w, jnp.square(gb))
+            if qdiag:
+                gb = gb.reshape(size, *([1] * (g.ndim - 2)), gb.shape[-1])
+                cross[(tap.kernel, tap.bias)] = _mean(w, g * gb)
     return diag, cross
 
 
@@ -191,7 +206,7 @@ def _warn_fallback(params, indices, kind) -> None:
         f"per-example statistics (Fisher metrics, i-SGD, SGHMC's B̂) of {names} use the vmap(grad) "
         "fallback "
         "(B per-example gradients in memory): those leaves are not the parameters of an "
-        "nn.Dense layer called once on [batch, features] inputs",
+        "nn.Dense or (undilated, ungrouped) nn.Conv layer called once on batched inputs",
         FallbackWarning,
         stacklevel=1,
     )
@@ -319,13 +334,13 @@ def _first(batch, examples):
 
 
 def _fast_layers(kind, loglik_fn, params, batch, pairs):
-    """The Dense taps (and output shapes) whose parameters the statistic takes from ``a`` and δ;
-    for QDOP, only layers that hold their whole bias–kernel pair."""
-    taps, shapes = ([], []) if kind == "full" else dense_taps(loglik_fn, params, batch)
+    """The Dense and Conv taps (and output shapes) whose parameters the statistic takes from ``a``
+    and δ; for QDOP, only layers that hold their whole bias–kernel pair."""
+    taps, shapes = ([], []) if kind == "full" else layer_taps(loglik_fn, params, batch)
     if kind != "qdiag":
         return taps, shapes
     pair_of = {i: p for p in pairs for i in p}
-    whole = lambda t: all(pair_of.get(i, tuple(t)) == tuple(t) for i in t if i is not None)
+    whole = lambda t: all(pair_of.get(i, t.leaves) == t.leaves for i in t.leaves)
     kept = [(t, s) for t, s in zip(taps, shapes, strict=True) if whole(t)]
     return [t for t, _ in kept], [s for _, s in kept]
 
@@ -338,14 +353,16 @@ def _observe(kind, potential, params, batch, examples, computed=None):
     leaves = jax.tree.leaves(params)
     pairs = bias_pairs(params)
     taps, shapes = _fast_layers(kind, loglik_fn, params, batch, pairs)
-    covered = {i for tap in taps for i in tap if i is not None}
+    covered = {i for tap in taps for i in tap.leaves}
     unseen = unused_leaves(loglik_fn, params, batch) - covered
     rest = [i for i in range(len(leaves)) if i not in covered | unseen]
     _warn_fallback(params, rest, kind)
     model = computed is not None
     sig = None
     if taps:
-        v, grad, sig = signals(loglik_fn, potential.prior_term, params, batch, shapes, not model)
+        v, grad, sig = signals(
+            loglik_fn, potential.prior_term, params, batch, taps, shapes, not model
+        )
         value, g = computed if model else (v, grad)
         w = jnp.exp(sig.loglik - jax.lax.stop_gradient(sig.loglik)) if model else None
     else:
@@ -360,7 +377,7 @@ def _observe(kind, potential, params, batch, examples, computed=None):
     grads = _per_example_grads(loglik_fn, params, stat_batch, rest) if rest else []
     if kind == "full":
         return value, g, _full(params, grads, w, rest)
-    diag, cross = _dense_terms(kind, sig, w, taps, pairs) if taps else ({}, {})
+    diag, cross = _tap_terms(kind, sig, w, taps, pairs) if taps else ({}, {})
     more_diag, more_cross = _fallback_terms(kind, grads, w, rest, pairs)
     diag.update(more_diag)
     diag.update({i: jnp.ones(jnp.shape(leaves[i]), jnp.float32) for i in unseen})

@@ -1,7 +1,7 @@
 """The Fisher metrics (DOP, QDOP, full) and their per-example statistics.
 
-* The Dense fast path and the vmap(grad) fallback give the statistics of brute-force per-example
-  gradients (to float32 rounding).
+* The Dense and Conv fast path and the vmap(grad) fallback give the statistics of brute-force
+  per-example gradients (to float32 rounding).
 * G⁻¹ and G^{-1/2} against dense matrices: QDOP's C⁻¹ has the diagonal and first row of J + εI in
   each block (Alg. 4), and A Aᵀ = C.
 * Γ from the exact trace equals ``jax.jacfwd`` of the dense G⁻¹(θ); with model labels, the mean of
@@ -14,6 +14,7 @@ from __future__ import annotations
 import warnings
 from functools import partial
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -22,7 +23,7 @@ from jax.flatten_util import ravel_pytree
 
 import sgrld
 from sgrld.bnn import likelihoods
-from sgrld.bnn.models import MLP, apply_fn, init_params
+from sgrld.bnn.models import MLP, apply_fn, conv_layer, init_params
 from sgrld.correction import basis_like, gamma_from_probes
 from sgrld.per_example import FallbackWarning, QuasiDiagonal, bias_pairs, observation_fn
 from sgrld.sampler import gradient_fn
@@ -332,18 +333,58 @@ def test_leaves_the_likelihood_ignores_get_the_identity(kind):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
 
 
-def test_a_cnn_uses_the_fast_path_for_dense_layers_and_falls_back_for_convolutions():
+@pytest.mark.parametrize("conv", ["im2col", "xla"])
+@pytest.mark.parametrize("kind", ["diag", "qdiag"])
+def test_a_cnn_is_all_on_the_fast_path(kind, conv):
+    """Its convolutions' per-example gradients come from their patches, whichever way the
+    convolution is computed."""
     from sgrld.bnn.models import CNN
 
-    model = CNN(conv_features=(2,), kernel_size=(3, 3), dense_features=(4,), image_shape=(6, 6, 1))
+    model = CNN(
+        conv_features=(2,),
+        kernel_size=(3, 3),
+        dense_features=(4,),
+        image_shape=(6, 6, 1),
+        conv=conv,
+    )
     params = {"net": init_params(model, jax.random.key(0), (1, 6, 6, 1))}
     loglik = likelihoods.categorical(apply_fn(model))
     potential = sgrld.potential(loglik, None, num_data=10)
     batch = (jax.random.normal(jax.random.key(1), (B, 36)), jnp.arange(B) % 10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FallbackWarning)
+        _, _, stat = jax.jit(observation_fn(kind, "empirical")(potential))(params, batch, None)
+    expected = expected_statistic(kind, brute_grads(loglik, params, batch))
+    for a, b in zip(jax.tree.leaves(stat), jax.tree.leaves(expected), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+
+
+class Layers(nn.Module):
+    """Strided SAME and unbiased VALID convolutions, a Dense layer at every position, a Dense
+    layer called twice (its parameters fall back) and a flat Dense output."""
+
+    @nn.compact
+    def __call__(self, x):
+        h = conv_layer(3, (3, 3), conv="im2col", strides=(2, 1), padding="SAME")(x)
+        h = conv_layer(2, (2, 2), conv="xla", padding="VALID", use_bias=False)(jnp.tanh(h))
+        h = nn.Dense(3)(jnp.tanh(h))
+        shared = nn.Dense(3)
+        h = shared(jnp.tanh(h)) + shared(jnp.sin(h))
+        return nn.Dense(1)(h.reshape(h.shape[0], -1))[:, 0]
+
+
+def test_strided_padded_convolutions_positions_and_a_shared_layer_match_brute_force():
+    """A layer called twice once shifted the other calls' perturbations (an IndexError)."""
+    model = Layers()
+    x = jax.random.normal(jax.random.key(0), (B, 7, 5, 2))
+    params = model.init(jax.random.key(1), x)["params"]
+    loglik = lambda p, b: -0.5 * (b[1] - model.apply({"params": p}, b[0])) ** 2
+    potential = sgrld.potential(loglik, None, num_data=10)
+    batch = (x, jax.random.normal(jax.random.key(2), (B,)))
     with pytest.warns(FallbackWarning) as record:
         _, _, stat = observation_fn("qdiag", "empirical")(potential)(params, batch, None)
     (message,) = {str(w.message) for w in record}
-    assert "Conv_0" in message and "['Dense" not in message
+    assert "['Dense_1']" in message and "['Conv" not in message and "['Dense_0']" not in message
     expected = expected_statistic("qdiag", brute_grads(loglik, params, batch))
     for a, b in zip(jax.tree.leaves(stat), jax.tree.leaves(expected), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)

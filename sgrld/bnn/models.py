@@ -174,20 +174,40 @@ def im2col_conv(
 def _im2col_jit(lhs, rhs, strides, padding, precision):
     """:func:`im2col_conv` for explicit padding, one program (called op by op, outside a jitted
     function, its slices would otherwise compile one by one)."""
-    window = rhs.shape[: lhs.ndim - 2]
-    zero = jnp.zeros((), lhs.dtype)
-    x = jax.lax.pad(lhs, zero, [(0, 0, 0), *((lo, hi, 0) for lo, hi in padding), (0, 0, 0)])
+    patches = im2col_patches(lhs, rhs.shape[: lhs.ndim - 2], strides, padding)
+    kernel = rhs.reshape(-1, rhs.shape[-1])
+    return jax.lax.dot_general(
+        patches, kernel, (((patches.ndim - 1,), (0,)), ((), ())), precision=precision
+    )
+
+
+def im2col_patches(
+    x: jax.Array,
+    window: Sequence[int],
+    strides: Sequence[int],
+    padding: Sequence[tuple[int, int]],
+) -> jax.Array:
+    """The patches of a convolution: ``P[b, p, (k, c)] = x̃[b, s ⊙ p + k, c]`` for inputs
+    ``x [B, *spatial, C]`` padded to ``x̃`` by ``padding`` (``(low, high)`` per spatial
+    dimension), every output position ``p``, window offset ``k`` (row-major) and channel ``c``:
+    ``[B, *out_spatial, K·C]``, matching a kernel ``[*window, C, O]`` reshaped to ``[K·C, O]``
+    (:func:`im2col_conv`; :mod:`sgrld.layer_taps`' per-example gradients of convolutions).
+
+    Example:
+        >>> x = jnp.arange(4.0).reshape(1, 4, 1)  # one 1-D signal 0, 1, 2, 3
+        >>> im2col_patches(x, (2,), (2,), ((0, 0),))[0].tolist()  # windows of 2, stride 2
+        [[0.0, 1.0], [2.0, 3.0]]
+    """
+    window, strides = tuple(window), tuple(strides)
+    zero = jnp.zeros((), x.dtype)
+    x = jax.lax.pad(x, zero, [(0, 0, 0), *((lo, hi, 0) for lo, hi in padding), (0, 0, 0)])
     out = [(size - k) // s + 1 for size, k, s in zip(x.shape[1:-1], window, strides, strict=True)]
 
     def patch(offset: tuple[int, ...]) -> jax.Array:  # x̃[:, s ⊙ p + k, :] over all p, for k
         end = [k + (o - 1) * s + 1 for k, o, s in zip(offset, out, strides, strict=True)]
         return jax.lax.slice(x, (0, *offset, 0), (x.shape[0], *end, x.shape[-1]), (1, *strides, 1))
 
-    patches = jnp.concatenate([patch(k) for k in itertools.product(*map(range, window))], axis=-1)
-    kernel = rhs.reshape(-1, rhs.shape[-1])
-    return jax.lax.dot_general(
-        patches, kernel, (((patches.ndim - 1,), (0,)), ((), ())), precision=precision
-    )
+    return jnp.concatenate([patch(k) for k in itertools.product(*map(range, window))], axis=-1)
 
 
 def _im2col() -> Callable[..., jax.Array]:
