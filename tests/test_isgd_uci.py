@@ -129,3 +129,16 @@ def test_header_names_the_learning_rates_fixed_by_lr():
     args = parser.parse_args(["--lr", "sgld=0.03", "swag=0.01", "--splits", "2"])
     assert "2 split(s)" in isgd_uci.header(args)
     assert "learning rates of --lr: sgld=0.03, swag=0.01" in isgd_uci.header(args)
+
+
+def test_slow_data_sets_get_longer_runs_unless_steps_is_given():
+    parser = argparse.ArgumentParser()
+    isgd_uci.REPRODUCTION.add_arguments(parser)
+    args = parser.parse_args(["--datasets", "uci_boston", "uci_naval", "uci_kin8nm"])
+    assert [isgd_uci.steps_of(d, args) for d in args.datasets] == [10_000, 40_000, 40_000]
+    assert "40,000 updates a run (10,000 for boston)" in isgd_uci.header(args)
+    fixed = parser.parse_args(["--datasets", "uci_boston", "uci_naval", "--steps", "500"])
+    assert {isgd_uci.steps_of(d, fixed) for d in fixed.datasets} == {500}
+    assert "500 updates a run," in isgd_uci.header(fixed)
+    quick = parser.parse_args(["--quick", "--datasets", "uci_naval"])
+    assert isgd_uci.steps_of("uci_naval", quick) == isgd_uci.QUICK["steps"]
