@@ -1,10 +1,15 @@
-"""Step cost of SGHMC, SGNHT and i-SGD against an SGLD step on the MNIST MLP.
+"""Step cost of SGHMC, SGNHT and i-SGD against an SGLD step on the MNIST MLP (or Li et al.'s CNN).
 
 Issue 16's speed targets: on the 784-400-400-10 ReLU MLP (Flax, 478,410 parameters), batch 100,
 N = 50,000, one chain, CPU,
 
     SGHMC step ≤ 1.1× SGLD's,    i-SGD step ≤ 1.3× SGLD's (per-example variances by the cheap
                                   Dense route, sgrld.per_example).
+
+``--model cnn`` times the same rows on Li et al.'s CNN (:class:`sgrld.bnn.CNN`: 5x5 convolutions
+of 32 and 64 channels, dense 200-200; 299,306 parameters; its convolutions as the runner computes
+them on this backend, ``model.conv = "auto"``), batch 100, N = 50,000: the cost of the
+convolutions' per-example statistics (the patches route of :mod:`sgrld.layer_taps`).
 
 SGHMC with the per-example minibatch-noise estimate B̂ (``gradient_noise="per_example"``) and
 SGNHT are timed beside them. Every step runs ``--chunk`` at a time inside one jitted
@@ -16,6 +21,7 @@ Usage::
 
     python benchmarks/momentum_step.py            # 7 rounds of 100 steps
     python benchmarks/momentum_step.py --quick    # smoke run: 2 rounds of 20 steps
+    python benchmarks/momentum_step.py --model cnn --rounds 5 --chunk 20
 """
 
 from __future__ import annotations
@@ -26,10 +32,11 @@ import time
 
 import jax
 import mlp
-from fisher_step import problem
+from fisher_step import log_prior, problem
 from timing import Candidate, environment, fmt_spread, interleave, paired, table
 
 import sgrld
+from sgrld.bnn.models import resolve_conv
 
 LR = 1e-3
 """lr = h·N of every chain (small enough that none diverges on the benchmark's minibatch)."""
@@ -51,6 +58,17 @@ def samplers(potential) -> dict[str, sgrld.Sampler]:
     }
 
 
+def cnn_problem():
+    """Li et al.'s CNN at its initialisation, a random MNIST-shaped minibatch of :data:`mlp.BATCH`
+    and its potential (N = :data:`mlp.NUM_DATA`, the prior of :func:`fisher_step.log_prior`)."""
+    model = sgrld.bnn.CNN()
+    params = {"net": sgrld.bnn.init_params(model, jax.random.key(0), (1, 28, 28, 1))}
+    kx, ky = jax.random.split(jax.random.key(1))
+    batch = (jax.random.normal(kx, (mlp.BATCH, 784)), jax.random.randint(ky, (mlp.BATCH,), 0, 10))
+    loglik = sgrld.bnn.likelihoods.categorical(sgrld.bnn.apply_fn(model))
+    return batch, params, sgrld.potential(loglik, log_prior, mlp.NUM_DATA)
+
+
 def per_step(c: Candidate) -> list[float]:
     return [t / c.steps for t in c.times]
 
@@ -60,17 +78,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=7, help="interleaved timing rounds")
     parser.add_argument("--chunk", type=int, default=100, help="steps per candidate per round")
     parser.add_argument("--quick", action="store_true", help="smoke run: 2 rounds of 20 steps")
+    parser.add_argument(
+        "--model", choices=("mlp", "cnn"), default="mlp", help="the network (default: %(default)s)"
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.rounds, args.chunk = 2, 20
     if args.rounds < 1 or args.chunk < 1:
         parser.error("--rounds and --chunk must be >= 1")
     print(environment())
+    if args.model == "cnn":
+        batch, params, potential = cnn_problem()
+        size = sum(x.size for x in jax.tree.leaves(params))
+        network = f"Li et al.'s CNN ({size:,} params, conv {resolve_conv('auto')})"
+    else:
+        batch, (params, potential), _ = problem()
+        network = f"784-400-400-10 MLP ({mlp.NUM_PARAMS:,} params)"
     print(
-        f"backend {jax.default_backend()}; 784-400-400-10 MLP ({mlp.NUM_PARAMS:,} params), batch "
-        f"{mlp.BATCH}, one chain; {args.rounds} rounds x {args.chunk} steps, each chunk one scan"
+        f"backend {jax.default_backend()}; {network}, batch {mlp.BATCH}, one chain; "
+        f"{args.rounds} rounds x {args.chunk} steps, each chunk one scan"
     )
-    batch, (params, potential), _ = problem()
     t0 = time.perf_counter()
     cands = []
     for name, sampler in samplers(potential).items():
@@ -92,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
         finite = "yes" if c.finite() else "NO"
         rows.append([c.name, f"{1e3 * c.step_s:.2f}", fmt_spread(s, 2), finite])
     print(table(["candidate", "ms/step", "/ SGLD [range over rounds]", "finite"], rows))
+    if args.model != "mlp":
+        return 0 if all(c.finite() for c in cands) else 1
     print("Targets (issue 16):")
     for name, limit in TARGETS.items():
         mark = "✓" if ratios[name] <= limit else "✗"
