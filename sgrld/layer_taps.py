@@ -19,6 +19,12 @@ yields the minibatch gradient and every layer's ``a`` and δ without rewriting t
 (:func:`signals`). A call is on the fast path when its parameters are leaves of ``params`` that
 enter the likelihood through that call only (:func:`layer_taps`); the others are left to
 :mod:`sgrld.per_example`'s ``vmap(grad)`` fallback. Used by :mod:`sgrld.per_example`.
+
+In a model whose layers couple the examples (batch normalisation over the minibatch, as
+:class:`sgrld.bnn.ResNet20`), δᵢ is the gradient of the minibatch's summed log-likelihood at
+example i's output, so ``gᵢ`` includes the coupling; the fallback instead differentiates each
+example alone (a minibatch of one). Neither is the gradient of an independent example's
+log-likelihood, which such a model does not have.
 """
 
 from __future__ import annotations
