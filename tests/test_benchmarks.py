@@ -132,3 +132,29 @@ def test_psgld_gamma_runs_both_samplers():
         c = psgld_gamma.covariance(0.3, correction, args)
         assert c.shape == (2, 2) and psgld_gamma.np.all(psgld_gamma.np.isfinite(c)), correction
         assert c[0, 0] > 0 and c[1, 1] > 0
+
+
+def load_momentum_step():
+    """benchmarks/momentum_step.py (imports its neighbours mlp, fisher_step and timing)."""
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import momentum_step
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    return momentum_step
+
+
+@pytest.mark.parametrize(
+    "model",
+    ["mlp", pytest.param("cnn", marks=pytest.mark.slow)],  # the CNN compiles for ~50 s
+)
+def test_momentum_step_times_every_row(model, capsys):
+    """benchmarks/momentum_step.py (RESULTS §19) at one round of two steps: every sampler's row,
+    its chain finite (the exit code), and on the MLP the issue's targets reported."""
+    momentum_step = load_momentum_step()
+    assert momentum_step.main(["--model", model, "--rounds", "1", "--chunk", "2"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    for row in ("SGLD", "SGHMC", "SGHMC + B̂ (per example)", "SGNHT", "i-SGD"):
+        assert any(line.startswith(f"{row}  ") for line in lines), row
+    assert ("✓ SGHMC / SGLD" in out or "✗ SGHMC / SGLD" in out) == (model == "mlp")

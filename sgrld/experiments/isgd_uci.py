@@ -362,17 +362,15 @@ def steps_of(dataset: str, args: argparse.Namespace) -> int:
 
 
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
-    """The data sets, split count, plan and quickness the arguments ask for."""
+    """The data sets, split count and run plan of each data set the arguments ask for."""
     q = QUICK if args.quick else {"datasets": DATASETS, "splits": None}
-    plan = runs.Plan(
-        args.steps or (QUICK["steps"] if args.quick else STEPS),  # per data set: steps_of
-        args.samples or (QUICK["samples"] if args.quick else SAMPLES),
-        args.data_dir,
-        args.seed,
-        not args.no_verify_checksums,
-    )
     datasets = tuple(args.datasets or q["datasets"])
-    return {"datasets": datasets, "splits": args.splits or q["splits"], "plan": plan}
+    samples = args.samples or (QUICK["samples"] if args.quick else SAMPLES)
+    verify = not args.no_verify_checksums
+    plans = {
+        d: runs.Plan(steps_of(d, args), samples, args.data_dir, args.seed, verify) for d in datasets
+    }
+    return {"datasets": datasets, "splits": args.splits or q["splits"], "plans": plans}
 
 
 def header(args: argparse.Namespace) -> str:
@@ -380,9 +378,14 @@ def header(args: argparse.Namespace) -> str:
     splits = "all splits" if s["splits"] is None else f"{s['splits']} split(s)"
     return (
         f"Franzese et al. (2021) UCI regression: {', '.join(s['datasets'])}; {splits}, "
-        f"{_steps_note(s['datasets'], args)}, S = {s['plan'].samples}{lr_note(args)}"
+        f"{_steps_note(s['datasets'], args)}, S = {_samples_of(s)}{lr_note(args)}"
         f"{quick_note(args)}"
     )
+
+
+def _samples_of(settings: dict[str, Any]) -> int:
+    """The ensemble size S, the same in every data set's plan."""
+    return next(iter(settings["plans"].values())).samples
 
 
 def _steps_note(datasets: tuple[str, ...], args: argparse.Namespace) -> str:
@@ -397,15 +400,15 @@ def _steps_note(datasets: tuple[str, ...], args: argparse.Namespace) -> str:
 def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
     """Every method at every learning rate of its grid, on every split of every data set."""
     s = _settings(args)
-    plan: runs.Plan = s["plan"]
     methods = [m for m in runs.METHODS if m.key in args.methods]
-    config = {"title": header(args), "quick": args.quick, **plan._asdict()}
-    config["steps"] = {d: steps_of(d, args) for d in s["datasets"]}
+    config = {"title": header(args), "quick": args.quick}
+    config |= {"steps": {d: p.steps for d, p in s["plans"].items()}, "samples": _samples_of(s)}
+    config |= {"data_dir": args.data_dir, "seed": args.seed, "verify": not args.no_verify_checksums}
     config |= {"datasets": list(s["datasets"]), "methods": [m.key for m in methods]}
     config["grids"] = {m.key: _grid(m, args) for m in methods}
     results: Results = {"config": config, "runs": []}
     for dataset in s["datasets"]:
-        plan = plan._replace(steps=steps_of(dataset, args))
+        plan = s["plans"][dataset]
         available = SPLITS.get(dataset, 20)
         for split in range(min(s["splits"] or available, available)):
             n = runs.train_size(dataset, split, plan)
