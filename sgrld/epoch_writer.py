@@ -23,6 +23,7 @@ import numpy as np
 from sgrld import checkpoint, records, results, scoring
 from sgrld import engine as eng
 from sgrld.interrupts import Stop
+from sgrld.isgd import warn_if_clipped
 
 if TYPE_CHECKING:
     from sgrld.runner import _Setup
@@ -84,6 +85,7 @@ class EpochWriter:
         self.state = None if resumed is None else setup.carry.state
         self.checkpointed = self.first
         self.cpu = time.process_time()
+        self.warned_clipping = False  # i-SGD's systematic clipping: one warning a run
 
     def compile(self) -> None:
         """Compile the epoch's chunk and scoring functions (timed as ``compile_s``)."""
@@ -122,6 +124,7 @@ class EpochWriter:
                 results.write_samples(self.out / "samples", epoch + 1, chunk, draws)
         self.scores, self.carry, self.state = scores, carry, carry.state
         self.records.append(rec)
+        self.warned_clipping = self.warned_clipping or warn_if_clipped(rec)
         if (epoch + 1) % self.every == 0:
             self.checkpoint()
         return (diverged and self.stop_on_divergence) or self.stop.signal is not None

@@ -8,6 +8,7 @@ the posterior's within the stated step-size bias plus 5 standard errors (see eac
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
 import jax
@@ -107,6 +108,66 @@ def test_rule_fixes_lambda_after_the_warmup():
     np.testing.assert_allclose(float(info.learning_rate), 10 / min(lams), rtol=1e-5)
 
 
+def test_noise_window_averages_the_last_estimates_of_the_warmup():
+    """``noise_window=K``: B̄ is the mean of the first K estimates, then a moving average of weight
+    1/K, fixed after the warm-up; λ follows it (here K = 2 over a warm-up of 5 steps)."""
+    pot = quartic_potential()
+    sampler = sgrld.isgd(pot, num_data=10, warmup=5, noise_window=2, margin=2.0)
+    estimate = sgrld.isgd.__globals__["noise_estimate"](pot, 10)
+    state = sampler.init(init_params())
+    expected = None
+    for k in range(7):
+        b_hat = estimate(state.params, batch(k))[2]
+        if k < 5:
+            w = 1.0 / min(k + 1, 2)
+            expected = b_hat if expected is None else jax.tree.map(
+                lambda m, b, w=w: m + w * (b - m), expected, b_hat
+            )  # fmt: skip
+        state, info = sampler.step(jax.random.key(k), state, batch(k))
+        assert bool(info.warming_up) == (k < 5)  # the rule: λ adapts in the warm-up
+    for a, b in zip(jax.tree.leaves(state.noise), jax.tree.leaves(expected), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5)
+    whole = sgrld.isgd(pot, num_data=10, warmup=5)  # None: the mean of the whole warm-up
+    state_whole = whole.init(init_params())
+    for k in range(5):
+        state_whole, _ = whole.step(jax.random.key(k), state_whole, batch(k))
+    assert not np.allclose(state_whole.noise["w"], state.noise["w"])
+
+
+def isgd_experiment(**kw):
+    """The runner's softmax regression (``tests/test_runner.py``) sampled by i-SGD."""
+    from sgrld.bnn import likelihoods
+    from tests import test_runner as tr
+
+    prior = lambda p: -0.5 * sum(jnp.sum(v**2) for v in jax.tree.leaves(p))
+    potential = sgrld.potential(likelihoods.categorical(tr.apply), prior, tr.N_TRAIN)
+    sampler = sgrld.isgd(potential, num_data=tr.N_TRAIN, **kw)
+    return dataclasses.replace(tr.logistic_experiment(), sampler=sampler), tr.SCHEDULE
+
+
+@pytest.mark.parametrize("clipping", [True, False])
+def test_a_run_warns_once_where_the_noise_outgrows_lambda(clipping):
+    """sgrld.runner.run warns (once) where an epoch after the warm-up clipped more than
+    CLIPPED_SHARE_WARN of the coordinates on average: a learning rate 5x the rule's here (the
+    λ = N/lr it fixes from the start); the rule after a 5-step warm-up clips only where its
+    batches of 4 fluctuate (up to 4 %)."""
+    kw = {"learning_rate": 1.0} if clipping else {"warmup": 5}
+    experiment, schedule = isgd_experiment(**kw)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = sgrld.runner.run(experiment, schedule)
+    assert result.status == "completed"
+    shares = [r["clipped_share"] for r in result.records]
+    epochs = [w for w in caught if "i-SGD clipped the injected noise" in str(w.message)]
+    if clipping:
+        assert min(shares) > sgrld.isgd.__globals__["CLIPPED_SHARE_WARN"], shares
+        assert len(epochs) == 1 and epochs[0].category is NoiseClippingWarning
+        assert "in epoch 1:" in str(epochs[0].message)  # the first, as metrics.jsonl counts
+    else:
+        assert max(shares[1:]) < sgrld.isgd.__globals__["CLIPPED_SHARE_WARN"], shares
+        assert not epochs, [str(w.message) for w in epochs]
+
+
 @pytest.mark.statistical(seed=7)
 def test_samples_the_conjugate_posterior_within_its_step_bias(stat_seed):
     """The λ rule (margin 2, per-example B̂, B = 10 of N = 100): h·λ_max(A) ≈ 0.1, variances
@@ -156,6 +217,8 @@ def test_lambda_below_the_noise_estimate_is_clipped_counted_and_warned():
         ({"num_data": 11}, "num_data"),
         ({"warmup": 0}, "warmup"),
         ({"warmup": 2.5}, "warmup"),
+        ({"noise_window": 0}, "noise_window"),
+        ({"noise_window": True}, "noise_window"),
         ({"margin": 0.5}, "margin"),
         ({"gradient_noise": "fisher"}, "gradient_noise"),
         ({"temperature": -1.0}, "temperature"),

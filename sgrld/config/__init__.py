@@ -50,7 +50,7 @@ batches of 100, burn-in 1000 minibatches, a sample every 100 minibatches, 400 ep
     # friction = 0.1            # sghmc: α ∈ (0, 1]; gradient_noise = "per_example", noise_decay
     # diffusion = 0.1           # sgnht: α ∈ (0, 1]
     # warmup = 100              # isgd (learning_rate = "rule" for its λ rule): margin,
-                                # gradient_noise = "per_example" | "square"
+                                # noise_window, gradient_noise = "per_example" | "square"
     [sampler.metric_params]     # keyword arguments of the sgrld.metrics factory
     alpha2 = 1.25
     decay = 0.9

@@ -138,6 +138,8 @@ class SamplerConfig:
             ``"square"`` (isgd).
         noise_decay: decay of SGHMC's per-example noise average, in [0, 1).
         warmup: i-SGD's steps over which the noise estimate is averaged (≥ 1).
+        noise_window: the steps i-SGD's noise average remembers during the warm-up (≥ 1;
+            ``None``: the whole warm-up).
         margin: i-SGD's λ factor over the noise estimate (≥ 1).
     """
 
@@ -158,6 +160,7 @@ class SamplerConfig:
     gradient_noise: str | None = None
     noise_decay: float | None = None
     warmup: int | None = None
+    noise_window: int | None = None
     margin: float | None = None
 
     def sampler_options(self) -> dict[str, Any]:

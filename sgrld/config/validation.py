@@ -124,6 +124,7 @@ def _validate_sampler(config: Config) -> None:
     if (s.noise_decay or 0) >= 1:
         raise ConfigError(f"sampler.noise_decay: must lie in [0, 1), got {s.noise_decay}")
     at_least("sampler.warmup", s.warmup, 1)
+    at_least("sampler.noise_window", s.noise_window, 1)
     at_least("sampler.margin", s.margin, 1)
     if s.kind == "isgd" and s.learning_rate in ("rule", None) and s.temperature == 0:
         raise ConfigError("sampler.temperature: 0 needs a numeric learning_rate, not 'rule'")
