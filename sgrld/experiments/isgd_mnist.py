@@ -37,7 +37,7 @@ from sgrld.config import PRIORS, Config, load_config
 from sgrld.data import load_dataset
 from sgrld.experiments import isgd_uci
 from sgrld.experiments.isgd_uci_runs import METHODS as UCI_METHODS
-from sgrld.experiments.isgd_uci_runs import Method, summary
+from sgrld.experiments.isgd_uci_runs import Method, sampler_overrides, summary
 from sgrld.experiments.mnist_mlp import MNIST_FOLDER
 from sgrld.experiments.reproduction import (
     OnResult,
@@ -147,7 +147,8 @@ NOTES = (
     "chosen among the method's grid (SGLD, vSGD, SGD, SWAG, dropout: {.01, .03, .1}; SGHMC "
     "(friction 0.1): {.003, .01, .03}; or those of --lr) by the validation log-likelihood of "
     "replicate 0, whose test scores are kept; the other replicates run at that rate. i-SGD uses "
-    "its λ rule (no learning rate). SWAG: K = 20 (fewer if fewer iterates are collected), SWA "
+    "its λ rule (no learning rate, margin 2, warmed up through the burn-in, λ from the noise of "
+    "about its last 1,000 updates). SWAG: K = 20 (fewer if fewer iterates are collected), SWA "
     "from half the training. MC dropout: p = 0.5 on the inputs of every dense layer. s: seconds "
     "of the row's runs, compilation included. Rows the paper has that are not run here: "
     "baseline r, i-sgd T, sghmc T. —: nothing to report."
@@ -204,11 +205,9 @@ def config_of(method: Method, lr: float | None, plan: Plan, replicate: int) -> C
     common += data_overrides(plan.data_dir, plan.train_size, plan.verify)
     total = plan.epochs * (train_size(plan) // BATCH_SIZE)
     thin = max(total // (2 * plan.samples), 1)
-    run = [f"run.burn_in={max(total - plan.samples * thin, 0)}", f"run.thin={thin}"]
-    sampler = list(method.sampler)
-    if lr is not None:
-        sampler.append(f"sampler.learning_rate={lr}")
-    return load_config(None, common + run + sampler)
+    burn_in = max(total - plan.samples * thin, 0)
+    run = [f"run.burn_in={burn_in}", f"run.thin={thin}"]
+    return load_config(None, common + run + sampler_overrides(method, lr, burn_in))
 
 
 def baseline(
