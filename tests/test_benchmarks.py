@@ -72,15 +72,20 @@ def test_workers_alternate_rounds(tmp_path):
     assert all(w.process.returncode == 0 for w in workers.values())
 
 
-@pytest.fixture(scope="module")
-def shampoo_floor():
-    """benchmarks/shampoo_floor.py as a module (it imports its neighbours mlp and timing)."""
+def load_benchmark(name: str):
+    """benchmarks/NAME.py as a module, with benchmarks/ on sys.path while it imports its
+    neighbours (mlp, timing, fisher_step, ...)."""
     sys.path.insert(0, str(BENCHMARKS))
     try:
-        import shampoo_floor
+        return importlib.import_module(name)
     finally:
         sys.path.remove(str(BENCHMARKS))
-    return shampoo_floor
+
+
+@pytest.fixture(scope="module")
+def shampoo_floor():
+    """benchmarks/shampoo_floor.py as a module."""
+    return load_benchmark("shampoo_floor")
 
 
 def test_shampoo_floor_counts_match_xla(shampoo_floor):
@@ -122,26 +127,12 @@ def test_shampoo_floor_report(shampoo_floor, capsys):
 
 def test_psgld_gamma_runs_both_samplers():
     """benchmarks/psgld_gamma.py (RESULTS §26) on a few draws: a finite 2×2 covariance each way."""
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        import psgld_gamma
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    psgld_gamma = load_benchmark("psgld_gamma")
     args = psgld_gamma.argparse.Namespace(chains=2, draws=200, burn_in=50, seed=0)
     for correction in ("none", "hutchinson"):
         c = psgld_gamma.covariance(0.3, correction, args)
         assert c.shape == (2, 2) and psgld_gamma.np.all(psgld_gamma.np.isfinite(c)), correction
         assert c[0, 0] > 0 and c[1, 1] > 0
-
-
-def load_momentum_step():
-    """benchmarks/momentum_step.py (imports its neighbours mlp, fisher_step and timing)."""
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        import momentum_step
-    finally:
-        sys.path.remove(str(BENCHMARKS))
-    return momentum_step
 
 
 @pytest.mark.parametrize(
@@ -151,7 +142,7 @@ def load_momentum_step():
 def test_momentum_step_times_every_row(model, capsys):
     """benchmarks/momentum_step.py (RESULTS §19) at one round of two steps: every sampler's row,
     its chain finite (the exit code), and on the MLP the issue's targets reported."""
-    momentum_step = load_momentum_step()
+    momentum_step = load_benchmark("momentum_step")
     assert momentum_step.main(["--model", model, "--rounds", "1", "--chunk", "2"]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
