@@ -214,6 +214,7 @@ def test_each_kind_gets_its_options(kind, overrides, expected):
         (["sampler.kind=sghmc", "sampler.gradient_noise=square"], ["per_example"]),
         (["sampler.kind=sghmc", "sampler.noise_decay=1"], ["sampler.noise_decay", "[0, 1)"]),
         (["sampler.kind=isgd", "sampler.warmup=0"], ["sampler.warmup", ">= 1"]),
+        (["sampler.kind=isgd", "sampler.noise_window=0"], ["sampler.noise_window", ">= 1"]),
         (["sampler.kind=isgd", "sampler.margin=0.5"], ["sampler.margin", ">= 1"]),
         (["sampler.kind=isgd", "sampler.learning_rate=rule", "sampler.temperature=0"],
          ["sampler.temperature", "rule"]),
