@@ -307,6 +307,8 @@ def table_row(method: Method, runs: list[dict[str, Any]]) -> dict[str, Any]:
 
     acc = 10,000 · (test accuracy) and mnll = −10,000 · (mean test log-likelihood), the paper's
     count and sum over MNIST's 10,000 test images; mean ± std (ddof = 0) over the completed runs.
+    failed: the replicates that ran to an end without a score (diverged), of those that ended (an
+    interrupted replicate is neither).
 
     Example:
       >>> run = lambda lr, k, acc: {"lr": lr, "replicate": k, "status": "completed",
@@ -314,8 +316,11 @@ def table_row(method: Method, runs: list[dict[str, Any]]) -> dict[str, Any]:
       ...     "val_nll": 1 - acc if k == 0 else None, "seconds": 1.0}
       >>> sgd = next(m for m in METHODS if m.key == "sgd")
       >>> row = table_row(sgd, [run(0.01, 0, 0.9880), run(0.03, 0, 0.9890), run(0.03, 1, 0.9900)])
-      >>> row["lr"], row["acc"], row["mnll"], row["within"], row["paper_acc"]
-      ('0.03', '9895.0 ± 5.0', '250.0 ± 0.0', 'yes', '9886.7 ± 11.0')
+      >>> row["lr"], row["acc"], row["mnll"], row["within"], row["paper_acc"], row["failed"]
+      ('0.03', '9895.0 ± 5.0', '250.0 ± 0.0', 'yes', '9886.7 ± 11.0', '0/2')
+      >>> cut = {"lr": 0.03, "replicate": 2, "status": "interrupted", "seconds": 1.0}
+      >>> table_row(sgd, [run(0.01, 0, 0.9880), run(0.03, 0, 0.9890), cut])["failed"]
+      '0/1'
     """
     grid = [r for r in runs if r["replicate"] == 0]
     chosen = isgd_uci.select(grid, score="val_nll")
@@ -327,7 +332,7 @@ def table_row(method: Method, runs: list[dict[str, Any]]) -> dict[str, Any]:
     mnll = [-10_000 * r["test_log_likelihood"] for r in done]  # the mean NLL's sum over 10,000
     ece = [r["test_ece"] for r in done]
     paper = PAPER[method.key]
-    tried = len({r["replicate"] for r in runs})
+    ended = len({r["replicate"] for r in runs if r["status"] != "interrupted"})
     return {
         "method": method.label,
         "lr": "rule" if not method.tuned else report.MISSING if lr is None else format(lr, "g"),
@@ -336,7 +341,7 @@ def table_row(method: Method, runs: list[dict[str, Any]]) -> dict[str, Any]:
         "acc_pct": spread([a / 100 for a in acc], "{:.2f}"),
         "mnll": spread(mnll, "{:.1f}"),
         "ece": spread(ece, "{:.4f}"),
-        "failed": f"{tried - len(done)}/{tried}" if runs else "not run",
+        "failed": f"{ended - len(done)}/{ended}" if runs else "not run",
         "seconds": round(sum(r["seconds"] for r in runs)),
         **_paper_row(paper),
         "runs": runs,
