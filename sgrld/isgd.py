@@ -25,8 +25,8 @@ with ``B̄`` the average of the estimates B̂ over the first ``warmup`` steps (d
 it), then fixed: the mean of all of them, or with ``noise_window=K`` a moving average over about the
 last K, so that λ is that of the gradient noise where the chain is at the warm-up's end. The noise
 can change several-fold as the chain leaves its initialisation, either way (UCI protein: the
-first 100 steps' B̄ is 3-26× the later noise in three of its five layers, a step that much smaller;
-kin8nm: the later noise is 9-43× the first 100 steps' in four, λ far below it, a chain clipped
+first 100 steps' B̄ is 4-36× the later noise in three of its five layers, a step that much smaller;
+kin8nm: the later noise is 9-45× the first 100 steps' in four, λ far below it, a chain clipped
 hot), so a warm-up through the burn-in with
 a window is the setting that samples at T where the chain samples. A layer without gradient noise
 (B̄ = 0: a prior's scale that the likelihood does not see) takes the largest λ of the others.
@@ -40,7 +40,7 @@ b/(margin·N) times the largest stable SGLD step of the layer's stiffest directi
 (``lr < 2/max_j F_j``). The drift contracts direction j by ``h·N·F_j ≤ 2bT/(margin·N)`` a step,
 so relaxing it takes about ``(margin/2T)·max F/F_j`` *epochs*, where SGLD at its largest step
 takes about ``½·max F/F_j`` *updates*. On UCI protein (N = 37,041, b = 32, margin 2) the
-rule's per-layer learning rates were 3.3e-5 (output kernel) to 7e-3 (first bias), against
+rule's per-layer learning rates were 2.8e-5 (output kernel) to 7.8e-3 (first bias), against
 SGLD's 0.03 chosen on validation: i-SGD needs many more epochs than SGLD, not a better λ.
 
 What is approximated:
@@ -95,7 +95,8 @@ CLIPPED_SHARE_WARN = 0.1
 (:func:`warn_if_clipped`). Where λ dominates the noise, only the estimate's own fluctuations clip:
 measured 0.02-0.05 % (UCI protein, batches of 32, the rule), 0.4 % (kin8nm, λ fixed at the end of
 a burn-in long warm-up), up to 4 % with batches of 4 (``tests/test_isgd.py``); where the noise
-outgrew λ, 25 % (kin8nm, the rule fixed after the first 100 steps)."""
+outgrew λ, 15 % (kin8nm, the rule fixed after the first 100 steps;
+``benchmarks/isgd_noise.py``)."""
 
 
 class NoiseClippingWarning(UserWarning):

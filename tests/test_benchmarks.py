@@ -149,3 +149,21 @@ def test_momentum_step_times_every_row(model, capsys):
     for row in ("SGLD", "SGHMC", "SGHMC + B̂ (per example)", "SGNHT", "i-SGD"):
         assert any(line.startswith(f"{row}  ") for line in lines), row
     assert ("✓ SGHMC / SGLD" in out or "✗ SGHMC / SGLD" in out) == (model == "mlp")
+
+
+@pytest.mark.filterwarnings("ignore::sgrld.per_example.FallbackWarning")  # i-SGD's log σ leaf
+def test_isgd_noise_reports_every_layer(tmp_path, capsys):
+    """benchmarks/isgd_noise.py (RESULTS §22) on small boston-shaped files: the rule's rate and
+    the probed noise of every layer, finite, and the clipping share after the warm-up."""
+    from tests.test_isgd_uci import write_boston_like
+
+    isgd_noise = load_benchmark("isgd_noise")
+    data = write_boston_like(tmp_path)
+    argv = ["--data-dir", str(data), "--dataset", "uci_boston", "--steps", "200", "--every", "100"]
+    assert isgd_noise.main([*argv, "--no-verify-checksums"]) == 0
+    out = capsys.readouterr().out
+    rows = [line.split() for line in out.splitlines() if line.startswith("['")]
+    assert len(rows) == 5, out  # log σ, and the kernel and bias of both Dense layers
+    values = [float(v) for row in rows for v in row[1:]]
+    assert len(values) == 5 * 4 and all(0 < v < float("inf") for v in values), out
+    assert "clipped share after the warm-up" in out and "test RMSE" in out

@@ -143,7 +143,7 @@ def sampler_overrides(method: Method, lr: float | None, burn_in: int) -> list[st
     """The ``[sampler]`` overrides of a run: the method's, its learning rate, and for i-SGD a
     warm-up through the ``burn_in`` with a noise window of :data:`ISGD_NOISE_WINDOW`, so that its
     λ is that of the gradient noise where the chain samples (:mod:`sgrld.isgd`: λ fixed after
-    the first 100 steps clipped 25% of kin8nm's coordinates at every step, this 0.4%).
+    the first 100 steps clipped 15% of kin8nm's coordinates, this 0.4%).
 
     Example:
       >>> isgd = next(m for m in METHODS if m.key == "isgd")
