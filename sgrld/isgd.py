@@ -22,15 +22,15 @@ rule (``learning_rate=None``)::
     λ^(p) = margin · max_{j∈p} B̄_j / T,
 
 with ``B̄`` the average of the estimates B̂ over the first ``warmup`` steps (during which λ follows
-it), then fixed: the mean of all of them, or with ``noise_window=K`` a moving average over about the
-last K, so that λ is that of the gradient noise where the chain is at the warm-up's end. The noise
-can change several-fold as the chain leaves its initialisation, either way (UCI protein: the
-first 100 steps' B̄ is 4-36× the later noise in three of its five layers, a step that much smaller;
-kin8nm: the later noise is 9-45× the first 100 steps' in four, λ far below it, a chain clipped
-hot), so a warm-up through the burn-in with
-a window is the setting that samples at T where the chain samples. A layer without gradient noise
-(B̄ = 0: a prior's scale that the likelihood does not see) takes the largest λ of the others.
-With a ``learning_rate``, ``λ^(p) = N/learning_rate`` in every layer (so ``T = 0`` is SGD,
+it), then fixed: the mean of all of them, or with ``noise_window=K`` a moving average over about
+the last K, so that λ is that of the gradient noise where the chain is at the warm-up's end. The
+noise can change several-fold as the chain leaves its initialisation, either way (UCI protein: the
+first 100 steps' B̄ is 4-36× the later noise in three of its five layers, a step that much
+smaller; kin8nm: the later noise is 9-45× the first 100 steps' in four, λ far below it, a chain
+clipped hot; ``benchmarks/isgd_noise.py``), so a warm-up through the burn-in with a window is the
+setting that samples at T where the chain samples. A layer without gradient noise (B̄ = 0: a
+prior's scale that the likelihood does not see) takes the largest λ of the others. With a
+``learning_rate``, ``λ^(p) = N/learning_rate`` in every layer (so ``T = 0`` is SGD,
 ``θ ← θ − lr·g``, and with B̂ = 0 the step is SGLD's).
 
 How fast the rule mixes: near the posterior the per-example gradients' variance is about the
