@@ -24,15 +24,16 @@ Usage (from the repository root; the data sets in DIR)::
 from __future__ import annotations
 
 import argparse
+import inspect
 import sys
 
 import jax
 import jax.numpy as jnp
 
+import sgrld
 from sgrld.experiments import isgd_uci_runs as runs
-from sgrld.from_config import build_experiment, run_config
-
-ISGD = sys.modules["sgrld.isgd"]
+from sgrld.from_config import build_experiment, run_config, sampler_of
+from sgrld.isgd import noise_estimate
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,18 +53,26 @@ def main(argv: list[str] | None = None) -> int:
     config = config.with_overrides(args.set)  # after the reproduction's own: they win
     print(f"{args.dataset} split {args.split}, {args.steps:,} updates, overrides {args.set}")
 
-    experiment = build_experiment(config)
+    potentials = []
+
+    def sampler_keeping_potential(potential, num_data):  # the configuration's own sampler
+        potentials.append(potential)
+        return sampler_of(config.sampler, potential, num_data, schedule=config.schedule,
+                          num_steps=args.steps)  # fmt: skip
+
+    experiment = build_experiment(config, sampler=sampler_keeping_potential)
     x, y = map(jnp.asarray, experiment.train)
-    n, b = len(x), config.data.batch_size
-    sampler, opts = experiment.sampler, experiment.sampler.step.args[0]
+    n, b, sampler = len(x), config.data.batch_size, experiment.sampler
+    estimate = noise_estimate(potentials[0], n, config.sampler.gradient_noise or "per_example")
+    margin = config.sampler.margin or inspect.signature(sgrld.isgd).parameters["margin"].default
     names = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(
         experiment.init_fn(jax.random.key(0)))[0]]  # fmt: skip
 
     @jax.jit
     def noise_lr(params, key):  # N/(margin·max_j B̂_j) per layer, B̂ over 50 minibatches
         idx = jax.random.randint(key, (50, b), 0, n)
-        b_hat = jax.vmap(lambda i: opts.estimate(params, (x[i], y[i]))[2])(idx)
-        return [n / (opts.margin * jnp.max(v.mean(0))) for v in jax.tree.leaves(b_hat)]
+        b_hat = jax.vmap(lambda i: estimate(params, (x[i], y[i]))[2])(idx)
+        return [n / (margin * jnp.max(v.mean(0))) for v in jax.tree.leaves(b_hat)]
 
     @jax.jit
     def chunk(state, key):
@@ -80,15 +89,14 @@ def main(argv: list[str] | None = None) -> int:
         probes[t] = [float(v) for v in noise_lr(state.params, jax.random.key(t))]
         if t < args.steps:
             state = chunk(state, jax.random.key(10_000 + t))
-    rule = [float(n / lam) for lam in ISGD._lambdas(opts, state.noise)]
+    rule = [float(n / lam) for lam in jax.tree.leaves(state.lambdas)]
     print(f"{'layer':40s} {'rule lr':>9s} " + " ".join(f"{'@' + str(t):>9s}" for t in probes))
     for j, name in enumerate(names):
         row = " ".join(f"{probes[t][j]:9.2g}" for t in probes)
         print(f"{name:40s} {rule[j]:9.2g} {row}")
 
     result = run_config(config, out=None)  # the reproduction's own run, for clipping and RMSE
-    warmup = opts.warmup
-    late = [r for r in result.records if r["steps"] > warmup and not r.get("warming_up_count")]
+    late = [r for r in result.records if not r.get("warming_up_count")]
     share = sum(r["clipped_share"] for r in late) / max(len(late), 1)
     print(f"clipped share after the warm-up ({len(late)} epochs): {100 * share:.2f} %; "
           f"test RMSE {result.records[-1]['test_rmse']:.4g}")  # fmt: skip

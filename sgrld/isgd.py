@@ -142,11 +142,14 @@ class ISGDState(NamedTuple):
       params: the sample θ_t.
       noise: B̄, the average of the estimates B̂ over the warm-up window (float32, shaped like
         ``params``; fixed after it).
+      lambdas: λ^(p) of the last step, a float32 scalar per leaf of ``params`` (0 before the
+        first step). Leaf p moves by ``N·g/λ^(p)``: its learning rate is ``N/λ^(p)``.
     """
 
     step: jax.Array
     params: PyTree
     noise: PyTree
+    lambdas: PyTree
 
 
 class ISGDInfo(NamedTuple):
@@ -223,8 +226,8 @@ def isgd(
       >>> u = sgrld.potential(lambda w, b: -0.5 * (b - w) ** 2, lambda w: -0.5 * w**2, 4)
       >>> s = sgrld.isgd(u, num_data=4, learning_rate=0.01, gradient_noise="square")
       >>> state, info = jax.jit(s.step)(jax.random.key(0), s.init(jnp.zeros(())), jnp.ones(2))
-      >>> int(state.step), bool(info.is_finite), bool(info.noise_clipped)
-      (1, True, False)
+      >>> int(state.step), bool(info.is_finite), bool(info.noise_clipped), float(state.lambdas)
+      (1, True, False, 400.0)
 
     References:
       Franzese et al. (Entropy 2021), Algorithm 1 (``C = Σ − B``) and Algorithm 2.
@@ -298,7 +301,8 @@ def noise_estimate(potential_fn: Callable, num_data: int, kind: str = "per_examp
 def _init(o: _Options, params: PyTree) -> ISGDState:
     params = check_params(params)
     noise = jax.tree.map(lambda x: jnp.zeros(jnp.shape(x), jnp.float32), params)
-    return ISGDState(jnp.zeros((), jnp.int32), params, noise)
+    lambdas = jax.tree.map(lambda x: jnp.zeros((), jnp.float32), params)
+    return ISGDState(jnp.zeros((), jnp.int32), params, noise, lambdas)
 
 
 def _lambdas(o: _Options, noise: PyTree) -> list[jax.Array]:
@@ -361,4 +365,5 @@ def _step(o: _Options, key, state: ISGDState, batch) -> tuple[ISGDState, ISGDInf
         clipped_share=sum(jnp.sum(c, dtype=jnp.float32) for c in clipped) / size,
         warming_up=warm & (o.learning_rate is None),
     )
-    return ISGDState(t + 1, params, noise), info
+    lambdas = treedef.unflatten([jnp.asarray(lam, jnp.float32) for lam in lams])
+    return ISGDState(t + 1, params, noise, lambdas), info

@@ -106,6 +106,7 @@ def test_rule_fixes_lambda_after_the_warmup():
         np.testing.assert_allclose(a, c, rtol=1e-5)
     lams = [2.0 * float(jnp.max(b)) / 0.5 for b in jax.tree.leaves(mean)]
     np.testing.assert_allclose(float(info.learning_rate), 10 / min(lams), rtol=1e-5)
+    np.testing.assert_allclose(jax.tree.leaves(state.lambdas), lams, rtol=1e-5)
 
 
 def test_noise_window_averages_the_last_estimates_of_the_warmup():
