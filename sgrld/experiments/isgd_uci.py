@@ -363,7 +363,8 @@ def steps_of(dataset: str, args: argparse.Namespace) -> int:
 
 
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
-    """The data sets, split count and run plan of each data set the arguments ask for."""
+    """The data sets, split count, ensemble size and run plan of each data set the arguments ask
+    for."""
     q = QUICK if args.quick else {"datasets": DATASETS, "splits": None}
     datasets = tuple(args.datasets or q["datasets"])
     samples = args.samples or (QUICK["samples"] if args.quick else SAMPLES)
@@ -371,7 +372,8 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
     plans = {
         d: runs.Plan(steps_of(d, args), samples, args.data_dir, args.seed, verify) for d in datasets
     }
-    return {"datasets": datasets, "splits": args.splits or q["splits"], "plans": plans}
+    splits = args.splits or q["splits"]
+    return {"datasets": datasets, "splits": splits, "samples": samples, "plans": plans}
 
 
 def header(args: argparse.Namespace) -> str:
@@ -379,14 +381,9 @@ def header(args: argparse.Namespace) -> str:
     splits = "all splits" if s["splits"] is None else f"{s['splits']} split(s)"
     return (
         f"Franzese et al. (2021) UCI regression: {', '.join(s['datasets'])}; {splits}, "
-        f"{_steps_note(s['datasets'], args)}, S = {_samples_of(s)}{lr_note(args)}"
+        f"{_steps_note(s['datasets'], args)}, S = {s['samples']}{lr_note(args)}"
         f"{quick_note(args)}"
     )
-
-
-def _samples_of(settings: dict[str, Any]) -> int:
-    """The ensemble size S, the same in every data set's plan."""
-    return next(iter(settings["plans"].values())).samples
 
 
 def _steps_note(datasets: tuple[str, ...], args: argparse.Namespace) -> str:
@@ -403,7 +400,7 @@ def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
     s = _settings(args)
     methods = [m for m in runs.METHODS if m.key in args.methods]
     config = {"title": header(args), "quick": args.quick}
-    config |= {"steps": {d: p.steps for d, p in s["plans"].items()}, "samples": _samples_of(s)}
+    config |= {"steps": {d: p.steps for d, p in s["plans"].items()}, "samples": s["samples"]}
     config |= {"data_dir": args.data_dir, "seed": args.seed, "verify": not args.no_verify_checksums}
     config |= {"datasets": list(s["datasets"]), "methods": [m.key for m in methods]}
     config["grids"] = {m.key: _grid(m, args) for m in methods}
