@@ -89,7 +89,7 @@ def test_choice_on_validation_then_replicates_on_stub_runs(tmp_path, monkeypatch
     assert [(r["lr"], r["replicate"]) for r in sgld["runs"]] == [
         (0.01, 0), (0.03, 0), (0.1, 0), (0.03, 1), (0.03, 2)
     ]  # fmt: skip
-    assert sgld["lr"] == "0.03" and sgld["failed"] == "1/3"
+    assert sgld["lr"] == "0.03" and sgld["failed"] == "1/3"  # inside the grid: not marked
     assert sgld["acc"] == "9925.0 ± 5.0" and sgld["acc_pct"] == "99.25 ± 0.05"
     assert sgld["within"] == "yes"  # paper 9927.0 ± 1.0: |Δ| = 2 ≤ 2 · 1.0, the edge
     assert sgld["mnll"] == "300.0 ± 0.0" and sgld["paper_failed"] == "1"
@@ -123,6 +123,25 @@ def test_paper_rows_and_their_stds():
     assert isgd_mnist.PAPER["sghmc T"].acc_std == 0 and isgd_mnist.PAPER["sghmc T"].failed == 2
     assert {m.key for m in isgd_mnist.METHODS} < set(isgd_mnist.PAPER)
     assert [m.key for m in isgd_mnist.METHODS] == list(isgd_mnist.KEYS)
+
+
+@pytest.mark.parametrize(
+    ("val_nll", "label"),
+    [
+        ({0.01: 0.1, 0.03: 0.2, 0.1: 0.3}, "0.01 (grid's smallest)"),
+        ({0.01: 0.3, 0.03: 0.2, 0.1: 0.1}, "0.1 (grid's largest)"),
+        ({0.01: 0.3, 0.03: 0.1, 0.1: 0.2}, "0.03"),
+        ({0.03: 0.2}, "0.03"),  # one rate (--lr): no grid to be at the edge of
+    ],
+)
+def test_a_rate_at_the_grids_edge_is_marked(val_nll, label):
+    sgd = next(m for m in isgd_mnist.METHODS if m.key == "sgd")
+    runs = [
+        {"lr": lr, "replicate": 0, "status": "completed", "test_accuracy": 0.99,
+         "test_log_likelihood": -0.03, "test_ece": 0.01, "val_nll": v, "seconds": 1.0}
+        for lr, v in val_nll.items()
+    ]  # fmt: skip
+    assert isgd_mnist.table_row(sgd, runs)["lr"] == label
 
 
 def test_mc_dropout_thins_only_the_dense_layers_of_the_convnet():

@@ -146,7 +146,8 @@ NOTES = (
     "SWAG and MC dropout draw S networks after the other updates. lr: learning_rate = h·N, "
     "chosen among the method's grid (SGLD, vSGD, SGD, SWAG, dropout: {.01, .03, .1}; SGHMC "
     "(friction 0.1): {.003, .01, .03}; or those of --lr) by the validation log-likelihood of "
-    "replicate 0, whose test scores are kept; the other replicates run at that rate. i-SGD uses "
+    "replicate 0, whose test scores are kept; the other replicates run at that rate (a rate at "
+    "the grid's edge is marked so: one beyond it may do better). i-SGD uses "
     "its λ rule (no learning rate, margin 2, warmed up through the burn-in, λ from the noise of "
     "about its last 1,000 updates). SWAG: K = 20 (fewer if fewer iterates are collected), SWA "
     "from half the training. MC dropout: p = 0.5 on the inputs of every dense layer. s: seconds "
@@ -303,7 +304,8 @@ def _paper_row(paper: Paper) -> dict[str, str]:
 
 def table_row(method: Method, runs: list[dict[str, Any]]) -> dict[str, Any]:
     """One row from a method's runs: the grid of replicate 0, then the other replicates at the
-    learning rate chosen on validation (the chosen run of replicate 0 counts as a replicate).
+    learning rate chosen on validation (the chosen run of replicate 0 counts as a replicate),
+    marked where it is the grid's largest or smallest.
 
     acc = 10,000 · (test accuracy) and mnll = −10,000 · (mean test log-likelihood), the paper's
     count and sum over MNIST's 10,000 test images; mean ± std (ddof = 0) over the completed runs.
@@ -317,7 +319,7 @@ def table_row(method: Method, runs: list[dict[str, Any]]) -> dict[str, Any]:
       >>> sgd = next(m for m in METHODS if m.key == "sgd")
       >>> row = table_row(sgd, [run(0.01, 0, 0.9880), run(0.03, 0, 0.9890), run(0.03, 1, 0.9900)])
       >>> row["lr"], row["acc"], row["mnll"], row["within"], row["paper_acc"], row["failed"]
-      ('0.03', '9895.0 ± 5.0', '250.0 ± 0.0', 'yes', '9886.7 ± 11.0', '0/2')
+      ("0.03 (grid's largest)", '9895.0 ± 5.0', '250.0 ± 0.0', 'yes', '9886.7 ± 11.0', '0/2')
       >>> cut = {"lr": 0.03, "replicate": 2, "status": "interrupted", "seconds": 1.0}
       >>> table_row(sgd, [run(0.01, 0, 0.9880), run(0.03, 0, 0.9890), cut])["failed"]
       '0/1'
@@ -335,7 +337,7 @@ def table_row(method: Method, runs: list[dict[str, Any]]) -> dict[str, Any]:
     ended = len({r["replicate"] for r in runs if r["status"] != "interrupted"})
     return {
         "method": method.label,
-        "lr": "rule" if not method.tuned else report.MISSING if lr is None else format(lr, "g"),
+        "lr": _rate_label(method, lr, [r["lr"] for r in grid]),
         "acc": spread(acc, "{:.1f}"),
         "within": _within(acc, paper),
         "acc_pct": spread([a / 100 for a in acc], "{:.2f}"),
@@ -346,6 +348,18 @@ def table_row(method: Method, runs: list[dict[str, Any]]) -> dict[str, Any]:
         **_paper_row(paper),
         "runs": runs,
     }
+
+
+def _rate_label(method: Method, lr: float | None, grid: list[float]) -> str:
+    """The ``lr`` column: the chosen rate, marked where it is the largest or smallest of a grid
+    of two or more (one beyond it may do better); ``"rule"`` for i-SGD."""
+    if not method.tuned:
+        return "rule"
+    if lr is None:
+        return report.MISSING
+    rates = sorted(set(grid))
+    edge = "largest" if lr == rates[-1] else "smallest" if lr == rates[0] else None
+    return format(lr, "g") + (f" (grid's {edge})" if edge and len(rates) > 1 else "")
 
 
 def table_rows(results: Results) -> list[dict[str, Any]]:
