@@ -170,3 +170,16 @@ def test_bad_options_are_refused(argv, message, capsys):
     with pytest.raises(SystemExit) as exit_:
         cli.main(["reproduce", "isgd-mnist", *argv])
     assert exit_.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_fewer_updates_than_the_ensemble_size_is_refused_before_any_run(tmp_path, capsys):
+    """5 updates (500 images, 1 epoch, batches of 100) cannot keep S = 20 states: a clear error
+    naming the options, where it used to be a traceback (burn_in < 0) after the first run."""
+    data = write_mnist(tmp_path / "mnist", easy_mnist(600, 50))
+    argv = ["reproduce", "isgd-mnist", "--quick", "--no-verify-checksums", "--train-size", "500"]
+    argv += ["--validation-size", "100", "--samples", "20", "--methods", "sgd"]
+    out = tmp_path / "out"
+    assert cli.main([*argv, "--data-dir", str(data), "--out", str(out)]) != 0
+    err = capsys.readouterr().err
+    assert "make 5 updates of 100, below the ensemble size S = 20 (--samples)" in err, err
+    assert not (out / "isgd_mnist.json").exists()  # no run started

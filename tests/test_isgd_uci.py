@@ -123,6 +123,15 @@ def test_bad_options_are_refused(argv, capsys):
     assert exit_info.value.code == 2
 
 
+def test_fewer_updates_than_the_ensemble_size_is_refused_naming_the_options(tmp_path, capsys):
+    """A run keeps S states of its second half: --steps below --samples is refused before any
+    run, naming the options (it used to surface as run.burn_in < 0)."""
+    argv = ["reproduce", "isgd-uci", "--data-dir", str(tmp_path), "--steps", "10"]
+    assert cli.main([*argv, "--out", str(tmp_path / "out")]) != 0
+    err = capsys.readouterr().err
+    assert "--steps 10 is below the ensemble size S = 100 (--samples)" in err, err
+
+
 def test_header_names_the_learning_rates_fixed_by_lr():
     parser = argparse.ArgumentParser()
     isgd_uci.REPRODUCTION.add_arguments(parser)

@@ -33,7 +33,7 @@ import numpy as np
 
 import sgrld
 from sgrld import baselines, bnn, report, runner
-from sgrld.config import PRIORS, Config, load_config
+from sgrld.config import PRIORS, Config, ConfigError, load_config
 from sgrld.data import load_dataset
 from sgrld.experiments import isgd_uci
 from sgrld.experiments.isgd_uci_runs import METHODS as UCI_METHODS
@@ -197,7 +197,8 @@ def train_size(plan: Plan) -> int:
 def config_of(method: Method, lr: float | None, plan: Plan, replicate: int) -> Config:
     """The configuration of one run: MNIST, the ConvNet, the Gaussian prior, batches of
     :data:`BATCH_SIZE`, and burn-in and thinning that keep S = ``plan.samples`` states of the
-    second half of the run (it reads the training-set size from the files)."""
+    second half of the run (it reads the training-set size from the files; fewer updates than S
+    are refused)."""
     common = [
         "data.name=mnist", f"data.validation_size={plan.validation_size}",
         f"data.batch_size={BATCH_SIZE}", "model.kind=cnn", f"model.widths={list(plan.widths)}",
@@ -205,6 +206,12 @@ def config_of(method: Method, lr: float | None, plan: Plan, replicate: int) -> C
     ]  # fmt: skip
     common += data_overrides(plan.data_dir, plan.train_size, plan.verify)
     total = plan.epochs * (train_size(plan) // BATCH_SIZE)
+    if total < plan.samples:  # the same for every run: refused before the first
+        raise ConfigError(
+            f"{plan.epochs} epoch(s) of {train_size(plan):,} training images make {total} "
+            f"updates of {BATCH_SIZE}, below the ensemble size S = {plan.samples} (--samples): "
+            "raise --epochs or --train-size"
+        )
     thin = max(total // (2 * plan.samples), 1)
     burn_in = max(total - plan.samples * thin, 0)
     run = [f"run.burn_in={burn_in}", f"run.thin={thin}"]

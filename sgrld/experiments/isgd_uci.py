@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from sgrld import report
+from sgrld.config import ConfigError
 from sgrld.experiments import isgd_uci_runs as runs
 from sgrld.experiments.reproduction import (
     OnResult,
@@ -369,6 +370,12 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
     datasets = tuple(args.datasets or q["datasets"])
     samples = args.samples or (QUICK["samples"] if args.quick else SAMPLES)
     verify = not args.no_verify_checksums
+    short = [d for d in datasets if steps_of(d, args) < samples]
+    if short:  # a run keeps S states of its second half (config_of's burn-in and thinning)
+        raise ConfigError(
+            f"--steps {steps_of(short[0], args)} is below the ensemble size S = {samples} "
+            "(--samples): a run needs at least S updates"
+        )
     plans = {
         d: runs.Plan(steps_of(d, args), samples, args.data_dir, args.seed, verify) for d in datasets
     }
