@@ -1,6 +1,6 @@
 """The per-epoch callback of :func:`sgrld.runner.run`: score the epoch's samples, record the
-epoch, write its files and, every ``checkpoint_every`` epochs, a checkpoint
-(:mod:`sgrld.checkpoint`).
+epoch, write its files and, every ``checkpoint_every`` epochs but not within ``checkpoint_seconds``
+of the last, a checkpoint (:mod:`sgrld.checkpoint`).
 
 An epoch is committed in one order: its ``metrics.jsonl`` line and sample file, then the in-memory
 state (records, ensembles, carry), then (when due) the checkpoint, which is written from that
@@ -60,6 +60,9 @@ class EpochWriter:
         resumed: the checkpoint the run continues from, or ``None``.
         stop_on_divergence: stop the run after the epoch in which a chain diverged (``False``:
             the other chains go on, as the chains of a sweep, :mod:`sgrld.sweep`).
+        checkpoint_seconds: skip a due checkpoint until this many seconds have passed since the
+            last one (or since sampling started): a checkpoint of ten MLP chains (27 MB) takes
+            a few tenths of a second to write, longer than such an epoch takes on a GPU.
     """
 
     def __init__(
@@ -73,10 +76,12 @@ class EpochWriter:
         checkpoint_every: int,
         resumed: checkpoint.Saved | None = None,
         stop_on_divergence: bool = True,
+        checkpoint_seconds: float = 0.0,
     ):
         self.setup, self.out, self.save, self.curvature = setup, out, save_samples, curvature
         self.stop, self.info, self.every = stop, dict(checkpoint_info), checkpoint_every
         self.stop_on_divergence = stop_on_divergence
+        self.seconds, self.last_checkpoint = checkpoint_seconds, time.monotonic()
         self.score: Callable | None = None
         self.compile_s = math.nan
         self.scores, self.carry = setup.scores, setup.carry
@@ -90,7 +95,7 @@ class EpochWriter:
     def compile(self) -> None:
         """Compile the epoch's chunk and scoring functions (timed as ``compile_s``)."""
         self.score, self.compile_s = compile_epoch(self.setup)
-        self.cpu = time.process_time()
+        self.cpu, self.last_checkpoint = time.process_time(), time.monotonic()
 
     def __call__(self, index: int, carry: eng.Carry, chunk: eng.Chunk, sample_s: float) -> bool:
         s, epoch = self.setup, self.first + index
@@ -125,7 +130,8 @@ class EpochWriter:
         self.scores, self.carry, self.state = scores, carry, carry.state
         self.records.append(rec)
         self.warned_clipping = self.warned_clipping or warn_if_clipped(rec)
-        if (epoch + 1) % self.every == 0:
+        due = time.monotonic() - self.last_checkpoint >= self.seconds
+        if (epoch + 1) % self.every == 0 and due:
             self.checkpoint()
         return (diverged and self.stop_on_divergence) or self.stop.signal is not None
 
@@ -135,4 +141,4 @@ class EpochWriter:
             return
         trees = {"carry": self.carry, "scores": self.scores, "keys": self.setup.keys}
         checkpoint.save(self.out, len(self.records), trees, {**self.info, "records": self.records})
-        self.checkpointed = len(self.records)
+        self.checkpointed, self.last_checkpoint = len(self.records), time.monotonic()

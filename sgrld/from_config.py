@@ -377,7 +377,7 @@ def schedule_of(config: Config) -> Schedule:
     return Schedule(r.epochs, config.data.batch_size, r.burn_in, r.thin, r.chains, r.seed)
 
 
-RESUME_IGNORES = ("out.folder", "run.checkpoint_every", "run.devices")
+RESUME_IGNORES = ("out.folder", "run.checkpoint_every", "run.checkpoint_seconds", "run.devices")
 """Keys that may differ between a run and its resumption (they change no result: chains sharded
 over other devices give the same samples bit for bit)."""
 
@@ -474,6 +474,7 @@ def run_config(
         existing="refuse" if existing == "refuse" else "overwrite",
         resume=saved,
         checkpoint_every=config.run.checkpoint_every,
+        checkpoint_seconds=config.run.checkpoint_seconds,
         stop_on_divergence=stop_on_divergence,
         mesh=mesh,
     )

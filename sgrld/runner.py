@@ -22,9 +22,10 @@ How a run works (:func:`run`):
   the run stops after that epoch with a message naming the epoch, step, chain and parameter leaf.
   Ctrl-C or SIGTERM stops the run after the epoch in flight (a second one at once, discarding
   it). Either way everything computed so far is on disk and :class:`Result` says what happened.
-* A checkpoint (:mod:`sgrld.checkpoint`) is written every ``checkpoint_every`` epochs and when the
-  run ends; ``run(..., resume=sgrld.checkpoint.latest(out))`` continues the run in ``out`` with
-  the same records and samples as an uninterrupted run (:mod:`sgrld.run_folder`).
+* A checkpoint (:mod:`sgrld.checkpoint`) is written every ``checkpoint_every`` epochs, but not
+  within ``checkpoint_seconds`` of the last one, and when the run ends;
+  ``run(..., resume=sgrld.checkpoint.latest(out))`` continues the run in ``out`` with the same
+  records and samples as an uninterrupted run (:mod:`sgrld.run_folder`).
 * ``save_samples=True`` writes each epoch's samples to ``samples/epoch_EEEE.npz``
   (:func:`sgrld.load_samples` reads them back, with no template).
 
@@ -394,6 +395,7 @@ def run(
     existing: run_folder.Existing = "overwrite",
     resume: checkpoint.Saved | None = None,
     checkpoint_every: int = 1,
+    checkpoint_seconds: float = 60.0,
     stop_on_divergence: bool = True,
     mesh: jax.sharding.Mesh | None = None,
 ) -> Result:
@@ -427,6 +429,8 @@ def run(
         resume: continue the run in ``out`` from this checkpoint (:func:`sgrld.checkpoint.latest`)
             instead; the records and samples are those of an uninterrupted run.
         checkpoint_every: write a checkpoint after every this many epochs (and when the run ends).
+        checkpoint_seconds: skip a due checkpoint until this many seconds have passed since the
+            last one (or since sampling started); ``0``: write every due one.
         stop_on_divergence: stop after the epoch in which a chain diverged (status
             ``"diverged"``); ``False``: the other chains go on to the end (status ``"completed"``,
             the message counting the diverged chains, ``Result.diverged_step`` saying which).
@@ -471,6 +475,7 @@ def run(
             checkpoint_every,
             resume,
             stop_on_divergence,
+            checkpoint_seconds=checkpoint_seconds,
         )
         status, message = _run_epochs(setup, epochs, schedule.epochs, out, progress, label)
         result = Result(status, message, epochs.records, epochs.compile_s, epochs.state, out, {})

@@ -45,6 +45,7 @@ thin = 5
 chains = 2
 save_samples = true
 checkpoint_every = 2
+checkpoint_seconds = 0
 """
 # 40 epochs of ~78 steps: the last kill point (epoch 6) leaves 34 epochs, about a second, for the
 # test's poller to see it even on a loaded machine (with 10 epochs a starved poller missed it)
@@ -189,6 +190,19 @@ def test_sigterm_stops_after_the_epoch_with_a_summary_and_a_checkpoint(tmp_path,
     assert resumed.status == "completed" and _metrics(tmp_path) == _metrics(tmp_path / "whole")
     steps = [sgrld.load_samples(o).step.tolist() for o in (tmp_path, tmp_path / "whole")]
     assert steps[0] == steps[1] and whole.status == "completed"
+
+
+@pytest.mark.parametrize("seconds, written", [(0.0, [1, 2, 3]), (3600.0, [3])])
+def test_checkpoint_seconds_skips_due_checkpoints_but_not_the_last(
+    tmp_path, monkeypatch, seconds, written
+):
+    saves, real = [], checkpoint.save
+    monkeypatch.setattr(
+        checkpoint, "save", lambda out, epoch, *a: saves.append(epoch) or real(out, epoch, *a)
+    )
+    result = runner.run(logistic_experiment(), SCHEDULE, out=tmp_path, checkpoint_seconds=seconds)
+    assert result.status == "completed" and saves == written
+    assert checkpoint.latest(tmp_path).epoch == 3
 
 
 def test_a_used_folder_is_refused_or_overwritten_without_stale_samples(tmp_path: Path):

@@ -26,10 +26,14 @@ SWEEP = [
     f"sampler.learning_rate={LRS}",
     "--replicates",
     "2",
-    *(arg for t in [*TINY, "run.save_samples=true", "run.chains=2"] for arg in ("--set", t)),
+    *(
+        arg
+        for t in [*TINY, "run.save_samples=true", "run.chains=2", "run.checkpoint_seconds=0"]
+        for arg in ("--set", t)
+    ),
 ]
 """2 learning rates x 2 replicates x 2 chains, 2 epochs, a checkpoint after each
-(run.checkpoint_every = 1)."""
+(run.checkpoint_every = 1, run.checkpoint_seconds = 0)."""
 
 
 @pytest.fixture(scope="module")

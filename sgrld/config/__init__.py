@@ -64,6 +64,7 @@ batches of 100, burn-in 1000 minibatches, a sample every 100 minibatches, 400 ep
     save_samples = false
     curvature = false
     checkpoint_every = 1        # epochs between checkpoints (sgrld run --resume OUT)
+    checkpoint_seconds = 60.0   # but at least this long apart (0: every due epoch)
     # devices = "all"           # shard the chains over "all" or N devices (default: one device)
     # data_parallel = 2         # devices that split each chain's minibatch (chains = devices / D)
 

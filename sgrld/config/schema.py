@@ -225,6 +225,9 @@ class RunConfig:
         save_samples: write the thinned samples to ``samples/`` (one ``.npz`` per epoch).
         curvature: score the input-space curvature C(x) of every sample (slow).
         checkpoint_every: write a checkpoint (to resume from) after every this many epochs.
+        checkpoint_seconds: but skip one due less than this many seconds after the last (or
+            after sampling started): a killed run loses at most this long plus an epoch, and
+            short epochs (a GPU's) are not slowed by a checkpoint each. ``0``: every due epoch.
         devices: shard the chains over ``"all"`` devices or the first ``N`` (``None``: one
             device, no mesh; :func:`sgrld.devices.make_mesh`).
         data_parallel: devices ``D`` that split each chain's minibatch and sum its gradient; the
@@ -239,6 +242,7 @@ class RunConfig:
     save_samples: bool = False
     curvature: bool = False
     checkpoint_every: int = 1
+    checkpoint_seconds: float = 60.0
     devices: int | str | None = None
     data_parallel: int = 1
 

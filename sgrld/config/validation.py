@@ -187,6 +187,7 @@ def _validate_run(config: Config) -> None:
     at_least("run.thin", r.thin, 1)
     at_least("run.chains", r.chains, 1)
     at_least("run.checkpoint_every", r.checkpoint_every, 1)
+    at_least("run.checkpoint_seconds", r.checkpoint_seconds, 0)
     _validate_devices(config)
     if not config.out.folder:
         raise ConfigError("out.folder: must not be empty")
