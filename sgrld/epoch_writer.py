@@ -61,8 +61,8 @@ class EpochWriter:
         stop_on_divergence: stop the run after the epoch in which a chain diverged (``False``:
             the other chains go on, as the chains of a sweep, :mod:`sgrld.sweep`).
         checkpoint_seconds: skip a due checkpoint until this many seconds have passed since the
-            last one (or since sampling started): a checkpoint of ten MLP chains (27 MB) takes
-            a few tenths of a second to write, longer than such an epoch takes on a GPU.
+            last one (or since sampling started): on a GPU an epoch of ten MLP chains can take
+            less time than writing their 27 MB checkpoint.
     """
 
     def __init__(
