@@ -102,7 +102,7 @@ Results go to a folder (--out): the resolved configuration (config.toml, config.
 line per epoch (metrics.jsonl), summary.json and curves.png. Data sets are read from --data-dir,
 else $SGRLD_DATA_DIR, else ~/.cache/sgrld/data; nothing is downloaded. Ctrl-C stops a run after
 writing what it has; so does SIGTERM. A run writes a checkpoint every run.checkpoint_every epochs
-(at most one a run.checkpoint_seconds, default 60):
+(none within run.checkpoint_seconds of the last, default 60):
 `sgrld run --resume OUT` continues it; a folder that holds a run needs --resume or --overwrite.
 """
 
