@@ -57,12 +57,12 @@ class EpochWriter:
             epoch in flight is committed.
         checkpoint_info: the run's ``schedule`` and ``meta``, stored in every checkpoint.
         checkpoint_every: a checkpoint after every this many epochs.
-        resumed: the checkpoint the run continues from, or ``None``.
-        stop_on_divergence: stop the run after the epoch in which a chain diverged (``False``:
-            the other chains go on, as the chains of a sweep, :mod:`sgrld.sweep`).
         checkpoint_seconds: skip a due checkpoint until this many seconds have passed since the
             last one (or since sampling started): on a GPU an epoch of ten MLP chains can take
             less time than writing their 27 MB checkpoint.
+        resumed: the checkpoint the run continues from, or ``None``.
+        stop_on_divergence: stop the run after the epoch in which a chain diverged (``False``:
+            the other chains go on, as the chains of a sweep, :mod:`sgrld.sweep`).
     """
 
     def __init__(
@@ -74,9 +74,9 @@ class EpochWriter:
         stop: Stop,
         checkpoint_info: Mapping[str, Any],
         checkpoint_every: int,
+        checkpoint_seconds: float,
         resumed: checkpoint.Saved | None = None,
         stop_on_divergence: bool = True,
-        checkpoint_seconds: float = 0.0,
     ):
         self.setup, self.out, self.save, self.curvature = setup, out, save_samples, curvature
         self.stop, self.info, self.every = stop, dict(checkpoint_info), checkpoint_every

@@ -473,9 +473,9 @@ def run(
             stop,
             info,
             checkpoint_every,
+            checkpoint_seconds,
             resume,
             stop_on_divergence,
-            checkpoint_seconds=checkpoint_seconds,
         )
         status, message = _run_epochs(setup, epochs, schedule.epochs, out, progress, label)
         result = Result(status, message, epochs.records, epochs.compile_s, epochs.state, out, {})

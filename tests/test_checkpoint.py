@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 from pathlib import Path
 
 import jax
@@ -19,7 +20,7 @@ import numpy as np
 import pytest
 
 import sgrld
-from sgrld import checkpoint, cli, from_config, runner
+from sgrld import checkpoint, cli, epoch_writer, from_config, results, runner
 from sgrld.config import load_config, write_config
 from sgrld.results import ResultsError
 from tests.test_runner import SCHEDULE, logistic_experiment
@@ -203,6 +204,26 @@ def test_checkpoint_seconds_skips_due_checkpoints_but_not_the_last(
     result = runner.run(logistic_experiment(), SCHEDULE, out=tmp_path, checkpoint_seconds=seconds)
     assert result.status == "completed" and saves == written
     assert checkpoint.latest(tmp_path).epoch == 3
+
+
+def test_checkpoint_seconds_writes_again_once_that_long_has_passed(tmp_path, monkeypatch):
+    """A fake clock that moves 30 s an epoch and a 50 s floor: the checkpoints due after epochs
+    1, 3 and 5 fall within 50 s of the last, those after 2 and 4 do not; 5 is the run's last."""
+    now, saves, real = [0.0], [], checkpoint.save
+    clock = types.SimpleNamespace(
+        monotonic=lambda: now[0], perf_counter=time.perf_counter, process_time=time.process_time
+    )
+    monkeypatch.setattr(epoch_writer, "time", clock)
+    append = results.append_record
+    monkeypatch.setattr(
+        results, "append_record", lambda *a: now.__setitem__(0, now[0] + 30.0) or append(*a)
+    )
+    monkeypatch.setattr(
+        checkpoint, "save", lambda out, epoch, *a: saves.append(epoch) or real(out, epoch, *a)
+    )
+    five = dataclasses.replace(SCHEDULE, epochs=5)
+    result = runner.run(logistic_experiment(), five, out=tmp_path, checkpoint_seconds=50.0)
+    assert result.status == "completed" and saves == [2, 4, 5]
 
 
 def test_a_used_folder_is_refused_or_overwritten_without_stale_samples(tmp_path: Path):
