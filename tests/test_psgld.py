@@ -82,6 +82,18 @@ def test_command_end_to_end_on_tiny_files(tmp_path: Path, capsys):
     assert "smoke test" in capsys.readouterr().out
 
 
+def test_an_optimiser_row_scores_its_last_iterate_alone(tmp_path: Path):
+    # noise "none": RMSprop (pSGLD at T = 0), one kept state, the one after the last step
+    base = _tiny_data(tmp_path)
+    plan = runs.NetworkPlan(epochs=2, halve_every=1, burn_in=4, thin=2, train_size=500,
+                            data_dir=str(base), seed=0)  # fmt: skip
+    net = runs.Network("16-16", "mlp", (16, 16))
+    run = runs.network_run(runs.METHODS[1], net, 1.0, "none", 5e-4, plan, tmp_path / "out")
+    assert run["status"] == "completed" and run["samples"] == 1 and 0 <= run["error"] < 50
+    lines = (tmp_path / "out" / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(line)["samples"] for line in lines] == [0, 1]
+
+
 @pytest.mark.slow
 def test_quick_runs_every_row_on_tiny_files(tmp_path: Path):
     # the whole --quick command: 21 runs, about 2.5 CPU minutes (compilation)
@@ -90,7 +102,7 @@ def test_quick_runs_every_row_on_tiny_files(tmp_path: Path):
     assert cli.main([*argv, str(_tiny_data(tmp_path)), "--out", str(out)]) in (0, 1)
     rows = json.loads((out / "psgld.json").read_text())["rows"]
     counts = {part: sum(r["part"] == part for r in rows) for part in psgld.PARTS}
-    assert counts == {"blr": 8, "gaussian": 4, "fnn": 5, "cnn": 4}
+    assert counts == {"blr": 8, "gaussian": 4, "fnn": 7, "cnn": 6}
     assert all(r["status"] == "completed" for r in rows if r["part"] != "cnn"), rows
 
 
@@ -137,7 +149,7 @@ def _run_stubbed(tmp_path: Path, *argv: str) -> tuple[int, list[dict]]:
 def test_table_beside_the_paper_on_stub_runs(tmp_path: Path, monkeypatch):
     _stubs(monkeypatch)
     code, rows = _run_stubbed(tmp_path)
-    assert code == 0 and len(rows) == 8 + 10 + 15 + 4
+    assert code == 0 and len(rows) == 8 + 10 + 21 + 6
     paper = {(r["data"], r["method"], r["noise"]): r["paper"] for r in rows}
     assert paper["a9a", "SGLD", "correct"] == "14.85" and paper["a9a", "SGLD", "bug"] == "—"
     assert paper["australian", "pSGLD", "correct"] == "—"
@@ -146,6 +158,10 @@ def test_table_beside_the_paper_on_stub_runs(tmp_path: Path, monkeypatch):
     assert paper["CNN, σ² = 1", "pSGLD", "correct"] == "0.45"
     assert paper["CNN, σ² = 1", "SGLD", "correct"] == "0.71"
     assert ("400-400, σ² = 100", "pSGLD", "bug") not in paper  # bug rows: σ² = 1 only
+    assert paper["400-400, σ² = 1", "RMSprop", "none"] == "1.59"  # the optimisers: T = 0
+    assert paper["1200-1200, σ² = 1", "SGD", "none"] == "1.47"
+    assert paper["CNN, σ² = 1", "SGD", "none"] == "0.82"
+    assert not any(noise == "none" for data, _, noise in paper if data in ("a9a", "australian"))
     a9a = next(r for r in rows if r["data"] == "a9a")
     assert a9a["error"] == "15.10 ± 0.10" and a9a["loglik"] == "-0.3100 ± 0.0100"
     assert (tmp_path / "psgld_gaussian.png").is_file()
@@ -156,12 +172,13 @@ def test_exit_code_of_a_failed_network_run(tmp_path: Path, monkeypatch, status, 
     _stubs(monkeypatch, status)
     got, rows = _run_stubbed(tmp_path, "--parts", "cnn", "fnn", "--archs", "400-400")
     assert got == code and rows[-1]["status"] == status
-    assert len(rows) == (9 if status == "diverged" else 7)  # an interrupted run stops the command
+    assert len(rows) == (13 if status == "diverged" else 9)  # an interrupted run stops the command
 
 
 @pytest.mark.statistical(seed=0)
 def test_bug_noise_is_temperature_one_over_n(stat_seed):
-    """One step from θ = 0 with zero gradient: Var(Δθ) = 2·lr·T/N = 2·lr/N² (bug) or 2·lr/N.
+    """One step from θ = 0 with zero gradient: Var(Δθ) = 2·lr·T/N = 2·lr/N² (bug) or 2·lr/N, and
+    no move at all without noise (T = 0).
 
     False-failure probability: ≤ 0.006 (each sample variance of 20,000 normal draws has a
     relative standard error of 1 %; 3 % is 3 of them, two-sided 0.0027, twice).
@@ -175,8 +192,9 @@ def test_bug_noise_is_temperature_one_over_n(stat_seed):
         moves[noise] = step(jax.random.split(jax.random.key(stat_seed), 20_000))
     np.testing.assert_allclose(np.var(moves["correct"]), 2 * lr / n, rtol=0.03)
     np.testing.assert_allclose(np.var(moves["bug"]), 2 * lr / n**2, rtol=0.03)
+    assert not np.any(moves["none"])
     with pytest.raises(ValueError, match="noise must be one of"):
-        runs.temperature("none", n)
+        runs.temperature("half", n)
 
 
 def test_blr_scores_and_loader(tmp_path: Path):

@@ -1,6 +1,7 @@
 """``sgrld reproduce psgld``: the experiments of Li, Chen, Carlson & Carin (AAAI 2016),
 "Preconditioned stochastic gradient Langevin dynamics for deep neural networks", SGLD beside pSGLD
-(:mod:`sgrld.experiments.psgld_runs`), with the correct noise and with the authors' code's.
+(:mod:`sgrld.experiments.psgld_runs`), with the correct noise, with the authors' code's, and
+without noise (the optimisers SGD and RMSprop the paper compares with).
 
 Parts (``--parts``):
 
@@ -25,7 +26,9 @@ Parts (``--parts``):
 
 The ``bug`` rows (``--noise``) rerun each setting with the noise of the authors' public code,
 variance 2η/N² instead of 2η/N (:func:`sgrld.experiments.psgld_runs.temperature`: T = 1/N). The
-2-D Gaussian has N = 1, so it has none.
+2-D Gaussian has N = 1, so it has none. The ``none`` rows (FNN and CNN only) run the same updates
+at T = 0, SGD (SGLD's step size) and RMSprop (pSGLD's), and score their last iterate: Tables 2
+and 3's optimiser rows.
 
 **Settings the text does not give, and our choices.**
 
@@ -44,6 +47,9 @@ variance 2η/N² instead of 2η/N (:func:`sgrld.experiments.psgld_runs.temperatu
 * Initialisation: θ = 0 for BLR, at the mean for the Gaussian, He-normal for the networks.
 * The prior N(0, σ²I) covers every parameter, biases included.
 * The networks' ensembles average probabilities (the code averages log-softmax outputs).
+* The optimisers (``none``): the paper gives their step sizes (SGD ε = 0.5, RMSprop 5e-4, the
+  samplers') but not their loss; we minimise the samplers' potential at σ² = 1 (the prior as
+  weight decay) with the same halving, and score the last iterate.
 """
 
 from __future__ import annotations
@@ -88,8 +94,13 @@ PAPER_FNN = {
 """Table 2: test error (%) at 400-400, 800-800, 1200-1200, by (method, σ²)."""
 PAPER_CNN = {"psgld": 0.45, "sgld": 0.71}
 """Table 3: test error (%)."""
+PAPER_OPTIMISERS = {
+    "fnn": {"psgld": (1.59, 1.43, 1.39), "sgld": (1.72, 1.47, 1.47)},
+    "cnn": {"psgld": (0.65,), "sgld": (0.82,)},
+}
+"""Tables 2 and 3: test error (%) of RMSprop (``psgld`` without noise) and SGD (``sgld``)."""
 FNN_CASES = (("psgld", 100.0), ("psgld", 1.0), ("sgld", 1.0))
-"""Table 2's sampler rows, in its order; the bug rows use σ² = 1."""
+"""Table 2's sampler rows, in its order; the bug and noise-free rows use σ² = 1."""
 
 QUICK_BLR = {"chains": 2, "steps": 600, "burn_in": 100}
 QUICK_GAUSSIAN = runs.GaussianSettings(chains=2, draws=2_000, burn_in=100)
@@ -118,7 +129,8 @@ COLUMNS = report.columns("""
 NOTES = (
     "lr: our learning_rate = h·N (θ ← θ − lr·G⁻¹∇Û/N + √(2·lr·T/N)·G^{-1/2}ξ); the paper's ε is "
     "lr on a9a and MNIST (its code's convention), 2·lr/N on australian and 2·lr on the Gaussian "
-    "(its Eq. 2). noise: correct (T = 1) or bug (the public code's variance 2η/N², T = 1/N). test "
+    "(its Eq. 2). noise: correct (T = 1), bug (the public code's variance 2η/N², T = 1/N) or "
+    "none (T = 0: SGD and RMSprop, the paper's optimisers, at their last iterate). test "
     "err. %, test log-lik.: of the averaged predictive (BLR: each chain's own, mean ± std over "
     "chains; MNIST: one run's ensemble of the samples after burn-in 300, every 100th iteration); "
     "log-lik. is the mean over test points of log p̄(y|x). paper: Li et al. (2016) Tables 1-3 "
@@ -205,6 +217,29 @@ def gaussian_row(method: runs.Method, step: float, run: dict[str, Any]) -> dict[
     }
 
 
+def paper_error(part: str, key: str, prior_var: float, noise: str, arch: str) -> float | None:
+    """The paper's test error (%) beside a network row: the sampler's with the correct noise,
+    the optimiser's (Tables 2, 3) without noise, none for the bug or an architecture not in
+    Table 2.
+
+    Example:
+      >>> paper_error("fnn", "psgld", 1.0, "correct", "800-800")
+      1.32
+      >>> paper_error("fnn", "psgld", 1.0, "none", "800-800")
+      1.43
+      >>> paper_error("cnn", "sgld", 1.0, "none", "CNN")
+      0.82
+      >>> paper_error("fnn", "sgld", 1, "bug", "400-400"), paper_error("fnn", "sgld", 1, "none", "")
+      (None, None)
+    """
+    if noise == "bug" or (part == "fnn" and arch not in ARCHS):
+        return None
+    index = ARCHS.index(arch) if part == "fnn" else 0
+    if noise == "none":
+        return PAPER_OPTIMISERS[part][key][index]
+    return PAPER_FNN[key, prior_var][index] if part == "fnn" else PAPER_CNN[key]
+
+
 def network_row(
     part: str, label: str, method: runs.Method, prior_var: float, noise: str, paper: float | None,
     run: dict[str, Any],
@@ -217,16 +252,18 @@ def network_row(
       >>> row = network_row("fnn", "400-400", runs.METHODS[0], 1.0, "correct", 1.64, run)
       >>> row["data"], row["lr"], row["error"], row["paper"], row["ms"]
       ('400-400, σ² = 1', '0.5', '1.50', '1.64', 12.0)
+      >>> network_row("fnn", "400-400", runs.METHODS[0], 1.0, "none", 1.72, run)["method"]
+      'SGD'
     """
     fmt = lambda v, f: report.MISSING if v is None else f.format(v)
     return {
         "part": part,
         "data": f"{label}, σ² = {prior_var:g}",
-        "method": method.name,
+        "method": method.label(noise),
         "noise": noise,
         "lr": f"{LR[method.key]:g}",
         "error": fmt(run["error"], "{:.2f}"),
-        "paper": _paper(paper if noise == "correct" else None),
+        "paper": _paper(paper),
         "loglik": fmt(run["log_likelihood"], "{:.4f}"),
         "ms": None if run["step_seconds"] is None else 1e3 * run["step_seconds"],
         "ess": None,
@@ -261,11 +298,12 @@ def options(parser: argparse.ArgumentParser) -> None:
     keys = [m.key for m in runs.METHODS]
     parser.add_argument(
         "--methods", nargs="+", choices=keys, default=keys, metavar="METHOD",
-        help=f"samplers to run (default: both): {', '.join(keys)}",
+        help=f"samplers to run (default: both): {', '.join(keys)} (without noise: SGD, RMSprop)",
     )  # fmt: skip
     parser.add_argument(
         "--noise", nargs="+", choices=runs.NOISES, default=list(runs.NOISES), metavar="NOISE",
-        help="correct (variance 2η/N) and/or bug (the public code's 2η/N²) (default: both)",
+        help="correct (variance 2η/N), bug (the public code's 2η/N²) and/or none (T = 0: SGD "
+        "and RMSprop, the paper's optimisers; FNN and CNN only) (default: all three)",
     )  # fmt: skip
     parser.add_argument(
         "--archs",
@@ -323,7 +361,7 @@ def _blr(args: argparse.Namespace, results: Results, on_result: OnResult) -> Non
     for data in runs.BLR:
         settings = _blr_settings(args, data)
         problem = runs.load_blr(settings, args.data_dir, args.seed)
-        for noise in args.noise:
+        for noise in (n for n in args.noise if n != "none"):  # Table 1 has no optimisers
             for method in _methods(args):
                 key = jax.random.fold_in(jax.random.key(args.seed), runs.METHODS.index(method))
                 run = runs.blr_run(key, method, noise, settings, problem)
@@ -353,16 +391,12 @@ def _networks(args: argparse.Namespace, part: str, results: Results, on_result: 
         nets = [runs.Network("CNN", "cnn", (200, 200))]
     methods = {m.key: m for m in runs.METHODS}
     for net in nets:
-        index = ARCHS.index(net.label) if net.label in ARCHS else None
         for noise in args.noise:
             cases = FNN_CASES if part == "fnn" else (("psgld", 1.0), ("sgld", 1.0))
             for key, prior_var in cases:
-                if (noise == "bug" and prior_var != 1.0) or key not in args.methods:
+                if (noise != "correct" and prior_var != 1.0) or key not in args.methods:
                     continue
-                if part == "fnn":
-                    paper = None if index is None else PAPER_FNN[key, prior_var][index]
-                else:
-                    paper = PAPER_CNN[key]
+                paper = paper_error(part, key, prior_var, noise, net.label)
                 method = methods[key]
                 folder = Path(args.out) / part / f"{net.label}-{key}-var{prior_var:g}-{noise}"
                 run = runs.network_run(

@@ -12,11 +12,13 @@ the paper's defaults), the Γ term dropped as the paper's practical pSGLD does::
 **The noise of the authors' code** (``SGLD_RMSprop.m`` and ``SGLD.m``) has variance
 ``2·lr/(N²·(λ + √V))`` instead of ``2·lr/(N·(λ + √V))``: a factor N too small, which is exactly
 the update above at temperature ``T = 1/N`` (:func:`temperature`). The ``"bug"`` rows run that
-temperature; the library has no such option.
+temperature; the library has no such option. The ``"none"`` rows run ``T = 0``, the optimisers
+the paper compares with (SGLD → SGD, pSGLD → RMSprop), scored at their last iterate.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import time
@@ -45,15 +47,27 @@ from sgrld.report import finite
 PyTree = Any
 DECAY, LAMBDA = 0.99, 1e-5
 """pSGLD's α and λ (the paper's defaults)."""
-NOISES = ("correct", "bug")
-"""``correct``: T = 1; ``bug``: the authors' code's noise, T = 1/N."""
+NOISES = ("correct", "bug", "none")
+"""``correct``: T = 1; ``bug``: the authors' code's noise, T = 1/N; ``none``: T = 0, the
+optimiser."""
 
 
 class Method(NamedTuple):
-    """SGLD or pSGLD: ``key`` on the command line, ``name`` in the table."""
+    """SGLD or pSGLD: ``key`` on the command line, ``name`` in the table, ``optimiser`` the name
+    of the same update without noise (Li et al.'s SGD and RMSprop rows)."""
 
     key: str
     name: str
+    optimiser: str
+
+    def label(self, noise: str) -> str:
+        """The table's name of this method with ``noise``.
+
+        Example:
+          >>> METHODS[1].label("bug"), METHODS[1].label("none")
+          ('pSGLD', 'RMSprop')
+        """
+        return self.optimiser if noise == "none" else self.name
 
     def metric(self) -> sgrld.metrics.Metric:
         """The identity (SGLD) or the RMSprop metric with α = 0.99, λ = 1e-5 (pSGLD)."""
@@ -62,23 +76,26 @@ class Method(NamedTuple):
         return sgrld.metrics.rmsprop(decay=DECAY, eps=LAMBDA)
 
 
-METHODS = (Method("sgld", "SGLD"), Method("psgld", "pSGLD"))
+METHODS = (Method("sgld", "SGLD", "SGD"), Method("psgld", "pSGLD", "RMSprop"))
 
 
 def temperature(noise: str, num_data: int) -> float:
-    """The temperature that gives a run's noise: 1 (``"correct"``) or 1/N (``"bug"``).
+    """The temperature that gives a run's noise: 1 (``"correct"``), 1/N (``"bug"``) or 0
+    (``"none"``).
 
     The noise term of :func:`sgrld.sgrld` is ``√(2·lr·T/N)·G^{-1/2}ξ``; at ``T = 1/N`` it is
     ``√(2·lr)/N·G^{-1/2}ξ``, the ``sqrt(2*lr./pcder).*randn/opts.N`` of Li et al.'s code, whose
-    drift ``lr·G⁻¹·ḡ`` is ours. Such a chain targets p(θ|D)^N: nearly an optimiser.
+    drift ``lr·G⁻¹·ḡ`` is ours. Such a chain targets p(θ|D)^N: nearly an optimiser. At ``T = 0``
+    it is one: SGD (identity metric) or RMSprop (pSGLD's metric) on the MAP potential.
 
     Example:
-      >>> temperature("correct", 690), temperature("bug", 4)
-      (1.0, 0.25)
+      >>> temperature("correct", 690), temperature("bug", 4), temperature("none", 4)
+      (1.0, 0.25, 0.0)
     """
-    if noise not in NOISES:
+    temperatures = {"correct": 1.0, "bug": 1.0 / num_data, "none": 0.0}
+    if noise not in temperatures:
         raise ValueError(f"noise must be one of {NOISES}, got {noise!r}")
-    return 1.0 if noise == "correct" else 1.0 / num_data
+    return temperatures[noise]
 
 
 def sampler(
@@ -441,7 +458,8 @@ def network_run(
     """Train ``network`` with ``method`` on MNIST (:func:`sgrld.from_config.build_experiment`,
     minibatches of 100, no validation split), the step size halved every ``plan.halve_every``
     epochs, and score the online ensemble (:mod:`sgrld.runner`, its files in ``out`` if given,
-    a progress bar if ``progress``) on the 10,000 test images.
+    a progress bar if ``progress``) on the 10,000 test images. With ``noise="none"`` (the
+    optimiser) the "ensemble" is the last iterate alone, as the paper's optimiser rows.
 
     Returns:
       A JSON-ready dict: ``status`` (``"completed"``, ``"diverged"``, ``"interrupted"``),
@@ -464,8 +482,12 @@ def network_run(
         return sampler(method, u, halving(learning_rate, every), noise, n)
 
     experiment = build_experiment(config, sampler=build)
-    label = f"{network.label} {method.name} σ²={prior_var:g} {noise}"
-    result = runner.run(experiment, schedule_of(config), out=out, progress=progress, label=label)
+    schedule = schedule_of(config)
+    if noise == "none":  # keep the state after the last step alone
+        total = plan.epochs * (len(experiment.train[1]) // schedule.batch_size)
+        schedule = dataclasses.replace(schedule, burn_in=0, thin=total)
+    label = f"{network.label} {method.label(noise)} σ²={prior_var:g} {noise}"
+    result = runner.run(experiment, schedule, out=out, progress=progress, label=label)
     final = result.records[-1] if result.records else {}
     steps = result.summary["steps_per_epoch"]
     per_epoch = result.summary["sampler_seconds_per_epoch"]
