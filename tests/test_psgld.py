@@ -249,6 +249,13 @@ def test_bad_options_are_refused(argv, message, capsys):
     assert err.value.code == 2 and message in capsys.readouterr().err
 
 
+def test_nothing_to_run_is_refused(tmp_path: Path, capsys):
+    argv = ["reproduce", "psgld", "--parts", "blr", "--noise", "none", "--out", str(tmp_path)]
+    assert cli.main(argv) == 2
+    assert "nothing to run with --parts blr" in capsys.readouterr().err
+    assert not (tmp_path / "psgld.json").exists()
+
+
 def test_missing_libsvm_files_name_the_folder(tmp_path: Path, capsys):
     argv = ["reproduce", "psgld", "--quick", "--parts", "blr", "--data-dir", str(tmp_path)]
     assert cli.main([*argv, "--out", str(tmp_path / "out")]) == 2

@@ -63,6 +63,7 @@ import jax
 import numpy as np
 
 from sgrld import report, runner
+from sgrld.config import ConfigError
 from sgrld.experiments import psgld_runs as runs
 from sgrld.experiments.reproduction import (
     OnResult,
@@ -411,7 +412,12 @@ def _networks(args: argparse.Namespace, part: str, results: Results, on_result: 
 
 
 def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
-    """Run the parts asked for, in :data:`PARTS` order."""
+    """Run the parts asked for, in :data:`PARTS` order (``ConfigError`` if that is nothing)."""
+    if set(args.parts) == {"blr"} and set(args.noise) == {"none"}:
+        raise ConfigError(
+            "--noise none runs the optimisers of the fnn and cnn parts (Li et al.'s Tables 2 "
+            "and 3) and BLR has none: nothing to run with --parts blr"
+        )
     config: dict[str, Any] = {"title": header(args), "quick": args.quick, "seed": args.seed}
     config |= {"parts": args.parts, "methods": args.methods, "noise": args.noise}
     parts = [p for p in PARTS if p in args.parts]
