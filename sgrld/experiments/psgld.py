@@ -20,7 +20,8 @@ Parts (``--parts``):
   autocorrelations.
 * ``fnn``: MNIST 784-W-W-10 ReLU networks (Table 2: W = 400, 800, 1200), all 60,000 training
   images, minibatches of 100, 100 epochs with the step size halved every 20, burn-in 300 and
-  thinning 100 iterations; pSGLD (ε = 5e-4) with σ² = 1 and σ² = 100, SGLD (ε = 0.5) with σ² = 1.
+  thinning 100 iterations; pSGLD (ε = 5e-4) with σ² = 1 and σ² = 100, SGLD (ε = 0.5) with σ² = 1;
+  RMSprop and SGD (``none``, below).
 * ``cnn``: Li et al.'s CNN (Table 3, :class:`sgrld.bnn.CNN`), 20 epochs, the step size halved
   every 10, σ² = 1; the paper gives no CNN step sizes, so the FNN's are used.
 
