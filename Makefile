@@ -17,7 +17,7 @@ test: $(BIN)/sgrld  ## the fast test suite (CI)
 	$(BIN)/python -m pytest -n 2 -q -m "not slow"
 
 lint: $(BIN)/sgrld
-	$(BIN)/ruff check sgrld tests benchmarks
+	$(BIN)/ruff check sgrld tests benchmarks conftest.py
 
 bench: $(BIN)/sgrld
 	$(BIN)/python benchmarks/step_throughput.py

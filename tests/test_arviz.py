@@ -34,12 +34,6 @@ DRAW_LL = ["test_log_likelihood", "val_log_likelihood"]
 """Each draw's own mean log-likelihood on digits' evaluation sets, stored by the run."""
 
 
-@pytest.fixture(autouse=True)
-def _keep_xla_flags(monkeypatch):
-    """``cli.main`` sets XLA_FLAGS for the process; restore it after each test."""
-    monkeypatch.setenv("XLA_FLAGS", "")
-
-
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
     """A real run with saved samples, and its result."""

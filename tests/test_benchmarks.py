@@ -139,6 +139,7 @@ def test_psgld_gamma_runs_both_samplers():
     "model",
     ["mlp", pytest.param("cnn", marks=pytest.mark.slow)],  # the CNN compiles for ~50 s
 )
+@pytest.mark.slow
 def test_momentum_step_times_every_row(model, capsys):
     """benchmarks/momentum_step.py (RESULTS §19) at one round of two steps: every sampler's row,
     its chain finite (the exit code), and on the MLP the issue's targets reported."""
@@ -151,6 +152,7 @@ def test_momentum_step_times_every_row(model, capsys):
     assert ("✓ SGHMC / SGLD" in out or "✗ SGHMC / SGLD" in out) == (model == "mlp")
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::sgrld.per_example.FallbackWarning")  # i-SGD's log σ leaf
 def test_isgd_noise_reports_every_layer(tmp_path, capsys):
     """benchmarks/isgd_noise.py (RESULTS §22) on small boston-shaped files: the rule's rate and

@@ -114,6 +114,7 @@ def _after_restart(path: Path, condition):
     return lambda: _version(path) not in (before, None) and condition()
 
 
+@pytest.mark.slow
 def test_killed_five_times_and_resumed_equals_an_uninterrupted_run(tmp_path: Path):
     config = tmp_path / "tiny.toml"
     config.write_text(TINY)

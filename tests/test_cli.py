@@ -30,12 +30,6 @@ thin = 5
 """
 
 
-@pytest.fixture(autouse=True)
-def _keep_xla_flags(monkeypatch):
-    """``main`` sets XLA_FLAGS for the process; restore it after each test."""
-    monkeypatch.setenv("XLA_FLAGS", "")
-
-
 def test_help_lists_commands_and_examples(capsys):
     with pytest.raises(SystemExit) as exit_:
         cli.main(["--help"])

@@ -262,8 +262,8 @@ def test_conv_correlated_matches_scipy_multivariate_normal(conv_fan_in):
 
 
 def test_conv_correlated_1x1_kernel_is_gaussian():
-    net = {"kernel": random_net()["shortcut"]["kernel"]}
-    with jax.enable_x64(True):
+    with jax.enable_x64(True):  # float64 weights (made inside), so rtol=1e-12 is meaningful
+        net = {"kernel": random_net()["shortcut"]["kernel"]}
         correlated = jax.jit(priors.conv_correlated(weight_scale=WEIGHT_SCALE).log_prob)(net, {})
         independent = jax.jit(priors.gaussian(weight_scale=WEIGHT_SCALE).log_prob)(net, {})
     np.testing.assert_allclose(correlated, independent, rtol=1e-12)

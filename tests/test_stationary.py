@@ -172,6 +172,7 @@ def test_corrected_monge_samples_the_target(one_d):
     assert row["tv_prediction"] is None and row["requirements"].startswith("TV(π̂,p) ≤ 0.02")
 
 
+@pytest.mark.slow
 @pytest.mark.statistical(seed=3)
 def test_stabilised_corrected_psgld_samples_the_target(stat_seed):
     """False-failure probability: ≤ 1e-4 (3 TV bounds 4 or more noise sds away, see above)."""
@@ -184,6 +185,7 @@ def test_stabilised_corrected_psgld_samples_the_target(stat_seed):
     assert published.tv_prediction < published.tv_target
 
 
+@pytest.mark.slow
 @pytest.mark.statistical(seed=5)
 def test_shampoo_as_published_and_stabilised_corrected(stat_seed):
     """Shampoo's 1×1 factor: as published near its prediction and far from φ; with Γ at decay 0.5
@@ -279,6 +281,7 @@ def n_d(n_d_runs, stat_seed):
     return n_d_runs(stat_seed)
 
 
+@pytest.mark.slow
 @pytest.mark.statistical(seed=0)
 def test_corrected_samplers_fix_the_nd_covariance(n_d):
     """False-failure probability: ≤ 1e-6. Measured on 12 seeds (1000, 1002, 1005–1014): the

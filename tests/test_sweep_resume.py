@@ -111,6 +111,7 @@ def test_resume_with_overwrite_or_another_folder_is_refused(tmp_path, capsys):
     assert "name different folders" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_sweep_sharded_over_eight_devices_gives_the_unsharded_table(reference, tmp_path):
     """``sgrld sweep --devices 8`` in a process with eight CPU devices (as tests/test_devices.py
     runs them): 2 learning rates x 2 replicates x 2 chains, one chain a device (the mesh divides

@@ -1,0 +1,41 @@
+"""How the test suite compiles: one shared compilation cache, and XLA's CPU backend at -O0.
+
+The suite is compile-bound (most tests run a few steps of many distinct programs), so two settings
+halve its time without changing what it computes:
+
+- ``JAX_COMPILATION_CACHE_DIR``: a fresh cache for this session, shared by the xdist workers and
+  by the ``sgrld`` processes the tests start, so a program compiled by one test is read back by
+  the next one that builds the same program. Removed when the session ends. A cache directory
+  already in the environment is used as it is and kept.
+- ``XLA_FLAGS``: LLVM at -O0 without its expensive passes. This changes the machine code, not the
+  arithmetic (XLA's CPU fast-math stays off), so bit-for-bit and seeded statistical tests see the
+  same numbers. ``SGRLD_TEST_FULL_OPTIMISATION=1`` compiles as a user's run does.
+
+Both are set here, before any test imports jax, because XLA reads them once per process.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+CACHE_VARIABLE = "JAX_COMPILATION_CACHE_DIR"
+OWNED_CACHE = "SGRLD_TEST_OWNED_CACHE"  # set when this session made the cache (and removes it)
+FAST_COMPILE_FLAGS = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
+
+if CACHE_VARIABLE not in os.environ:
+    os.environ[CACHE_VARIABLE] = tempfile.mkdtemp(prefix="sgrld-test-jax-cache-")
+    os.environ[OWNED_CACHE] = os.environ[CACHE_VARIABLE]
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
+xla_flags = os.environ.get("XLA_FLAGS", "")
+if os.environ.get("SGRLD_TEST_FULL_OPTIMISATION") != "1" and FAST_COMPILE_FLAGS not in xla_flags:
+    os.environ["XLA_FLAGS"] = f"{xla_flags} {FAST_COMPILE_FLAGS}".strip()  # workers inherit it
+
+
+def pytest_unconfigure(config):
+    """The session that made the cache (the controller, not an xdist worker) removes it."""
+    owned = os.environ.get(OWNED_CACHE)
+    if owned and not hasattr(config, "workerinput"):
+        shutil.rmtree(owned, ignore_errors=True)
