@@ -14,7 +14,7 @@ demo: $(BIN)/sgrld  ## the main job on embedded defaults
 	$(BIN)/sgrld demo
 
 test: $(BIN)/sgrld  ## the fast test suite (CI)
-	$(BIN)/python -m pytest -n 2 -q -m "not slow"
+	$(BIN)/python -m pytest -n 2 --dist worksteal -q -m "not slow"
 
 lint: $(BIN)/sgrld
 	$(BIN)/ruff check sgrld tests benchmarks conftest.py

@@ -1,15 +1,18 @@
 """How the test suite compiles: one shared compilation cache, and XLA's CPU backend at -O0.
 
-The suite is compile-bound (most tests run a few steps of many distinct programs), so two settings
-halve its time without changing what it computes:
+The suite is compile-bound (most tests run a few steps of many distinct programs). Two settings cut
+its time by a quarter (the whole suite on this project's 2-core machine: 30.0 min without them,
+22.6 min with them, 2026-11-27):
 
 - ``JAX_COMPILATION_CACHE_DIR``: a fresh cache for this session, shared by the xdist workers and
   by the ``sgrld`` processes the tests start, so a program compiled by one test is read back by
   the next one that builds the same program. Removed when the session ends. A cache directory
   already in the environment is used as it is and kept.
-- ``XLA_FLAGS``: LLVM at -O0 without its expensive passes. This changes the machine code, not the
-  arithmetic (XLA's CPU fast-math stays off), so bit-for-bit and seeded statistical tests see the
-  same numbers. ``SGRLD_TEST_FULL_OPTIMISATION=1`` compiles as a user's run does.
+- ``XLA_FLAGS``: LLVM at -O0 without its expensive passes. Fast-math stays off, but reductions
+  may be vectorised differently, so float32 results can differ from an optimised build's in the
+  last bit (as between two CPUs): bit-for-bit tests compare two programs compiled alike, and
+  seeded statistical tests hold by their stated budgets, not by one realisation.
+  ``SGRLD_TEST_FULL_OPTIMISATION=1`` compiles as a user's run does.
 
 Both are set here, before any test imports jax, because XLA reads them once per process.
 """

@@ -112,6 +112,7 @@ def test_models_have_the_same_parameters_outputs_and_gradients_with_either_convo
     assert_close(value_and_grad(im2col), value_and_grad(xla))
 
 
+@pytest.mark.slow
 def test_sgld_samples_of_a_cnn_are_the_same_with_either_convolution():
     """Ten SGLD steps in one ``lax.scan`` (the engine's), the correlated prior on the kernels:
     the same samples to ``rtol = 1e-4`` (the gradients' rounding differences, 1e-5, carried
