@@ -1,8 +1,9 @@
 """How the test suite compiles: one shared compilation cache, and XLA's CPU backend at -O0.
 
 The suite is compile-bound (most tests run a few steps of many distinct programs). Two settings cut
-its time by a quarter (the whole suite on this project's 2-core machine: 30.0 min without them,
-22.6 min with them, 2026-11-27):
+its time by a quarter: the whole suite (``PYTEST_ADDOPTS=--durations=0 make test``, before the
+longest tests moved to ``-m slow``) took 30.0 min without them and 22.6 min with them on this
+project's 2-core machine, one run after the other on idle cores, 2026-11-27:
 
 - ``JAX_COMPILATION_CACHE_DIR``: a fresh cache for this session, shared by the xdist workers and
   by the ``sgrld`` processes the tests start, so a program compiled by one test is read back by
@@ -24,12 +25,13 @@ import shutil
 import tempfile
 
 CACHE_VARIABLE = "JAX_COMPILATION_CACHE_DIR"
-OWNED_CACHE = "SGRLD_TEST_OWNED_CACHE"  # set when this session made the cache (and removes it)
 FAST_COMPILE_FLAGS = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
 
+# The process that makes the cache owns it. xdist workers, and any process a test starts, inherit
+# the variable and so own nothing: only the session that made the cache removes it.
+owned_cache = None
 if CACHE_VARIABLE not in os.environ:
-    os.environ[CACHE_VARIABLE] = tempfile.mkdtemp(prefix="sgrld-test-jax-cache-")
-    os.environ[OWNED_CACHE] = os.environ[CACHE_VARIABLE]
+    owned_cache = os.environ[CACHE_VARIABLE] = tempfile.mkdtemp(prefix="sgrld-test-jax-cache-")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 xla_flags = os.environ.get("XLA_FLAGS", "")
@@ -38,7 +40,6 @@ if os.environ.get("SGRLD_TEST_FULL_OPTIMISATION") != "1" and FAST_COMPILE_FLAGS 
 
 
 def pytest_unconfigure(config):
-    """The session that made the cache (the controller, not an xdist worker) removes it."""
-    owned = os.environ.get(OWNED_CACHE)
-    if owned and not hasattr(config, "workerinput"):
-        shutil.rmtree(owned, ignore_errors=True)
+    """The session that made the cache removes it."""
+    if owned_cache is not None:
+        shutil.rmtree(owned_cache, ignore_errors=True)
