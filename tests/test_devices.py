@@ -28,10 +28,12 @@ TIMEOUT_S = 300
 
 
 def _env(devices: int | None) -> dict[str, str]:
+    """The suite's environment (its compilation cache and XLA flags, see conftest.py), on the CPU,
+    with ``devices`` CPU devices when given (XLA reads the last of repeated flags)."""
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
-    env.pop("XLA_FLAGS", None)
     if devices is not None:
-        env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+        flags = f"{env.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={devices}"
+        env["XLA_FLAGS"] = flags.strip()
     return env
 
 
