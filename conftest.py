@@ -1,9 +1,11 @@
-"""How the test suite compiles: one shared compilation cache, and XLA's CPU backend at -O0.
+"""How the test suite compiles: one shared compilation cache, and XLA's CPU backend set to compile fast.
 
-The suite is compile-bound (most tests run a few steps of many distinct programs). Two settings cut
-its time by a quarter: the whole suite (``PYTEST_ADDOPTS=--durations=0 make test``, before the
-longest tests moved to ``-m slow``) took 30.0 min without them and 22.6 min with them on this
-project's 2-core machine, one run after the other on idle cores, 2026-11-27:
+The suite is compile-bound (most tests run a few steps of many distinct programs). The whole suite
+(``PYTEST_ADDOPTS=--durations=0 make test``, before the longest tests moved to ``-m slow``) took
+30.0 min without the first two settings and 22.6 min with them on this project's 2-core machine,
+one run after the other on idle cores, 2026-11-27. The third cut a compile-bound subset
+(``tests/test_sampler.py tests/test_correction.py`` and one frozen-metric test, one core, ``-n 0``)
+from 274 s to 159 s the same day, and left runtime-bound statistical tests as they were:
 
 - ``JAX_COMPILATION_CACHE_DIR``: a fresh cache for this session, shared by the xdist workers and
   by the ``sgrld`` processes the tests start, so a program compiled by one test is read back by
@@ -13,19 +15,40 @@ project's 2-core machine, one run after the other on idle cores, 2026-11-27:
   may be vectorised differently, so float32 results can differ from an optimised build's in the
   last bit (as between two CPUs): bit-for-bit tests compare two programs compiled alike, and
   seeded statistical tests hold by their stated budgets, not by one realisation.
-  ``SGRLD_TEST_FULL_OPTIMISATION=1`` compiles as a user's run does.
+- ``XLA_FLAGS`` also: XLA's older loop emitters for fusions (``--xla_cpu_use_fusion_emitters=false``)
+  and one LLVM module a program (``--xla_cpu_parallel_codegen_split_count=1``): a Shampoo step with
+  Γ compiled in 0.9 s instead of 3.7 s at -O0. An XLA that no longer knows a flag would abort every
+  process, so a subprocess tries the flags once a session; if it fails, the suite falls back to the
+  -O0 flags alone, or to none, and its header says which it uses.
 
-Both are set here, before any test imports jax, because XLA reads them once per process.
+``SGRLD_TEST_FULL_OPTIMISATION=1`` compiles as a user's run does. All of this is set here, before
+any test imports jax, because XLA reads it once per process.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 
 CACHE_VARIABLE = "JAX_COMPILATION_CACHE_DIR"
-FAST_COMPILE_FLAGS = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
+OPTIMISATION_FLAGS = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
+EMITTER_FLAGS = "--xla_cpu_use_fusion_emitters=false --xla_cpu_parallel_codegen_split_count=1"
+CHOSEN_VARIABLE = "SGRLD_TEST_COMPILE_FLAGS"  # the flags the session chose; workers inherit them
+PROBE = "import jax.numpy as jnp; jnp.arange(3.0).sum().block_until_ready()"
+
+
+def fast_compile_flags(inherited: str) -> str:
+    """The fastest-compiling flags this XLA accepts, tried in a subprocess (about 2 s)."""
+    for flags in (f"{OPTIMISATION_FLAGS} {EMITTER_FLAGS}", OPTIMISATION_FLAGS):
+        env = {**os.environ, "XLA_FLAGS": f"{inherited} {flags}", "JAX_PLATFORMS": "cpu"}
+        probe = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True)
+        if probe.returncode == 0:
+            return flags
+    return ""
+
 
 # The process that makes the cache owns it. xdist workers, and any process a test starts, inherit
 # the variable and so own nothing: only the session that made the cache removes it.
@@ -34,9 +57,16 @@ if CACHE_VARIABLE not in os.environ:
     owned_cache = os.environ[CACHE_VARIABLE] = tempfile.mkdtemp(prefix="sgrld-test-jax-cache-")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
-xla_flags = os.environ.get("XLA_FLAGS", "")
-if os.environ.get("SGRLD_TEST_FULL_OPTIMISATION") != "1" and FAST_COMPILE_FLAGS not in xla_flags:
-    os.environ["XLA_FLAGS"] = f"{xla_flags} {FAST_COMPILE_FLAGS}".strip()  # workers inherit it
+if CHOSEN_VARIABLE not in os.environ:  # the session's first process; xdist workers skip this
+    chosen = ""
+    if os.environ.get("SGRLD_TEST_FULL_OPTIMISATION") != "1":
+        chosen = fast_compile_flags(os.environ.get("XLA_FLAGS", ""))
+    os.environ[CHOSEN_VARIABLE] = chosen
+    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {chosen}".strip()
+
+
+def pytest_report_header(config):
+    return f"XLA flags for compile speed (conftest.py): {os.environ[CHOSEN_VARIABLE] or 'none'}"
 
 
 def pytest_unconfigure(config):
