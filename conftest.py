@@ -1,4 +1,4 @@
-"""How the test suite compiles: one shared compilation cache, and XLA's CPU backend set to compile fast.
+"""How the test suite compiles: one shared compilation cache, and XLA's CPU backend made fast.
 
 The suite is compile-bound (most tests run a few steps of many distinct programs). The whole suite
 (``PYTEST_ADDOPTS=--durations=0 make test``, before the longest tests moved to ``-m slow``) took
@@ -15,11 +15,12 @@ from 274 s to 159 s the same day, and left runtime-bound statistical tests as th
   may be vectorised differently, so float32 results can differ from an optimised build's in the
   last bit (as between two CPUs): bit-for-bit tests compare two programs compiled alike, and
   seeded statistical tests hold by their stated budgets, not by one realisation.
-- ``XLA_FLAGS`` also: XLA's older loop emitters for fusions (``--xla_cpu_use_fusion_emitters=false``)
-  and one LLVM module a program (``--xla_cpu_parallel_codegen_split_count=1``): a Shampoo step with
-  Γ compiled in 0.9 s instead of 3.7 s at -O0. An XLA that no longer knows a flag would abort every
-  process, so a subprocess tries the flags once a session; if it fails, the suite falls back to the
-  -O0 flags alone, or to none, and its header says which it uses.
+- ``XLA_FLAGS`` also: XLA's older loop emitters for fusions
+  (``--xla_cpu_use_fusion_emitters=false``) and one LLVM module a program
+  (``--xla_cpu_parallel_codegen_split_count=1``): a Shampoo step with Γ compiled in 0.9 s instead
+  of 3.7 s at -O0. An XLA that no longer knows a flag would abort every process, so a subprocess
+  tries the flags once a session; if it fails, the suite falls back to the -O0 flags alone, or to
+  none, and its header says which it uses.
 
 ``SGRLD_TEST_FULL_OPTIMISATION=1`` compiles as a user's run does. All of this is set here, before
 any test imports jax, because XLA reads it once per process.

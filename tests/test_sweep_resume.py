@@ -122,7 +122,8 @@ def test_sweep_sharded_over_eight_devices_gives_the_unsharded_table(reference, t
     1.8e-7)."""
     ref, out = reference, tmp_path / "out"
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
-    flags = f"{env.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=8"  # conftest.py's too
+    # conftest.py's flags and eight CPU devices
+    flags = f"{env.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=8"
     env["XLA_FLAGS"] = flags.strip()
     cmd = [sys.executable, "-m", "sgrld", *SWEEP, "--out", str(out), "--devices", "8"]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
