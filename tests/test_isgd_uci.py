@@ -32,7 +32,6 @@ def write_boston_like(base: Path, rows: int = 400, seed: int = 0) -> Path:
     return base
 
 
-@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::sgrld.per_example.FallbackWarning")  # i-SGD's log σ leaf
 def test_command_end_to_end_on_small_uci_files(tmp_path: Path):
     """--quick on boston-shaped files: i-SGD (its rule) and SWAG learn the linear target (test
