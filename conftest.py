@@ -34,6 +34,8 @@ import subprocess
 import sys
 import tempfile
 
+import pytest
+
 CACHE_VARIABLE = "JAX_COMPILATION_CACHE_DIR"
 OPTIMISATION_FLAGS = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
 EMITTER_FLAGS = "--xla_cpu_use_fusion_emitters=false --xla_cpu_parallel_codegen_split_count=1"
@@ -45,7 +47,12 @@ def fast_compile_flags(inherited: str) -> str:
     """The fastest-compiling flags this XLA accepts, tried in a subprocess (about 2 s)."""
     for flags in (f"{OPTIMISATION_FLAGS} {EMITTER_FLAGS}", OPTIMISATION_FLAGS):
         env = {**os.environ, "XLA_FLAGS": f"{inherited} {flags}", "JAX_PLATFORMS": "cpu"}
-        probe = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True)
+        try:
+            probe = subprocess.run(
+                [sys.executable, "-c", PROBE], env=env, capture_output=True, timeout=120
+            )
+        except subprocess.TimeoutExpired:
+            continue
         if probe.returncode == 0:
             return flags
     return ""
@@ -58,9 +65,12 @@ if CACHE_VARIABLE not in os.environ:
     owned_cache = os.environ[CACHE_VARIABLE] = tempfile.mkdtemp(prefix="sgrld-test-jax-cache-")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
+full_optimisation = os.environ.get("SGRLD_TEST_FULL_OPTIMISATION", "0")
+if full_optimisation not in ("0", "1"):
+    raise pytest.UsageError(f"SGRLD_TEST_FULL_OPTIMISATION={full_optimisation!r}: set it to 1 or 0")
 if CHOSEN_VARIABLE not in os.environ:  # the session's first process; xdist workers skip this
     chosen = ""
-    if os.environ.get("SGRLD_TEST_FULL_OPTIMISATION") != "1":
+    if full_optimisation == "0":
         chosen = fast_compile_flags(os.environ.get("XLA_FLAGS", ""))
     os.environ[CHOSEN_VARIABLE] = chosen
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {chosen}".strip()

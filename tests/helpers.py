@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -91,3 +93,14 @@ def assert_vmap_equals_single_chains(sampler, params, batch, steps=2):
             for a, b in zip(jax.tree.leaves(single), jax.tree.leaves(batched), strict=True):
                 np.testing.assert_allclose(a, b[c], rtol=1e-5, atol=1e-6)
         states = batched
+
+
+def cpu_env(devices: int | None = None) -> dict[str, str]:
+    """The suite's environment (its compilation cache and XLA flags, see conftest.py) on the CPU,
+    with ``devices`` CPU devices when given (XLA takes the last of repeated flags), for the
+    subprocesses tests start."""
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    if devices is not None:
+        flags = f"{env.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={devices}"
+        env["XLA_FLAGS"] = flags.strip()
+    return env

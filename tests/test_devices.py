@@ -8,7 +8,6 @@ devices, or as two processes joined by ``jax.distributed`` on localhost (one dev
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -22,26 +21,17 @@ from sgrld import cli
 from sgrld.config import ConfigError, load_config
 from sgrld.devices import DistributedError, initialize
 from sgrld.from_config import mesh_of
+from tests.helpers import cpu_env
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT_S = 300
-
-
-def _env(devices: int | None) -> dict[str, str]:
-    """The suite's environment (its compilation cache and XLA flags, see conftest.py), on the CPU,
-    with ``devices`` CPU devices when given (XLA reads the last of repeated flags)."""
-    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
-    if devices is not None:
-        flags = f"{env.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={devices}"
-        env["XLA_FLAGS"] = flags.strip()
-    return env
 
 
 def _start(*args: str, devices: int | None = None) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "tests.devices_run", *args],
         cwd=ROOT,
-        env=_env(devices),
+        env=cpu_env(devices),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -17,6 +17,7 @@ import pytest
 
 import sgrld
 from sgrld import checkpoint, cli
+from tests.helpers import cpu_env
 from tests.test_checkpoint import TIMING
 from tests.test_sweep import LRS, TINY
 
@@ -121,12 +122,8 @@ def test_sweep_sharded_over_eight_devices_gives_the_unsharded_table(reference, t
     agree to rounding only; measured 8.9e-8) and its scores to 1e-5 relative (measured
     1.8e-7)."""
     ref, out = reference, tmp_path / "out"
-    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
-    # conftest.py's flags and eight CPU devices
-    flags = f"{env.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=8"
-    env["XLA_FLAGS"] = flags.strip()
     cmd = [sys.executable, "-m", "sgrld", *SWEEP, "--out", str(out), "--devices", "8"]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(cmd, env=cpu_env(8), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["devices"]["devices"] == 8
