@@ -9,8 +9,10 @@ from 274 s to 159 s the same day, and left runtime-bound statistical tests as th
 
 - ``JAX_COMPILATION_CACHE_DIR``: a fresh cache for this session, shared by the xdist workers and
   by the ``sgrld`` processes the tests start, so a program compiled by one test is read back by
-  the next one that builds the same program. Removed when the session ends. A cache directory
-  already in the environment is used as it is and kept.
+  the next one that builds the same program. Removed when the session ends. A killed session
+  cannot remove its cache, so each session holds a lock on a file in its cache while it runs, and
+  the next session removes every cache whose lock nobody holds. A cache directory already in the
+  environment is used as it is and kept.
 - ``XLA_FLAGS``: LLVM at -O0 without its expensive passes. Fast-math stays off, but reductions
   may be vectorised differently, so float32 results can differ from an optimised build's in the
   last bit (as between two CPUs): bit-for-bit tests compare two programs compiled alike, and
@@ -28,6 +30,7 @@ any test imports jax, because XLA reads it once per process.
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import subprocess
@@ -36,7 +39,14 @@ import tempfile
 
 import pytest
 
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None
+
 CACHE_VARIABLE = "JAX_COMPILATION_CACHE_DIR"
+CACHE_PREFIX = "sgrld-test-jax-cache-"
+OWNER_LOCK = ".owner.lock"  # held (flock) by the session that made the cache, while it runs
 OPTIMISATION_FLAGS = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
 EMITTER_FLAGS = "--xla_cpu_use_fusion_emitters=false --xla_cpu_parallel_codegen_split_count=1"
 CHOSEN_VARIABLE = "SGRLD_TEST_COMPILE_FLAGS"  # the flags the session chose; workers inherit them
@@ -58,11 +68,53 @@ def fast_compile_flags(inherited: str) -> str:
     return ""
 
 
+def make_owned_cache(parent: str) -> tuple[str, int]:
+    """A new cache folder under ``parent`` and an open file descriptor that holds its owner lock.
+
+    The lock file is locked under a temporary name and then renamed, so that no other session
+    ever sees an owner lock that is not held.
+    """
+    cache = tempfile.mkdtemp(prefix=CACHE_PREFIX, dir=parent)
+    pending = os.path.join(cache, OWNER_LOCK + ".pending")
+    lock = os.open(pending, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    os.rename(pending, os.path.join(cache, OWNER_LOCK))
+    return cache, lock
+
+
+def remove_orphaned_caches(parent: str) -> list[str]:
+    """Remove the caches under ``parent`` whose owner lock nobody holds; return their paths.
+
+    A folder without an owner lock (a session still making it, or one of another layout) is
+    left alone, and so is any folder this process cannot open or lock.
+    """
+    removed = []
+    for cache in glob.glob(os.path.join(parent, CACHE_PREFIX + "*")):
+        try:
+            lock = os.open(os.path.join(cache, OWNER_LOCK), os.O_RDWR)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            continue  # its session is running
+        finally:
+            os.close(lock)  # also releases a lock just taken
+        shutil.rmtree(cache, ignore_errors=True)
+        removed.append(cache)
+    return removed
+
+
 # The process that makes the cache owns it. xdist workers, and any process a test starts, inherit
 # the variable and so own nothing: only the session that made the cache removes it.
-owned_cache = None
+owned_cache = owner_lock = None
 if CACHE_VARIABLE not in os.environ:
-    owned_cache = os.environ[CACHE_VARIABLE] = tempfile.mkdtemp(prefix="sgrld-test-jax-cache-")
+    if fcntl is None:  # no flock (Windows): a killed session's cache stays behind
+        owned_cache = os.environ[CACHE_VARIABLE] = tempfile.mkdtemp(prefix=CACHE_PREFIX)
+    else:
+        remove_orphaned_caches(tempfile.gettempdir())
+        owned_cache, owner_lock = make_owned_cache(tempfile.gettempdir())
+        os.environ[CACHE_VARIABLE] = owned_cache
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 full_optimisation = os.environ.get("SGRLD_TEST_FULL_OPTIMISATION", "0")
@@ -84,3 +136,5 @@ def pytest_unconfigure(config):
     """The session that made the cache removes it."""
     if owned_cache is not None:
         shutil.rmtree(owned_cache, ignore_errors=True)
+    if owner_lock is not None:
+        os.close(owner_lock)
