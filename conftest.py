@@ -68,8 +68,9 @@ def fast_compile_flags(inherited: str) -> str:
     return ""
 
 
-def make_owned_cache(parent: str) -> tuple[str, int]:
-    """A new cache folder under ``parent`` and an open file descriptor that holds its owner lock.
+def make_owned_cache(parent: str) -> tuple[str, int | None]:
+    """A new cache folder under ``parent`` and an open file descriptor that holds its owner lock
+    (``None`` where the file system refuses the lock).
 
     The lock file is locked under a temporary name and then renamed, so that no other session
     ever sees an owner lock that is not held.
@@ -77,7 +78,12 @@ def make_owned_cache(parent: str) -> tuple[str, int]:
     cache = tempfile.mkdtemp(prefix=CACHE_PREFIX, dir=parent)
     pending = os.path.join(cache, OWNER_LOCK + ".pending")
     lock = os.open(pending, os.O_RDWR | os.O_CREAT, 0o600)
-    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:  # a file system without flock: no owner lock; later sessions leave it alone
+        os.close(lock)
+        os.remove(pending)
+        return cache, None
     os.rename(pending, os.path.join(cache, OWNER_LOCK))
     return cache, lock
 

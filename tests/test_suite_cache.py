@@ -36,6 +36,18 @@ def test_a_cache_is_removed_once_its_owner_lock_is_released(tmp_path):
         os.close(running_lock)
 
 
+def test_without_flock_a_cache_has_no_owner_lock_and_is_left_alone(tmp_path, monkeypatch):
+    def refuse(fd, operation):
+        raise OSError(37, "No locks available")
+
+    monkeypatch.setattr(conftest.fcntl, "flock", refuse)
+    cache, lock = conftest.make_owned_cache(str(tmp_path))
+    assert lock is None
+    assert os.listdir(cache) == []
+    assert conftest.remove_orphaned_caches(str(tmp_path)) == []
+    assert Path(cache).is_dir()
+
+
 def test_the_cache_of_a_killed_process_is_removed(tmp_path):
     """A process that made a cache and was killed with SIGKILL leaves it; the next removes it."""
     script = (
