@@ -70,12 +70,14 @@ def fast_compile_flags(inherited: str) -> str:
 
 def make_owned_cache(parent: str) -> tuple[str, int | None]:
     """A new cache folder under ``parent`` and an open file descriptor that holds its owner lock
-    (``None`` where the file system refuses the lock).
+    (``None`` where the file system refuses the lock, or without ``fcntl``: Windows).
 
     The lock file is locked under a temporary name and then renamed, so that no other session
     ever sees an owner lock that is not held.
     """
     cache = tempfile.mkdtemp(prefix=CACHE_PREFIX, dir=parent)
+    if fcntl is None:  # no flock (Windows): a killed session's cache stays behind
+        return cache, None
     pending = os.path.join(cache, OWNER_LOCK + ".pending")
     lock = os.open(pending, os.O_RDWR | os.O_CREAT, 0o600)
     try:
@@ -94,6 +96,8 @@ def remove_orphaned_caches(parent: str) -> list[str]:
     A folder without an owner lock (a session still making it, or one of another layout) is
     left alone, and so is any folder this process cannot open or lock.
     """
+    if fcntl is None:
+        return []
     removed = []
     for cache in glob.glob(os.path.join(parent, CACHE_PREFIX + "*")):
         try:
@@ -115,12 +119,9 @@ def remove_orphaned_caches(parent: str) -> list[str]:
 # the variable and so own nothing: only the session that made the cache removes it.
 owned_cache = owner_lock = None
 if CACHE_VARIABLE not in os.environ:
-    if fcntl is None:  # no flock (Windows): a killed session's cache stays behind
-        owned_cache = os.environ[CACHE_VARIABLE] = tempfile.mkdtemp(prefix=CACHE_PREFIX)
-    else:
-        remove_orphaned_caches(tempfile.gettempdir())
-        owned_cache, owner_lock = make_owned_cache(tempfile.gettempdir())
-        os.environ[CACHE_VARIABLE] = owned_cache
+    remove_orphaned_caches(tempfile.gettempdir())
+    owned_cache, owner_lock = make_owned_cache(tempfile.gettempdir())
+    os.environ[CACHE_VARIABLE] = owned_cache
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 full_optimisation = os.environ.get("SGRLD_TEST_FULL_OPTIMISATION", "0")

@@ -62,7 +62,7 @@ def test_the_cache_of_a_killed_process_is_removed(tmp_path):
     )  # fmt: skip
     try:
         cache = owner.stdout.readline().strip()
-        assert Path(cache).is_dir()
+        assert Path(cache).parent == tmp_path and Path(cache).is_dir(), cache
         assert conftest.remove_orphaned_caches(str(tmp_path)) == []  # its owner is alive
         owner.send_signal(signal.SIGKILL)
         owner.wait(timeout=60)
