@@ -8,10 +8,15 @@ new run's. To resume, it cuts the folder back to the checkpoint: ``metrics.jsonl
 from the checkpoint's records and sample files of later epochs are removed, so the continued run
 appends exactly what an uninterrupted one would have. Either way ``summary.json`` then says
 ``"running"`` until the run ends.
+
+A command that runs many folders (``sgrld reproduce NAME --resume``) asks, folder by folder, what
+to continue: :func:`existing_of` for runs made from a configuration (:mod:`sgrld.from_config`),
+:func:`resume_point` for runs made by code, whose settings are their ``meta``.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -100,3 +105,45 @@ def start(
             "meta": dict(meta),
         },
     )
+
+
+def existing_of(folder: Path, resume: bool) -> Literal["resume", "overwrite"]:
+    """How :func:`sgrld.from_config.run_config` treats ``folder`` when a command is asked to
+    ``resume`` its runs: a run there (its ``config.json``) is continued from its newest checkpoint
+    (after checking its configuration); a folder without one, or ``resume=False``, starts afresh.
+
+    Example:
+        >>> import tempfile
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> existing_of(folder, resume=True)
+        'overwrite'
+        >>> _ = (folder / "config.json").write_text("{}")
+        >>> existing_of(folder, resume=True), existing_of(folder, resume=False)
+        ('resume', 'overwrite')
+    """
+    return "resume" if resume and (folder / "config.json").is_file() else "overwrite"
+
+
+def resume_point(out: Path, meta: Mapping[str, Any]) -> checkpoint.Saved | None:
+    """The newest checkpoint of the run in ``out``, to continue it with
+    ``sgrld.runner.run(..., resume=...)``, after checking that the run was started with ``meta``
+    (the :class:`sgrld.runner.Experiment`'s; the runner checks the schedule itself).
+
+    Returns:
+        ``None`` if ``out`` holds no checkpoint: the run starts afresh.
+
+    Raises:
+        sgrld.checkpoint.CheckpointError: the run in ``out`` has other settings (naming them), or
+            none of its checkpoints verifies.
+    """
+    saved = checkpoint.latest(out)
+    if saved is None:
+        return None
+    now = json.loads(json.dumps(meta))  # as the checkpoint stores it (tuples come back lists)
+    differ = checkpoint.differences(saved.info["meta"], now)
+    if differ:
+        raise checkpoint.CheckpointError(
+            f"cannot continue the run in {out}: it was started with other settings "
+            f"({'; '.join(differ)}); run with those settings, or without resuming to start afresh"
+        )
+    return saved

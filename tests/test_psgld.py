@@ -120,7 +120,7 @@ def _stubs(monkeypatch, status: str = "completed") -> None:
     gauss = {"status": "completed", "seconds": 1.0, "step_seconds": 1e-6, "cov_error": 0.1,
              "iat": 5.0, "min_ess_per_s": 1e4}  # fmt: skip
 
-    def network(method, net, prior_var, noise, lr, plan, out, progress):
+    def network(method, net, prior_var, noise, lr, plan, out, progress, resume):
         bad = net.kind == "cnn" and method.key == "sgld"
         return {
             "status": status if bad else "completed",

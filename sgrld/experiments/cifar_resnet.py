@@ -37,7 +37,9 @@ images, a ResNet-8 of width 4, 1 epoch of 20 batches of 50, burn-in 10, a sample
 
 Outputs in ``--out``: a run folder per cell ``<prior>/<metric>[/lr<lr>][/seed<s>]``,
 ``cifar_resnet.md`` and ``cifar_resnet.json`` (the table) and ``curves_<prior>.png`` (test
-log p(y|X) and accuracy against epochs of the Table 3 runs).
+log p(y|X) and accuracy against epochs of the Table 3 runs). ``--resume`` continues a stopped
+command: each run folder from its newest checkpoint (a finished run is read back), a run not yet
+started starts; the full command takes days on a CPU, so this is how it survives being stopped.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ import statistics
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from sgrld import report, runner
+from sgrld import report, run_folder, runner
 from sgrld.config import Config, from_dict
 from sgrld.experiments.mnist_mlp import (
     LABELS,
@@ -425,7 +427,8 @@ def _run_cell(
             curvature=args.curvature,
         )
         label = f"{prior} {LABELS[metric]} lr={learning_rate:g} seed={args.seed + r}"
-        results.append(run_config(cfg, progress=True, label=label))
+        existing = run_folder.existing_of(Path(cfg.out.folder), args.resume)
+        results.append(run_config(cfg, existing=existing, progress=True, label=label))
         if results[-1].status == "interrupted":
             break
     return Cell(prior, metric, learning_rate, results)
@@ -497,4 +500,5 @@ REPRODUCTION = Reproduction.from_module(
     quick_help="a smoke test of the pipeline: a ResNet-8 of width 4, the first 1 000 training "
     "images, 1 epoch of 20 batches of 50",
     out="results/cifar-resnet",
+    resumable=True,
 )

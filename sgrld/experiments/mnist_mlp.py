@@ -62,6 +62,8 @@ Outputs in ``--out``: per setting and metric a run folder ``<prior>-<W>/<metric>
 ``metrics.jsonl``, ``summary.json``; ``.../lr<lr>/`` for a re-chosen rate), ``mnist_mlp.md`` and
 ``mnist_mlp.json`` (the table: ``table`` 1-2, and 6 with ``--equal-time``) and
 ``curves_<prior>-<W>.png`` (test log p(y|X) and accuracy against epochs, as the paper's Fig. 3).
+``--resume`` continues a stopped command: each run folder from its newest checkpoint (a finished
+run is read back), a run not yet started starts.
 """
 
 from __future__ import annotations
@@ -74,7 +76,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from sgrld import report, runner
+from sgrld import report, run_folder, runner
 from sgrld.config import Config, ConfigError, from_dict
 from sgrld.experiments.reproduction import (
     OnResult,
@@ -667,14 +669,21 @@ def start_results(args: argparse.Namespace, title: str, epochs: int, **more: Any
 
 
 def run_cell(
-    config: Config, replicates: int, label: str, rates: tuple[float, ...] | None = None
+    config: Config,
+    replicates: int,
+    label: str,
+    rates: tuple[float, ...] | None = None,
+    resume: bool = False,
 ) -> Cell:
     """Run one cell: ``sgrld run`` for one replicate at the configuration's rate, else one sweep
-    of ``rates`` (default: that rate alone) × ``replicates``."""
+    of ``rates`` (default: that rate alone) × ``replicates``; with ``resume``, the run in its
+    folder continues (:func:`sgrld.run_folder.existing_of`)."""
+    existing = run_folder.existing_of(Path(config.out.folder), resume)
     if replicates == 1 and rates is None:
-        return Cell((config.sampler.learning_rate,), run_config(config, progress=True, label=label))
+        result = run_config(config, existing=existing, progress=True, label=label)
+        return Cell((config.sampler.learning_rate,), result)
     grids = [] if rates is None else [Grid("sampler.learning_rate", rates)]
-    sweep = run_sweep(config, grids, replicates, progress=True, label=label)
+    sweep = run_sweep(config, grids, replicates, existing=existing, progress=True, label=label)
     return Cell(rates or (config.sampler.learning_rate,), sweep.result, sweep.scores, replicates)
 
 
@@ -707,7 +716,7 @@ def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
         rates = lr_ladder(rate) if args.lr_grid and lr is None else None
         shown = ",".join(f"{r:g}" for r in rates or (rate,))
         label = f"{prior} W={width} {LABELS[metric]} lr={shown}"
-        cell = run_cell(cfg, args.replicates, label, rates)
+        cell = run_cell(cfg, args.replicates, label, rates, args.resume)
         results["runs"].append(cell.result)
         return cell
 
@@ -766,4 +775,5 @@ REPRODUCTION = Reproduction.from_module(
     quick_help="a smoke test in a few minutes: the first 10 000 training images, 4 epochs, "
     "burn-in 2 epochs, 4 samples an epoch (with the default W=400 and horseshoe prior)",
     out="results/mnist-mlp",
+    resumable=True,
 )

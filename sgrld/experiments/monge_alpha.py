@@ -37,7 +37,8 @@ Outputs in ``--out``: the run folders ``horseshoe-400/monge[/lr<lr>]/`` (one swe
 its ``sweep.md``) and ``horseshoe-400/<metric>/``, ``monge_alpha.md`` and ``monge_alpha.json``
 (the table, with every replicate's scores) and ``monge_alpha.png`` (the figure: test log p(y|X)
 and accuracy against α², ±1.96 std bars over replicates, the paper's points beside ours, the
-other metrics as horizontal lines).
+other metrics as horizontal lines). ``--resume`` continues a stopped command: each run folder from
+its newest checkpoint (a finished run is read back), a run not yet started starts.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from sgrld import report, runner
+from sgrld import report, run_folder, runner
 from sgrld.config import ConfigError
 from sgrld.experiments import mnist_mlp
 from sgrld.experiments.reproduction import (
@@ -354,7 +355,10 @@ def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
         cfg = mnist_mlp.config(args.prior, WIDTH, "monge", out, learning_rate=lr, **common)
         label = f"Monge lr={_text(rates)} α²={_text(values)}"
         grids = [Grid("sampler.learning_rate", rates), Grid(ALPHA2_KEY, tuple(values))]
-        sweep = run_sweep(cfg, grids, args.replicates, progress=True, label=label)
+        existing = run_folder.existing_of(Path(cfg.out.folder), args.resume)
+        sweep = run_sweep(
+            cfg, grids, args.replicates, existing=existing, progress=True, label=label
+        )
         results["runs"].append(sweep.result)
         for a, alpha2 in enumerate(values):
             i = _best_rate(sweep.scores[a :: len(values)])
@@ -369,7 +373,8 @@ def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
             return results
     for metric in args.metrics:
         cfg = mnist_mlp.config(args.prior, WIDTH, metric, out, **common)
-        cell = mnist_mlp.run_cell(cfg, args.replicates, mnist_mlp.LABELS[metric])
+        label = mnist_mlp.LABELS[metric]
+        cell = mnist_mlp.run_cell(cfg, args.replicates, label, resume=args.resume)
         results["runs"].append(cell.result)
         results["rows"].append(reference_row(args.prior, metric, cell))
         on_result(results)
@@ -440,4 +445,5 @@ REPRODUCTION = Reproduction.from_module(
     quick_help="a smoke test in a few minutes: the first 10 000 training images, 4 epochs, "
     f"α² ∈ {{{', '.join(map(str, QUICK_ALPHA2))}}}",
     out="results/monge-alpha",
+    resumable=True,
 )

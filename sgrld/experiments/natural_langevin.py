@@ -14,7 +14,9 @@ Langevin dynamics for neural networks" (GSI 2017), with the Γ-corrected Fisher 
 
 One run per method and η (:func:`sgrld.experiments.natural_langevin_runs.run`) writes its runner
 files to ``<out>/<method>/lr-<η>/``; the table goes to ``natural_langevin.md`` and
-``natural_langevin.json`` (each row with its grid: every η's status and scores).
+``natural_langevin.json`` (each row with its grid: every η's status and scores). ``--resume``
+continues a stopped command: each of these runs from its newest checkpoint (a finished one is
+read back); dropout, which writes no folder, runs again.
 """
 
 from __future__ import annotations
@@ -291,7 +293,8 @@ def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
     for method in methods:
         for lr in _grid(method, args):
             out = Path(args.out) / method.key / f"lr-{lr:g}"
-            if record_run(results, runs.run(method, lr, data, plan, out, progress=True), on_result):
+            run = runs.run(method, lr, data, plan, out, progress=True, resume=args.resume)
+            if record_run(results, run, on_result):
                 return results
     return results
 
@@ -326,4 +329,5 @@ REPRODUCTION = Reproduction.from_module(
     quick_help="a smoke test in a few minutes on a CPU: the first 10 000 training images, 5 "
     "epochs (500 updates), burn-in 100, a sample every 25, one step size per method",
     out="results/natural-langevin",
+    resumable=True,
 )

@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import sgrld
-from sgrld import bnn, evaluation, runner, scoring
+from sgrld import bnn, evaluation, run_folder, runner, scoring
 from sgrld.bnn.priors.base import gaussian_leaf
 from sgrld.config import ConfigError
 from sgrld.data import DataError
@@ -293,7 +293,9 @@ def _ensemble_scores(result: runner.Result, sets) -> Scores:
     }
 
 
-def _run_chain(method, learning_rate, data: Data, plan: Plan, out, progress) -> dict[str, Any]:
+def _run_chain(
+    method, learning_rate, data: Data, plan: Plan, out, progress, resume
+) -> dict[str, Any]:
     """An SGLD or SGD method on the runner: its status and predictors' scores."""
     num_data, num_inputs = data.train[0].shape[0], data.train[0].shape[1]
     steps = plan.epochs * (num_data // BATCH_SIZE)
@@ -307,11 +309,17 @@ def _run_chain(method, learning_rate, data: Data, plan: Plan, out, progress) -> 
         predict_fn=lambda params, x: apply(params["net"], x),
         train=data.train,
         eval_sets=data.eval_sets,
-        meta={"method": method.name, "learning_rate": learning_rate, **method.hyperparameters()},
+        meta={
+            "method": method.name,
+            "learning_rate": learning_rate,
+            "num_data": num_data,
+            **method.hyperparameters(),
+        },
     )
     schedule = runner.Schedule(plan.epochs, BATCH_SIZE, burn_in, thin, 1, plan.seed)
     label = f"{method.name} η={learning_rate:g}"
-    result = runner.run(experiment, schedule, out=out, progress=progress, label=label)
+    saved = run_folder.resume_point(out, experiment.meta) if resume and out is not None else None
+    result = runner.run(experiment, schedule, out=out, progress=progress, label=label, resume=saved)
     ensemble = _ensemble_scores(result, data.eval_sets)
     views = {"final": ensemble} if method.kind == "sgd" else {"ensemble": ensemble}
     if method.kind == "sgld" and result.state is not None and int(result.state.count[0]) > 0:
@@ -349,8 +357,13 @@ def run(
     out: Path | None = None,
     *,
     progress: bool = False,
+    resume: bool = False,
 ) -> dict[str, Any]:
-    """Train ``method`` at step size η and score its predictors.
+    """Train ``method`` at step size η and score its predictors. With ``resume``, an SGLD or SGD
+    run continues the run in ``out`` from its newest checkpoint
+    (:func:`sgrld.run_folder.resume_point`: the same method, η, hyperparameters and training
+    set, else ``CheckpointError``; none: it starts afresh); dropout, which writes no folder,
+    runs again.
 
     Returns:
       A JSON-ready dict: ``method``, ``learning_rate``, ``status`` (``"completed"``,
@@ -362,6 +375,6 @@ def run(
     if method.kind == "dropout":
         outcome = _run_dropout(learning_rate, data, plan)
     else:
-        outcome = _run_chain(method, learning_rate, data, plan, out, progress)
+        outcome = _run_chain(method, learning_rate, data, plan, out, progress, resume)
     seconds = time.perf_counter() - start
     return {"method": method.name, "learning_rate": learning_rate, **outcome, "seconds": seconds}

@@ -31,6 +31,11 @@ variance 2η/N² instead of 2η/N (:func:`sgrld.experiments.psgld_runs.temperatu
 at T = 0, SGD (SGLD's step size) and RMSprop (pSGLD's), and score their last iterate: Tables 2
 and 3's optimiser rows.
 
+Each FNN and CNN run writes its folder ``<out>/<part>/<arch>-<method>-var<σ²>-<noise>/``
+(:mod:`sgrld.runner`, a checkpoint every epoch). ``--resume`` continues a stopped command: each
+of these runs from its newest checkpoint (a finished one is read back), while the BLR and
+Gaussian parts, which take minutes, are run again.
+
 **Settings the text does not give, and our choices.**
 
 * The step size ε. Li et al.'s Eq. 2 writes ``Δθ = ε/2·∇log p + N(0, ε)``, i.e. h = ε/2 on U
@@ -402,8 +407,9 @@ def _networks(args: argparse.Namespace, part: str, results: Results, on_result: 
                 method = methods[key]
                 folder = Path(args.out) / part / f"{net.label}-{key}-var{prior_var:g}-{noise}"
                 run = runs.network_run(
-                    method, net, prior_var, noise, LR[key], plan, folder, progress=True
-                )
+                    method, net, prior_var, noise, LR[key], plan, folder, progress=True,
+                    resume=args.resume,
+                )  # fmt: skip
                 row = network_row(part, net.label, method, prior_var, noise, paper, run)
                 results["rows"].append(row)
                 on_result(results)
@@ -510,4 +516,5 @@ REPRODUCTION = Reproduction.from_module(
     quick_help="a smoke test: short BLR chains, 2 step sizes of the Gaussian, the networks on "
     f"{QUICK_NETWORK['train_size']} images for {QUICK_NETWORK['epochs']} epochs",
     out="results/psgld",
+    resumable=True,
 )

@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import sgrld
-from sgrld import runner
+from sgrld import run_folder, runner
 from sgrld.bnn.priors.base import gaussian_leaf
 from sgrld.config import load_config
 from sgrld.data import DATA_DIR_ENV, MissingDataError, train_validation_split
@@ -454,12 +454,16 @@ def network_run(
     out: Path | None = None,
     *,
     progress: bool = False,
+    resume: bool = False,
 ) -> dict[str, Any]:
     """Train ``network`` with ``method`` on MNIST (:func:`sgrld.from_config.build_experiment`,
     minibatches of 100, no validation split), the step size halved every ``plan.halve_every``
     epochs, and score the online ensemble (:mod:`sgrld.runner`, its files in ``out`` if given,
     a progress bar if ``progress``) on the 10,000 test images. With ``noise="none"`` (the
-    optimiser) the "ensemble" is the last iterate alone, as the paper's optimiser rows.
+    optimiser) the "ensemble" is the last iterate alone, as the paper's optimiser rows. With
+    ``resume``, the run in ``out`` continues from its newest checkpoint
+    (:func:`sgrld.run_folder.resume_point`: it must have the same configuration, method, noise,
+    prior variance and step size, else ``CheckpointError``); without one it starts afresh.
 
     Returns:
       A JSON-ready dict: ``status`` (``"completed"``, ``"diverged"``, ``"interrupted"``),
@@ -482,12 +486,16 @@ def network_run(
         return sampler(method, u, halving(learning_rate, every), noise, n)
 
     experiment = build_experiment(config, sampler=build)
+    sampler_meta = {"method": method.key, "noise": noise, "prior_var": prior_var}
+    sampler_meta |= {"learning_rate": learning_rate, "halve_every": plan.halve_every}
+    experiment = dataclasses.replace(experiment, meta={**experiment.meta, "sampler": sampler_meta})
     schedule = schedule_of(config)
     if noise == "none":  # keep the state after the last step alone
         total = plan.epochs * (len(experiment.train[1]) // schedule.batch_size)
         schedule = dataclasses.replace(schedule, burn_in=0, thin=total)
     label = f"{network.label} {method.label(noise)} σ²={prior_var:g} {noise}"
-    result = runner.run(experiment, schedule, out=out, progress=progress, label=label)
+    saved = run_folder.resume_point(out, experiment.meta) if resume and out is not None else None
+    result = runner.run(experiment, schedule, out=out, progress=progress, label=label, resume=saved)
     final = result.records[-1] if result.records else {}
     steps = result.summary["steps_per_epoch"]
     per_epoch = result.summary["sampler_seconds_per_epoch"]

@@ -165,6 +165,8 @@ class Reproduction:
       caption: ``results -> str``, one line describing the run, above the table.
       notes: what the columns mean, below the Markdown table.
       exit_code: ``results -> int``, the command's exit code.
+      resumable: its runs write checkpoints into folders under ``--out``, and it takes
+        ``--resume`` (:func:`resume_option`) to continue them.
     """
 
     stem: str
@@ -182,6 +184,7 @@ class Reproduction:
     caption: Callable[[Results], str]
     notes: str
     exit_code: Callable[[Results], int] = lambda results: 0
+    resumable: bool = False
 
     @classmethod
     def from_module(cls, namespace: Mapping[str, Any], **settings: Any) -> Reproduction:
@@ -221,9 +224,12 @@ class Reproduction:
         return report.write_tables(out, self.stem, self.markdown(results), payload)
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        """Add ``--quick``, the reproduction's options, ``--seed`` and ``--out`` to ``parser``."""
+        """Add ``--quick``, the reproduction's options, ``--seed``, ``--out`` and, if it is
+        ``resumable``, ``--resume`` to ``parser``."""
         parser.add_argument("--quick", action="store_true", help=self.quick_help)
         self.options(parser)
+        if self.resumable:
+            resume_option(parser)
         parser.add_argument(
             "--seed", type=int, default=self.seed, help="random seed (default: %(default)s)"
         )
@@ -249,6 +255,28 @@ class Reproduction:
         report.print_table(self.caption(results), self.columns, self.rows(results))
         con.print(f"Wrote {', '.join(map(str, files[:-1]))} and {files[-1]}")
         return self.exit_code(results)
+
+
+def resume_option(parser: argparse.ArgumentParser) -> None:
+    """Add the switch ``--resume``: continue a stopped command's runs in ``--out``.
+
+    Each run's folder continues from its newest checkpoint (:mod:`sgrld.run_folder`); a finished
+    run is read back from its last one (after a compile), not run again; a run not yet started
+    starts. A run that was started with other settings is an error naming them.
+
+    Example:
+      >>> p = argparse.ArgumentParser()
+      >>> resume_option(p)
+      >>> p.parse_args(["--resume"]).resume, p.parse_args([]).resume
+      (True, False)
+    """
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the runs of a stopped command with the same options in --out, each from "
+        "the newest checkpoint in its folder (a finished run is read back, not rerun); runs "
+        "without folders are run again",
+    )
 
 
 def equal_time_epochs(seconds_per_epoch: float, budget: float, epochs: int) -> int:
