@@ -69,7 +69,9 @@ def test_psgld_network_runs_resume(tmp_path: Path, mnist: Path, monkeypatch, cap
     before = (out / folder / "metrics.jsonl").read_text().splitlines()  # wall times included
     assert 1 <= stopped < 4 and len(before) == stopped
 
+    capsys.readouterr()
     assert cli.main([*argv, "--out", str(out), "--resume"]) == 0
+    assert f"each run in {out} goes on from its newest checkpoint" in capsys.readouterr().out
     assert (out / folder / "metrics.jsonl").read_text().splitlines()[:stopped] == before
     assert _scores(out / folder) == _scores(whole / folder)
     rows = [json.loads((o / "psgld.json").read_text())["rows"] for o in (out, whole)]

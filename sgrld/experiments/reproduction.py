@@ -247,6 +247,8 @@ class Reproduction:
             self.write_tables(results, out)
 
         con.print(self.header(args))
+        if getattr(args, "resume", False):
+            con.print(f"--resume: each run in {out} goes on from its newest checkpoint")
         results = self.compute(args, on_result)
         files = list(self.write_tables(results, out))
         if self.plot is not None:
