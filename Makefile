@@ -9,12 +9,15 @@ $(BIN)/sgrld: pyproject.toml
 	$(BIN)/pip install --quiet -e ".[dev]"
 	touch $(BIN)/sgrld
 
-.PHONY: demo test lint bench docs
+.PHONY: demo test test-slow lint bench docs
 demo: $(BIN)/sgrld  ## the main job on embedded defaults
 	$(BIN)/sgrld demo
 
 test: $(BIN)/sgrld  ## the fast test suite (CI)
 	$(BIN)/python -m pytest -n 2 --dist worksteal -q -m "not slow"
+
+test-slow: $(BIN)/sgrld  ## the long tests (-m slow), compiled as a user's run: they are runtime-bound
+	SGRLD_TEST_FULL_OPTIMISATION=1 $(BIN)/python -m pytest -n 2 --dist worksteal -q -m slow
 
 lint: $(BIN)/sgrld
 	$(BIN)/ruff check sgrld tests benchmarks conftest.py

@@ -54,14 +54,18 @@ def mnist(tmp_path: Path) -> Path:
     return write_mnist(tmp_path / "data" / "mnist", easy_mnist(600, 100), gz=True)
 
 
-def test_psgld_network_runs_resume(tmp_path: Path, mnist: Path, monkeypatch, capsys):
-    argv = ["reproduce", "psgld", "--parts", "fnn", "--archs", "16-16", "--methods", "psgld"]
-    argv += ["--quick", "--noise", "bug", "--epochs", "4", "--train-size", "500"]
-    argv += ["--data-dir", str(mnist.parent)]
-    out, whole = tmp_path / "out", tmp_path / "whole"
-    folder = Path("fnn") / "16-16-psgld-var1-bug"
-    assert cli.main([*argv, "--out", str(whole)]) == 0
+def _stop_resume_and_resume_again(
+    argv: list[str], tmp_path: Path, folder: Path, monkeypatch, capsys
+) -> tuple[Path, Path]:
+    """Run ``argv`` into ``whole``; run it into ``out``, stopped by SIGTERM after an epoch, and
+    resume it; check that the stopped epochs' records are kept as written and the rest are the
+    uninterrupted run's; resume the finished command and check that nothing ran again.
 
+    Returns:
+      ``(out, whole)``.
+    """
+    out, whole = tmp_path / "out", tmp_path / "whole"
+    assert cli.main([*argv, "--out", str(whole)]) == 0
     with monkeypatch.context() as patch:
         _sigterm_after_first_epoch(patch)
         assert cli.main([*argv, "--out", str(out)]) == 130
@@ -74,14 +78,24 @@ def test_psgld_network_runs_resume(tmp_path: Path, mnist: Path, monkeypatch, cap
     assert f"each run in {out} goes on from its newest checkpoint" in capsys.readouterr().out
     assert (out / folder / "metrics.jsonl").read_text().splitlines()[:stopped] == before
     assert _scores(out / folder) == _scores(whole / folder)
+
+    finished = (out / folder / "metrics.jsonl").read_text()
+    assert cli.main([*argv, "--out", str(out), "--resume"]) == 0
+    assert (out / folder / "metrics.jsonl").read_text() == finished  # read back, not rerun
+    capsys.readouterr()
+    return out, whole
+
+
+def test_psgld_network_runs_resume(tmp_path: Path, mnist: Path, monkeypatch, capsys):
+    argv = ["reproduce", "psgld", "--parts", "fnn", "--archs", "16-16", "--methods", "psgld"]
+    argv += ["--quick", "--noise", "bug", "--epochs", "4", "--train-size", "500"]
+    argv += ["--data-dir", str(mnist.parent)]
+    folder = Path("fnn") / "16-16-psgld-var1-bug"
+    out, whole = _stop_resume_and_resume_again(argv, tmp_path, folder, monkeypatch, capsys)
     rows = [json.loads((o / "psgld.json").read_text())["rows"] for o in (out, whole)]
     assert [r["error"] for r in rows[0]] == [r["error"] for r in rows[1]] != ["—"]
 
-    finished = (out / folder / "metrics.jsonl").read_text()  # wall times included
-    assert cli.main([*argv, "--out", str(out), "--resume"]) == 0
-    assert (out / folder / "metrics.jsonl").read_text() == finished  # read back, not rerun
-
-    capsys.readouterr()
+    finished = (out / folder / "metrics.jsonl").read_text()
     other = [a if a != "500" else "400" for a in argv]  # --train-size 400: another config
     assert cli.main([*other, "--out", str(out), "--resume"]) == 2
     err = " ".join(capsys.readouterr().err.split())
@@ -98,29 +112,12 @@ def test_mnist_mlp_runs_and_sweeps_resume(
     argv = ["reproduce", "mnist-mlp", "--quick", "--no-verify-checksums", "--train-size", "500"]
     argv += ["--validation-size", "100", "--prior", "gaussian", "--metrics", "identity"]
     argv += ["--replicates", replicates, "--data-dir", str(mnist)]
-    out, whole = tmp_path / "out", tmp_path / "whole"
     folder = Path("gaussian-400") / "identity"
-    assert cli.main([*argv, "--out", str(whole)]) == 0
-
-    with monkeypatch.context() as patch:
-        _sigterm_after_first_epoch(patch)
-        assert cli.main([*argv, "--out", str(out)]) == 130
-    stopped = checkpoint.latest(out / folder).epoch
-    before = (out / folder / "metrics.jsonl").read_text().splitlines()
-    assert 1 <= stopped < 4 and len(before) == stopped
-
-    assert cli.main([*argv, "--out", str(out), "--resume"]) == 0
-    assert (out / folder / "metrics.jsonl").read_text().splitlines()[:stopped] == before
-    assert _scores(out / folder) == _scores(whole / folder)
+    out, whole = _stop_resume_and_resume_again(argv, tmp_path, folder, monkeypatch, capsys)
     rows = [json.loads((o / "mnist_mlp.json").read_text())["rows"] for o in (out, whole)]
     assert rows[0][0]["log p(y|X)"] == rows[1][0]["log p(y|X)"]
     assert rows[0][0]["status"] == "completed"
 
-    finished = (out / folder / "metrics.jsonl").read_text()
-    assert cli.main([*argv, "--out", str(out), "--resume"]) == 0
-    assert (out / folder / "metrics.jsonl").read_text() == finished
-
-    capsys.readouterr()
     assert cli.main([*argv, "--seed", "7", "--out", str(out), "--resume"]) == 2
     assert "run.seed (was 0, now 7)" in " ".join(capsys.readouterr().err.split())
 
