@@ -144,6 +144,7 @@ def resume_point(out: Path, meta: Mapping[str, Any]) -> checkpoint.Saved | None:
     if differ:
         raise checkpoint.CheckpointError(
             f"cannot continue the run in {out}: it was started with other settings "
-            f"({'; '.join(differ)}); run with those settings, or without resuming to start afresh"
+            f"({'; '.join(differ)}); resume with those settings, or remove {out} to start that "
+            "run afresh"
         )
     return saved

@@ -101,6 +101,7 @@ def test_psgld_network_runs_resume(tmp_path: Path, mnist: Path, monkeypatch, cap
     err = " ".join(capsys.readouterr().err.split())
     assert f"cannot continue the run in {out / folder}" in err
     assert "config.data.train_size (was 500, now 400)" in err
+    assert f"or remove {out / folder} to start that run afresh" in err
     assert (out / folder / "metrics.jsonl").read_text() == finished  # left as it was
 
 
