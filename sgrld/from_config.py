@@ -406,8 +406,9 @@ def check_resumable(config: Config, folder: Path) -> checkpoint.Saved | None:
     if differ:
         raise ConfigError(
             f"--resume {folder}: the run there has another configuration: {'; '.join(differ)}. "
-            "Resume with its configuration (give none: its config.toml is used), or start "
-            "afresh with --overwrite"
+            "Resume it with its own (`sgrld run --resume` without a file reads its config.toml; "
+            "`sgrld reproduce` needs the options it was started with), or start it afresh "
+            "(`sgrld run --overwrite`, or remove the folder)"
         )
     return saved
 

@@ -120,7 +120,8 @@ def test_mnist_mlp_runs_and_sweeps_resume(
     assert rows[0][0]["status"] == "completed"
 
     assert cli.main([*argv, "--seed", "7", "--out", str(out), "--resume"]) == 2
-    assert "run.seed (was 0, now 7)" in " ".join(capsys.readouterr().err.split())
+    err = " ".join(capsys.readouterr().err.split())
+    assert "run.seed (was 0, now 7)" in err and "needs the options it was started with" in err
 
 
 def test_natural_langevin_runs_resume(tmp_path: Path, mnist: Path, monkeypatch, capsys):
