@@ -4,9 +4,10 @@
   per-example gradients (to float32 rounding).
 * G⁻¹ and G^{-1/2} against dense matrices: QDOP's C⁻¹ has the diagonal and first row of J + εI in
   each block (Alg. 4), and A Aᵀ = C.
-* Γ from the exact trace equals ``jax.jacfwd`` of the dense G⁻¹(θ); with model labels, the mean of
-  Γ̂ over label draws equals the derivative of the expected statistic (5 standard errors, fixed
-  seeds: a false failure has probability < 1e-5 per entry under normal errors).
+* Γ from the exact trace equals ``jax.jacfwd`` of the dense G⁻¹(θ), also where that G⁻¹(θ) is
+  built from brute-force per-example gradients instead of the fast path; with model labels, the
+  mean of Γ̂ over label draws equals the derivative of the expected statistic (5 standard errors,
+  fixed seeds: a false failure has probability < 1e-5 per entry under normal errors).
 """
 
 from __future__ import annotations
@@ -193,6 +194,30 @@ def test_exact_gamma_equals_jacfwd_of_the_dense_metric(kind):
     est = correction.estimate(None, grad_fn, params, metric, metric.init(params))
     got = ravel_pytree(est.gamma)[0]
     assert float(jnp.abs(expected).max()) > 1e-3  # Γ is not trivially zero here
+    np.testing.assert_allclose(got, expected, rtol=2e-3, atol=2e-4 * float(jnp.abs(expected).max()))
+
+
+@pytest.mark.parametrize("kind", sorted(METRICS))
+def test_exact_gamma_equals_jacfwd_of_brute_force_statistics(kind):
+    # An independent reference: G⁻¹(θ) from brute-force per-example gradients (vmap(grad)), not
+    # the statistic's fast path that the test above differentiates on both sides.
+    potential, params, batch = classifier(seed=5)
+    metric = METRICS[kind](eps=0.05, decay=0.0)
+    flat, unravel = ravel_pytree(params)
+
+    def reference_inv(flat):
+        p = unravel(flat)
+        stat = expected_statistic(kind, brute_grads(potential.loglik_fn, p, batch))
+        state = metric.update(metric.init(p), stat)
+        eye = jnp.eye(flat.size)
+        return jax.vmap(lambda e: ravel_pytree(metric.inv(state, unravel(e)))[0])(eye).T
+
+    expected = jnp.einsum("ijj->i", jax.jacfwd(reference_inv)(flat))
+    grad_fn = partial(gradient_fn(potential, True, metric), batch=batch, key=None)
+    correction = sgrld.correction.exact(warmup=0)
+    est = correction.estimate(None, grad_fn, params, metric, metric.init(params))
+    got = ravel_pytree(est.gamma)[0]
+    assert float(jnp.abs(expected).max()) > 1.0  # Γ is not trivially zero here
     np.testing.assert_allclose(got, expected, rtol=2e-3, atol=2e-4 * float(jnp.abs(expected).max()))
 
 
