@@ -247,9 +247,9 @@ class Reproduction:
             self.write_tables(results, out)
 
         con.print(self.header(args))
-        if getattr(args, "resume", False) and out.is_dir():
+        if self.resumable and args.resume and out.is_dir():
             con.print(f"--resume: each run in {out} goes on from its newest checkpoint")
-        elif getattr(args, "resume", False):
+        elif self.resumable and args.resume:
             con.print(f"--resume: {out} does not exist yet, so every run starts from the beginning")
         results = self.compute(args, on_result)
         files = list(self.write_tables(results, out))
