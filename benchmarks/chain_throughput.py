@@ -6,7 +6,7 @@ The MNIST MLP of ``mlp.py`` (784-400-400-10, 478,410 parameters, N(0, 1) prior),
 there), N = 60,000, learning rate h·N = 1e-4 (SGLD: the identity metric). For each number of
 chains K:
 
-* ``sgrld``: the chain engine (:class:`sgrld.engine.Engine`, as ``sgrld.sample`` and the runner
+* ``sgrld``: the chain engine (:class:`sgrld.chains.engine.Engine`, as ``sgrld.sample`` and the runner
   run it): ``--steps`` steps per jitted chunk, a ``jax.lax.scan`` over steps of the ``jax.vmap``-ed
   ``sgrld.sgrld`` step, each chain drawing its own minibatch from its own key, the chunk's last
   state kept as a sample, its diagnostics summarised;
@@ -37,7 +37,7 @@ import numpy as np
 from timing import environment, fmt_ratio, fmt_spread, interleave, paired, spread, table
 
 import sgrld
-from sgrld import engine
+from sgrld.chains import engine
 
 LEARNING_RATE = 1e-4
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

@@ -1,21 +1,21 @@
 """What the random numbers of a step cost: the Langevin noise ξ and the Γ correction's probes.
 
 Every SGLD step draws one standard normal per parameter, and a Γ-corrected step one Rademacher
-probe per parameter. JAX hashes with a rolled threefry loop on CPU; :mod:`sgrld.noise` draws the
+probe per parameter. JAX hashes with a rolled threefry loop on CPU; :mod:`sgrld.numerics.noise` draws the
 same numbers with the hash unrolled. This times, in interleaved rounds (``timing.py``), on the
 784-400-400-10 MLP of ``mlp.py``:
 
 * the draws alone, 478,410 numbers each (``--calls`` jitted calls per round): the parts of
-  ``jax.random.normal`` (random bits, uniforms, normals, ``erf_inv`` alone), ``sgrld.noise.normal``,
+  ``jax.random.normal`` (random bits, uniforms, normals, ``erf_inv`` alone), ``sgrld.numerics.noise.normal``,
   the ``rbg`` and ``unsafe_rbg`` keys, and the signs of ``jax.random.rademacher`` and
-  ``sgrld.noise.rademacher``;
+  ``sgrld.numerics.noise.rademacher``;
 * the uncorrected Identity and Monge steps with three noise functions, given to the sampler as
-  ``sgrld.integrators.euler_maruyama(noise_fn=...)``: ``sgrld.noise.normal_like`` (the default:
+  ``sgrld.parts.integrators.euler_maruyama(noise_fn=...)``: ``sgrld.numerics.noise.normal_like`` (the default:
   the draw is kept in memory), the unrolled hash per leaf (XLA recomputes it in every reader of ξ;
   Monge reads ξ twice) and ``jax.random.normal`` per leaf;
 * the corrected RMSprop, Wenzel and Monge steps with the probes of
-  ``sgrld.correction.rademacher_like`` (the default) and of ``jax.random.rademacher``, given as
-  ``sgrld.correction.hutchinson(probe_fn=...)``.
+  ``sgrld.parts.correction.rademacher_like`` (the default) and of ``jax.random.rademacher``, given as
+  ``sgrld.parts.correction.hutchinson(probe_fn=...)``.
 
 Each step runs ``--steps`` at a time inside one jitted ``lax.scan``; printed are the median ms per
 step, the ratio to the default draw of the same metric paired by round, and how many of the compiled
@@ -38,8 +38,9 @@ import mlp
 from timing import Candidate, environment, fmt_spread, interleave, paired, table
 
 import sgrld
-from sgrld import correction, integrators, noise
-from sgrld.sampler import riemannian_langevin
+from sgrld.numerics import noise
+from sgrld.parts import correction, integrators
+from sgrld.samplers.sampler import riemannian_langevin
 
 THREEFRY_PARITY = "466688986"  # 0x1BD11BDA, a constant of every threefry hash
 
@@ -70,12 +71,12 @@ def jax_probes(key, tree, num):
 
 
 NOISE = {
-    "noise kept (sgrld.noise.normal_like)": noise.normal_like,
+    "noise kept (sgrld.numerics.noise.normal_like)": noise.normal_like,
     "noise recomputed (unrolled hash)": per_leaf(noise.normal),
     "noise by jax.random.normal": per_leaf(jax.random.normal),
 }
 PROBES = {
-    "probes by sgrld.correction.rademacher_like": correction.rademacher_like,
+    "probes by sgrld.parts.correction.rademacher_like": correction.rademacher_like,
     "probes by jax.random.rademacher": jax_probes,
 }
 
@@ -89,12 +90,15 @@ def draw_candidates(calls: int) -> list[Candidate]:
         "threefry: random bits": (jax.jit(lambda k: jax.random.bits(k, (size,))), key),
         "threefry: uniforms": (jax.jit(lambda k: jax.random.uniform(k, (size,))), key),
         "threefry: normals": (normal, key),
-        "sgrld.noise.normal": (jax.jit(lambda k: noise.normal(k, (size,))), key),
+        "sgrld.numerics.noise.normal": (jax.jit(lambda k: noise.normal(k, (size,))), key),
         "erf_inv of uniforms alone": (jax.jit(jax.lax.erf_inv), uniforms),
         "rbg: normals": (normal, jax.random.key(0, impl="rbg")),
         "unsafe_rbg: normals": (normal, jax.random.key(0, impl="unsafe_rbg")),
         "signs: jax.random.rademacher": (jax.jit(lambda k: jax.random.rademacher(k, (size,))), key),
-        "signs: sgrld.noise.rademacher": (jax.jit(lambda k: noise.rademacher(k, (size,))), key),
+        "signs: sgrld.numerics.noise.rademacher": (
+            jax.jit(lambda k: noise.rademacher(k, (size,))),
+            key,
+        ),
     }
 
     def repeat(fn, arg):

@@ -122,7 +122,7 @@ def chain_candidate(name, corrected, params, potential, batch, args, metric=None
         **extra,
     )
     with warnings.catch_warnings():  # the fallback row's FallbackWarning, raised when traced
-        warnings.simplefilter("ignore", sgrld.per_example.FallbackWarning)
+        warnings.simplefilter("ignore", sgrld.numerics.per_example.FallbackWarning)
         chain = mlp.ScanChain(sampler, params, batch, args.chunk)
     label = LABELS[name] + (" + Γ (Hutchinson)" if corrected else "")
     return Candidate(
@@ -278,7 +278,7 @@ def parse_args(argv):
     parser.add_argument("--quick", action="store_true", help="smoke run: 2 rounds of 20 steps")
     parser.add_argument(
         "--labels",
-        choices=sgrld.per_example.LABELS,
+        choices=sgrld.numerics.per_example.LABELS,
         default="empirical",
         help="the Fisher metrics' labels: the data's (the OP variant) or drawn from the model",
     )

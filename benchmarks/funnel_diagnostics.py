@@ -1,13 +1,13 @@
 """Which diagnostic sees corrected Monge's slow tail mixing? R-hat, ESS and KSD on the funnel.
 
-The 2-D funnel of ``sgrld reproduce stationary-nd`` (:func:`sgrld.targets.funnel` with
+The 2-D funnel of ``sgrld reproduce stationary-nd`` (:func:`sgrld.samples.targets.funnel` with
 ``sigma2 = 4``: v ~ N(0, 4), x | v ~ N(2, softplus(v)); exact gradients), sampled by SGLD
 (Identity) and by Monge SGRLD with the Γ correction (``alpha2 = 1``, ``decay = 0.5``,
 ``correction = "hutchinson"``), both at learning rate 0.001, from ``--chains`` starts drawn
 from the funnel itself (over-dispersed in x). Printed per sampler: the rank-normalised split
-R-hat and bulk/tail ESS of v (:func:`sgrld.diagnostics.convergence`), the Wasserstein-1
+R-hat and bulk/tail ESS of v (:func:`sgrld.samples.diagnostics.convergence`), the Wasserstein-1
 distance of the pooled v to N(0, 4), the IMQ KSD of the pooled draws against the exact score
-(:func:`sgrld.stein.ksd`, thinned to 4,000 draws) and, for scale, the KSD of as many exact draws.
+(:func:`sgrld.samples.stein.ksd`, thinned to 4,000 draws) and, for scale, the KSD of as many exact draws.
 
     python benchmarks/funnel_diagnostics.py [--chains 4] [--steps 100000] [--burn-in 10000]
         [--thin 50] [--seed 0]
@@ -24,9 +24,9 @@ import jax
 import numpy as np
 
 import sgrld
-from sgrld.diagnostics import convergence, pooled_draws
-from sgrld.experiments.scores import w1_to_normal
-from sgrld.stein import ksd
+from sgrld.samples.diagnostics import convergence, pooled_draws
+from sgrld.samples.stein import ksd
+from sgrld_reproductions.scores import w1_to_normal
 
 SIGMA2, LEARNING_RATE = 4.0, 1e-3
 SAMPLERS = {
@@ -43,7 +43,7 @@ def main() -> int:
     parser.add_argument("--thin", type=int, default=50)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    target = sgrld.targets.funnel(dim=2, sigma2=SIGMA2)
+    target = sgrld.samples.targets.funnel(dim=2, sigma2=SIGMA2)
     key = jax.random.key(args.seed)
     starts = target.sample(jax.random.fold_in(key, 99), args.chains)
     draws = args.steps // args.thin

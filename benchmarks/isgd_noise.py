@@ -31,9 +31,9 @@ import jax
 import jax.numpy as jnp
 
 import sgrld
-from sgrld.experiments import isgd_uci_runs as runs
-from sgrld.from_config import build_experiment, run_config, sampler_of
-from sgrld.isgd import noise_estimate
+from sgrld.run.from_config import build_experiment, run_config, sampler_of
+from sgrld.samplers.isgd import noise_estimate
+from sgrld_reproductions import isgd_uci_runs as runs
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,12 +4,12 @@ Issue 16's speed targets: on the 784-400-400-10 ReLU MLP (Flax, 478,410 paramete
 N = 50,000, one chain, CPU,
 
     SGHMC step ≤ 1.1× SGLD's,    i-SGD step ≤ 1.3× SGLD's (per-example variances by the cheap
-                                  Dense route, sgrld.per_example).
+                                  Dense route, sgrld.numerics.per_example).
 
 ``--model cnn`` times the same rows on Li et al.'s CNN (:class:`sgrld.bnn.CNN`: 5x5 convolutions
 of 32 and 64 channels, dense 200-200; 299,306 parameters; its convolutions as the runner computes
 them on this backend, ``model.conv = "auto"``), batch 100, N = 50,000: the cost of the
-convolutions' per-example statistics (the patches route of :mod:`sgrld.layer_taps`).
+convolutions' per-example statistics (the patches route of :mod:`sgrld.numerics.layer_taps`).
 
 SGHMC with the per-example minibatch-noise estimate B̂ (``gradient_noise="per_example"``) and
 SGNHT are timed beside them. Every step runs ``--chunk`` at a time inside one jitted

@@ -7,7 +7,7 @@ within 1.10. The two runs alternate over ``--rounds`` rounds (the harness's rota
 :func:`timing.rotated`); reported are each round's peaks and the median and range of the
 per-round ratios (:func:`timing.paired`). Then, in fresh subprocesses on each run's folder,
 the peak memory of reading its samples: :func:`sgrld.load_samples`, one epoch at a time with
-:func:`sgrld.results.iter_samples`, :func:`sgrld.to_arviz`, and :func:`sgrld.arviz_export.export`
+:func:`sgrld.samples.results.iter_samples`, :func:`sgrld.to_arviz`, and :func:`sgrld.samples.arviz_export.export`
 to Zarr and to netCDF, against the size of the samples on disk and the memory of the imports.
 
 Usage::
@@ -34,15 +34,13 @@ READERS = {
     "import sgrld only": "",
     "import sgrld, xarray, zarr, arviz_base": "import xarray, zarr, arviz_base",
     "load_samples": "sgrld.load_samples(out)",
-    "iter_samples (one epoch at a time)": "[None for _ in sgrld.results.iter_samples(out)]",
+    "iter_samples (one epoch at a time)": "[None for _ in sgrld.samples.results.iter_samples(out)]",
     "to_arviz": "sgrld.to_arviz(out)",
-    "export zarr": "sgrld.arviz_export.export(out, 'zarr', to=tmp / 'a.zarr')",
-    "export netcdf": "sgrld.arviz_export.export(out, 'netcdf', to=tmp / 'a.nc')",
+    "export zarr": "sgrld.samples.arviz_export.export(out, 'zarr', to=tmp / 'a.zarr')",
+    "export netcdf": "sgrld.samples.arviz_export.export(out, 'netcdf', to=tmp / 'a.nc')",
 }
 """What each reading subprocess does after ``import sgrld`` (``out``: a run's folder)."""
-READER = (
-    "import pathlib, sgrld, sgrld.arviz_export\nout, tmp = {out!r}, pathlib.Path({tmp!r})\n{code}"
-)
+READER = "import pathlib, sgrld, sgrld.samples.arviz_export\nout, tmp = {out!r}, pathlib.Path({tmp!r})\n{code}"
 """The reading subprocess's script."""
 
 

@@ -37,7 +37,7 @@ products on identity roots), and the Identity step. Printed:
   and the last ratio is the step without refresh against its products at their shapes plus that
   work: what XLA adds beyond both.
 
-Everything is compiled and timed inside :func:`sgrld.engine.single_threaded_blas`, as the runner
+Everything is compiled and timed inside :func:`sgrld.chains.engine.single_threaded_blas`, as the runner
 samples: the refresh's eigendecompositions call LAPACK (OpenBLAS), whose own threads, beside
 XLA's, made a batch of 28 decompositions of 112×112 5-30× slower (0.16-1.1 s against 0.035 s,
 jaxlib 0.10.2, 2 cores, load 7) and the refresh about 24× slower in this script (4.9 s against
@@ -65,9 +65,9 @@ import mlp
 from timing import Candidate, environment, interleave, spread, table
 
 import sgrld
-from sgrld.engine import single_threaded_blas
-from sgrld.linalg import power_from_eigh, ridged_eighs
+from sgrld.chains.engine import single_threaded_blas
 from sgrld.metrics.blocks import block_plan, mode_gram, mode_product
+from sgrld.numerics.linalg import power_from_eigh, ridged_eighs
 
 BLOCK = 128
 EIGH_FLOPS = 9
@@ -429,7 +429,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"Shampoo SGRLD on the 784-400-400-10 MLP ({mlp.NUM_PARAMS:,} params), batch "
         f"{mlp.BATCH}, block {BLOCK}, update_every {mlp.SHAMPOO_EVERY}; {args.rounds} rounds; "
-        "BLAS on one thread (sgrld.engine.single_threaded_blas, as the runner)\n"
+        "BLAS on one thread (sgrld.chains.engine.single_threaded_blas, as the runner)\n"
     )
     print("FLOPs, analytic against XLA's cost analysis (MFLOP):")
     head = ["count", "analytic", "XLA", "XLA/analytic"]

@@ -5,7 +5,7 @@ rewrites (only in the text it renders, never in the sources):
 
 * ``Example:`` to ``Examples:``, the Google section whose ``>>>`` lines griffe renders as code
   (griffe reads a singular ``Example:`` as an admonition of Markdown text);
-* ``:func:`~sgrld.engine.is_kept``` (and ``:class:``, ``:mod:``, ``:attr:``, ``:meth:``, ``:data:``,
+* ``:func:`~sgrld.chains.engine.is_kept``` (and ``:class:``, ``:mod:``, ``:attr:``, ``:meth:``, ``:data:``,
   ``:exc:``, ``:obj:``) to a link where the name resolves to a documented object, else code, and
   ``:math:`x``` to inline maths;
 * ``.. math::`` blocks to ``$$ … $$`` (rendered by MathJax) and ``.. code-block:: LANG`` to

@@ -1,53 +1,47 @@
 """sgrld: stochastic-gradient Riemannian Langevin dynamics in JAX.
 
-The public API is listed here and nowhere else. The samplers and their parts, and the readers of
-samples (``load_samples``, ``to_arviz``, which imports ArviZ on first call), load with
-``import sgrld``; the Bayesian-NN stack (``bnn``, ``data``, ``evaluation``), the baselines
-(``baselines``), the experiment runner and its configuration load on first use, so
-``import sgrld`` imports neither Flax nor scikit-learn.
+The public API is listed here and nowhere else. The library is in layers, each a subpackage that
+imports only from the layers below it (a test walks the imports):
+
+====  ==========================================  ==============================================
+rank  layer                                       what it holds
+====  ==========================================  ==============================================
+0     :mod:`sgrld.numerics`                       noise, linear algebra, the potential, per-example
+                                                  gradients, checks, schedules
+1     :mod:`sgrld.metrics`                        the Riemannian metrics G(θ)
+2     :mod:`sgrld.parts`                          Γ, the preconditioned drift, the move
+3     :mod:`sgrld.samplers`                       SGRLD, SGHMC, SGNHT, i-SGD, Adam-SGLD, baselines
+4     :mod:`sgrld.chains`                         many chains: the engine, devices, ``sample``
+5     :mod:`sgrld.samples`, :mod:`sgrld.bnn`,     sample files, ArviZ, diagnostics; networks and
+      :mod:`sgrld.data`, :mod:`sgrld.evaluation`  priors; data sets; ensemble scores
+6     :mod:`sgrld.run`                            configurations, the runner, sweeps, the CLI
+====  ==========================================  ==============================================
+
+The samplers, their parts and the readers of samples (``load_samples``, ``to_arviz``, which
+imports ArviZ on first call) load with ``import sgrld``; ``bnn``, ``data``, ``evaluation`` and the
+application (``run``) load on first use, so ``import sgrld`` imports neither Flax nor scikit-learn.
+The reproductions of the papers' experiments are another package, :mod:`sgrld_reproductions`,
+which the library never imports.
 """
 
 import importlib
 from typing import Any
 
-from sgrld import (
-    correction,
-    devices,
-    engine,
-    integrators,
-    metrics,
-    noise,
-    per_example,
-    preconditioning,
-    schedules,
-)
-from sgrld.adam_sgld import AdamSGLDState, adam_sgld
-from sgrld.arviz_export import to_arviz
-from sgrld.devices import make_mesh
-from sgrld.isgd import ISGDInfo, ISGDState, isgd
-from sgrld.momentum import MomentumInfo
-from sgrld.potential import Potential, potential
-from sgrld.results import RunSamples, load_samples
-from sgrld.sampler import Sampler, SGRLDInfo, SGRLDState, riemannian_langevin, sgrld
-from sgrld.sampling import DivergenceError, Samples, minibatch_fn, sample
-from sgrld.sghmc import SGHMCState, sghmc
-from sgrld.sgnht import SGNHTState, sgnht
+from sgrld import chains, metrics, numerics, parts, samplers, samples
+from sgrld.chains.devices import make_mesh
+from sgrld.chains.sampling import DivergenceError, Samples, minibatch_fn, sample
+from sgrld.numerics.potential import Potential, potential
+from sgrld.samplers.adam_sgld import AdamSGLDState, adam_sgld
+from sgrld.samplers.isgd import ISGDInfo, ISGDState, isgd
+from sgrld.samplers.momentum import MomentumInfo
+from sgrld.samplers.sampler import Sampler, SGRLDInfo, SGRLDState, riemannian_langevin, sgrld
+from sgrld.samplers.sghmc import SGHMCState, sghmc
+from sgrld.samplers.sgnht import SGNHTState, sgnht
+from sgrld.samples.arviz_export import to_arviz
+from sgrld.samples.results import RunSamples, load_samples
 
-_LAZY = (
-    "baselines",
-    "bnn",
-    "config",
-    "data",
-    "diagnostics",
-    "evaluation",
-    "experiments",
-    "from_config",
-    "report",
-    "runner",
-    "stein",
-    "targets",
-)
-"""Submodules imported on first attribute access (PEP 562)."""
+_LAZY = ("bnn", "data", "evaluation", "run")
+"""Layers imported on first attribute access (PEP 562)."""
 
 __all__ = [
     "AdamSGLDState",
@@ -64,22 +58,19 @@ __all__ = [
     "SGHMCState",
     "SGNHTState",
     "Samples",
-    "correction",
-    "devices",
-    "engine",
-    "integrators",
+    "chains",
     "isgd",
     "load_samples",
     "make_mesh",
     "metrics",
     "minibatch_fn",
-    "noise",
-    "per_example",
+    "numerics",
+    "parts",
     "potential",
-    "preconditioning",
     "riemannian_langevin",
     "sample",
-    "schedules",
+    "samplers",
+    "samples",
     "sghmc",
     "sgnht",
     "sgrld",

@@ -1,8 +1,8 @@
-"""``python -m sgrld …``: the ``sgrld`` command (:func:`sgrld.cli.main`)."""
+"""``python -m sgrld …``: the ``sgrld`` command (:func:`sgrld.run.cli.main`)."""
 
 import sys
 
-from sgrld.cli import main
+from sgrld.run.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import sgrld
-from sgrld import engine
+from sgrld.chains import engine
 
 
 def tiny_mlp() -> tuple:
@@ -75,7 +75,7 @@ def error(fn) -> str | None:
 
 def mesh_case() -> dict:
     out = {}
-    target = sgrld.targets.anisotropic_gaussian()
+    target = sgrld.samples.targets.anisotropic_gaussian()
     s = sgrld.sgrld(target.potential, sgrld.metrics.rmsprop(), learning_rate=0.1, num_data=1)
     kw = dict(num_samples=30, thin=3, burn_in=5, num_chains=16)
     one = sgrld.sample(jax.random.key(0), s, target.init_params, target.batch_fn, **kw)
@@ -132,7 +132,7 @@ RUN = [
 
 def run_case(out: str, process: list[str]) -> int:
     """``sgrld run`` of :data:`RUN` into ``out``, as one process or one of several."""
-    from sgrld import cli
+    from sgrld.run import cli
 
     flags = [a for key in RUN for a in ("--set", key)] + ["--out", out, "--overwrite"]
     if process:
@@ -146,7 +146,7 @@ def run_case(out: str, process: list[str]) -> int:
 
 def _die_after(epoch: int) -> None:
     """Make this process exit at once after ``epoch`` epochs (a test of a process that dies)."""
-    from sgrld import epoch_writer
+    from sgrld.run import epoch_writer
 
     call = epoch_writer.EpochWriter.__call__
 

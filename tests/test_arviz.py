@@ -12,8 +12,9 @@ import pytest
 import xarray as xr
 
 import sgrld
-from sgrld import cli, diagnostics, from_config
-from sgrld.from_config import run_config
+from sgrld.run import cli, from_config
+from sgrld.run.from_config import run_config
+from sgrld.samples import diagnostics
 
 TINY = [
     "data.name=digits",
@@ -38,7 +39,7 @@ DRAW_LL = ["test_log_likelihood", "val_log_likelihood"]
 def tiny_run(tmp_path_factory):
     """A real run with saved samples, and its result."""
     out = tmp_path_factory.mktemp("tiny")
-    result = run_config(sgrld.config.load_config(None, TINY), out=out)
+    result = run_config(sgrld.run.config.load_config(None, TINY), out=out)
     assert result.status == "completed"
     return out, result
 
@@ -84,8 +85,8 @@ def test_samples_stream_epoch_by_epoch_and_join_bit_for_bit(tiny_run):
     """``iter_samples`` yields each epoch file as written; ``load_samples`` joins them exactly."""
     out, _ = tiny_run
     files = sorted((out / "samples").glob("epoch_*.npz"))
-    epochs = list(sgrld.results.iter_samples(out))
-    assert len(epochs) == len(files) == 2 and sgrld.results.draws_per_epoch(out) == [19, 19]
+    epochs = list(sgrld.samples.results.iter_samples(out))
+    assert len(epochs) == len(files) == 2 and sgrld.samples.results.draws_per_epoch(out) == [19, 19]
     whole = sgrld.load_samples(out)
     for i, (path, epoch) in enumerate(zip(files, epochs, strict=True)):
         with np.load(path) as written:
@@ -107,10 +108,12 @@ def test_epoch_files_that_disagree_are_a_results_error(tmp_path: Path):
     one = {"step": np.arange(2), "valid": np.ones((2, 1), bool), "params/w": np.zeros((2, 1, 3))}
     np.savez(samples / "epoch_0001.npz", **one)
     np.savez(samples / "epoch_0002.npz", **{**one, "params/w": np.zeros((2, 1, 4))})
-    with pytest.raises(sgrld.results.ResultsError, match="epoch_0002.npz: params/w has shape"):
+    with pytest.raises(
+        sgrld.samples.results.ResultsError, match="epoch_0002.npz: params/w has shape"
+    ):
         sgrld.load_samples(tmp_path)
     np.savez(samples / "epoch_0002.npz", **{**one, "stats/potential": np.zeros((2, 1))})
-    with pytest.raises(sgrld.results.ResultsError, match="holds other arrays"):
+    with pytest.raises(sgrld.samples.results.ResultsError, match="holds other arrays"):
         sgrld.load_samples(tmp_path)
 
 
@@ -137,7 +140,7 @@ def test_each_draw_stores_its_own_test_log_likelihood(tiny_run):
     assert stored.shape == (2, 38) and stored.dtype == np.float32 and np.isfinite(stored).all()
     with np.load(out / "samples" / "epoch_0002.npz") as epoch:
         np.testing.assert_array_equal(epoch["stats/test_log_likelihood"].T, stored[:, 19:])
-    experiment = from_config.build_experiment(sgrld.config.load_config(None, TINY))
+    experiment = from_config.build_experiment(sgrld.run.config.load_config(None, TINY))
     x, y = experiment.eval_sets["test"]
     for chain, draw in [(0, 0), (1, 20), (0, 37)]:
         params = jax.tree.map(lambda a, c=chain, d=draw: a[c, d], samples.params)
@@ -148,11 +151,11 @@ def test_each_draw_stores_its_own_test_log_likelihood(tiny_run):
 
 
 def test_to_arviz_of_sample_output_single_chain_and_root_leaf():
-    t = sgrld.targets.standard_normal()
+    t = sgrld.samples.targets.standard_normal()
     s = sgrld.sgrld(t.potential, sgrld.metrics.identity(), learning_rate=0.1, num_data=1)
     out = sgrld.sample(jax.random.key(0), s, t.init_params, t.batch_fn, num_samples=20)
     idata = sgrld.to_arviz(out)
-    name = sgrld.results.path_name(sgrld.results.leaf_paths(t.init_params)[0])
+    name = sgrld.samples.results.path_name(sgrld.samples.results.leaf_paths(t.init_params)[0])
     assert idata.posterior[name].shape[:2] == (1, 20)
     assert idata.sample_stats["potential"].shape == (1, 20)
 
@@ -242,7 +245,7 @@ def test_netcdf_export_has_the_layout_that_arviz_from_netcdf_reads(tiny_run, tmp
     import h5netcdf
 
     out, _ = tiny_run
-    path = sgrld.arviz_export.export(out, "netcdf", to=tmp_path / "run.nc")
+    path = sgrld.samples.arviz_export.export(out, "netcdf", to=tmp_path / "run.nc")
     with h5netcdf.File(path, mode="r") as f:
         assert sorted(f.groups) == ["posterior", "sample_stats"]
     for group, sizes in [("posterior", (2, 38, 64, 8)), ("sample_stats", (2, 38))]:
@@ -255,7 +258,9 @@ def test_arviz_from_netcdf_reads_the_export(tiny_run, tmp_path: Path):
     """Run where ``arviz`` is importable (it is no dependency; checked with arviz 0.23.4)."""
     arviz = pytest.importorskip("arviz")
     out, _ = tiny_run
-    idata = arviz.from_netcdf(sgrld.arviz_export.export(out, "netcdf", to=tmp_path / "run.nc"))
+    idata = arviz.from_netcdf(
+        sgrld.samples.arviz_export.export(out, "netcdf", to=tmp_path / "run.nc")
+    )
     assert idata.posterior["net.Dense_0.kernel"].dims[:2] == ("chain", "draw")
     assert idata.sample_stats["test_log_likelihood"].shape == (2, 38)
 
@@ -299,7 +304,7 @@ def test_unknown_export_format_is_a_usage_error(tmp_path: Path, capsys):
     assert exit_.value.code == 2
     assert "invalid choice: 'csv'" in capsys.readouterr().err
     with pytest.raises(ValueError, match="unknown export format 'csv'"):
-        sgrld.arviz_export.export(tmp_path, "csv")
+        sgrld.samples.arviz_export.export(tmp_path, "csv")
 
 
 def test_diagnose_prints_the_kernel_stein_discrepancy_of_a_small_run(tiny_run, capsys):
@@ -347,7 +352,7 @@ def test_log_posterior_gradient_is_minus_n_times_the_full_batch_potential_gradie
     built = []
     make = sgrld.potential
     monkeypatch.setattr(sgrld, "potential", lambda *a: built.append(make(*a)) or built[-1])
-    config = sgrld.config.load_config(None, TINY)
+    config = sgrld.run.config.load_config(None, TINY)
     experiment = from_config.build_experiment(config)  # the potential its sampler steps on
     potential = built[0]
     params = experiment.init_fn(jax.random.key(1))

@@ -1,4 +1,4 @@
-"""Tests of the approximate-inference baselines (sgrld.baselines): SGD's exact steps, vSGD's
+"""Tests of the approximate-inference baselines (sgrld.samplers.baselines): SGD's exact steps, vSGD's
 stationary spread, SWAG's moments, draws and rank check, MC dropout's thinned networks and its
 training, and all of them on the engine."""
 
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import sgrld
-from sgrld import baselines
-from sgrld.baselines.swag import SWAGMoments, collect, draw
-from sgrld.bnn import MLP, apply_fn, init_params, likelihoods
+from sgrld.bnn import MLP, apply_fn, dropout, init_params, likelihoods
+from sgrld.samplers import baselines
+from sgrld.samplers.baselines.swag import SWAGMoments, collect, draw
 
 QUADRATIC = lambda w, b: 0.5 * jnp.sum((w - b) ** 2)
 
@@ -42,7 +42,7 @@ def test_sgd_refuses_bad_options():
     with pytest.raises(ValueError, match="learning_rate"):
         baselines.sgd(QUADRATIC, -0.1)
     with pytest.raises(TypeError, match="constant"):
-        baselines.vsgd(QUADRATIC, sgrld.schedules.polynomial(0.1))
+        baselines.vsgd(QUADRATIC, sgrld.numerics.schedules.polynomial(0.1))
 
 
 @pytest.mark.statistical(seed=3)
@@ -135,7 +135,7 @@ def test_thin_is_a_dropout_pass_through_the_plain_network():
     ``(relu(x W₀ + b₀) ⊙ m/(1 − p)) W₁ + b₁``; with ``drop_inputs`` the inputs' rows too."""
     net, rate = _net(), 0.5
     x = jax.random.normal(jax.random.key(2), (5, 3))
-    thinned = baselines.thin(jax.random.key(3), net, rate)
+    thinned = dropout.thin(jax.random.key(3), net, rate)
     kernel, thin_kernel = net["Dense_1"]["kernel"], thinned["Dense_1"]["kernel"]
     mask = np.asarray(jnp.any(thin_kernel != 0, axis=1), np.float32)
     assert 0 < mask.sum() < len(mask)
@@ -146,18 +146,18 @@ def test_thin_is_a_dropout_pass_through_the_plain_network():
     assert bool((thinned["Dense_0"]["kernel"] == net["Dense_0"]["kernel"]).all())
     first = net["Dense_0"]["kernel"]
     rows = np.stack([  # Dense_0's rows over 8 draws: each dropped (0) or scaled by 2
-        baselines.thin(jax.random.key(k), net, rate, drop_inputs=True)["Dense_0"]["kernel"] / first
+        dropout.thin(jax.random.key(k), net, rate, drop_inputs=True)["Dense_0"]["kernel"] / first
         for k in range(8)
     ])  # fmt: skip
     assert np.all(np.isclose(rows, 0.0) | np.isclose(rows, 2.0)) and np.isclose(rows, 0.0).any()
     with pytest.raises(ValueError, match="Dense_0, Dense_1"):
-        baselines.thin(jax.random.key(0), {"conv": net["Dense_0"]}, rate)
+        dropout.thin(jax.random.key(0), {"conv": net["Dense_0"]}, rate)
 
 
 def _dropout_loss(rate):
-    model = baselines.DropoutMLP((8,), 1, rate, drop_inputs=True)
+    model = dropout.DropoutMLP((8,), 1, rate, drop_inputs=True)
     make = lambda apply: sgrld.potential(likelihoods.gaussian(apply, 1.0), None, num_data=64)
-    return baselines.dropout_loss(make, model), make(apply_fn(MLP((8,), 1)))
+    return dropout.dropout_loss(make, model), make(apply_fn(MLP((8,), 1)))
 
 
 def test_mc_dropout_trains_like_sgd_then_draws_thinned_networks():
@@ -167,14 +167,14 @@ def test_mc_dropout_trains_like_sgd_then_draws_thinned_networks():
     batch_fn = lambda key: (x, x[:, 0] - x[:, 1])
     params = {"net": _net()}
     loss0, plain = _dropout_loss(0.0)
-    s0 = baselines.mc_dropout(loss0, 0.05, train_steps=30, rate=0.0)
+    s0 = dropout.mc_dropout(loss0, 0.05, train_steps=30, rate=0.0)
     trained = sgrld.sample(jax.random.key(1), s0, params, batch_fn, num_samples=1, burn_in=29)
     sgd = sgrld.sample(jax.random.key(1), baselines.sgd(plain, 0.05), params, batch_fn,
                        num_samples=1, burn_in=29)  # fmt: skip
     for a, b in zip(jax.tree.leaves(trained.params), jax.tree.leaves(sgd.params), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
     loss, _ = _dropout_loss(0.2)
-    s = baselines.mc_dropout(loss, 0.05, train_steps=30, rate=0.2, drop_inputs=True)
+    s = dropout.mc_dropout(loss, 0.05, train_steps=30, rate=0.2, drop_inputs=True)
     out = sgrld.sample(jax.random.key(1), s, params, batch_fn, num_samples=6, burn_in=30)
     final = out.state.trained["net"]["Dense_1"]["kernel"]
     kernels = np.asarray(out.params["net"]["Dense_1"]["kernel"])[..., 0]
@@ -187,8 +187,8 @@ def test_mc_dropout_trains_like_sgd_then_draws_thinned_networks():
 def test_mc_dropout_refuses_bad_input():
     loss, _ = _dropout_loss(0.1)
     with pytest.raises(ValueError, match="rate"):
-        baselines.mc_dropout(loss, 0.1, train_steps=10, rate=1.0)
+        dropout.mc_dropout(loss, 0.1, train_steps=10, rate=1.0)
     with pytest.raises(ValueError, match="train_steps"):
-        baselines.mc_dropout(loss, 0.1, train_steps=0, rate=0.1)
+        dropout.mc_dropout(loss, 0.1, train_steps=0, rate=0.1)
     with pytest.raises(ValueError, match='"net"'):
-        baselines.mc_dropout(loss, 0.1, train_steps=10, rate=0.1).init(jnp.zeros(3))
+        dropout.mc_dropout(loss, 0.1, train_steps=10, rate=0.1).init(jnp.zeros(3))

@@ -153,7 +153,9 @@ def test_momentum_step_times_every_row(model, capsys):
 
 
 @pytest.mark.slow
-@pytest.mark.filterwarnings("ignore::sgrld.per_example.FallbackWarning")  # i-SGD's log σ leaf
+@pytest.mark.filterwarnings(
+    "ignore::sgrld.numerics.per_example.FallbackWarning"
+)  # i-SGD's log σ leaf
 def test_isgd_noise_reports_every_layer(tmp_path, capsys):
     """benchmarks/isgd_noise.py (RESULTS §22) on small boston-shaped files: the rule's rate and
     the probed noise of every layer, finite, and the clipping share after the warm-up."""

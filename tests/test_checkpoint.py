@@ -20,9 +20,10 @@ import numpy as np
 import pytest
 
 import sgrld
-from sgrld import checkpoint, cli, epoch_writer, from_config, results, runner
-from sgrld.config import load_config, write_config
-from sgrld.results import ResultsError
+from sgrld.run import checkpoint, cli, epoch_writer, from_config, runner
+from sgrld.run.config import load_config, write_config
+from sgrld.samples import results
+from sgrld.samples.results import ResultsError
 from tests.test_runner import SCHEDULE, logistic_experiment
 
 TINY = """

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from sgrld import cli
-from sgrld.experiments import cifar_resnet
+from sgrld.run import cli
+from sgrld_reproductions import cifar_resnet
 from tests.test_data import write_cifar
 
 
@@ -138,6 +138,6 @@ def test_bad_input(cifar_dir: Path, tmp_path: Path, capsys):
 
 def test_registered_as_a_reproduction():
     module, _ = cli.REPRODUCTIONS["cifar-resnet"]
-    assert module == "sgrld.experiments.cifar_resnet"
+    assert module == "sgrld_reproductions.cifar_resnet"
     assert cifar_resnet.REPRODUCTION.out == "results/cifar-resnet"
     assert cifar_resnet.REPRODUCTION.stem == "cifar_resnet"

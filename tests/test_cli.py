@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sgrld import cli
+from sgrld.run import cli
 
 TINY = """
 [data]

@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from sgrld.config import (
+from sgrld.run.config import (
     Config,
     ConfigError,
     from_dict,
     load_config,
     parse_override,
     to_toml,
+    with_overrides,
     write_config,
 )
 
@@ -145,9 +146,9 @@ def test_written_config_round_trips(example, tmp_path: Path):
 
 
 def test_with_overrides_validates():
-    assert Config().with_overrides(["run.chains=2"]).run.chains == 2
+    assert with_overrides(Config(), ["run.chains=2"]).run.chains == 2
     with pytest.raises(ConfigError, match="run.chains"):
-        Config().with_overrides(["run.chains=0"])
+        with_overrides(Config(), ["run.chains=0"])
 
 
 def test_sampler_section_holds_every_option_of_every_kind():
@@ -157,7 +158,7 @@ def test_sampler_section_holds_every_option_of_every_kind():
     import inspect
 
     import sgrld
-    from sgrld.config import SAMPLERS, SamplerConfig
+    from sgrld.run.config import SAMPLERS, SamplerConfig
 
     assert list(SAMPLERS) == ["sgrld", "sghmc", "sgnht", "isgd"]
     keywords = {}
@@ -178,7 +179,7 @@ def test_sampler_section_holds_every_option_of_every_kind():
     assert set(SamplerConfig().sampler_options()) == set(options)
     for kind in SAMPLERS:
         assert set(SamplerConfig(kind=kind).sampler_options()) <= set(keywords[kind])
-    assert not hasattr(sgrld.config, "CORRECTIONS")  # one list: sgrld.correction.MODES
+    assert not hasattr(sgrld.run.config, "CORRECTIONS")  # one list: sgrld.parts.correction.MODES
 
 
 @pytest.mark.parametrize(
@@ -233,7 +234,7 @@ def test_bad_sampler_kind_options_name_the_key(overrides, words):
     [("sghmc", ["sampler.friction=0.5"]), ("isgd", ["sampler.learning_rate=rule"])],
 )
 def test_sgrld_run_with_another_sampler_kind(tmp_path: Path, kind, extra):
-    from sgrld import cli
+    from sgrld.run import cli
     from tests.test_cli import TINY
 
     config = tmp_path / "tiny.toml"
@@ -248,7 +249,7 @@ def test_sgrld_run_with_another_sampler_kind(tmp_path: Path, kind, extra):
 def test_correction_modes_are_those_of_sgrld_correction():
     import sgrld
 
-    for mode in sgrld.correction.MODES:
+    for mode in sgrld.parts.correction.MODES:
         assert load_config(None, [f"sampler.correction={mode}"]).sampler.correction == mode
     with pytest.raises(ConfigError, match="none, hutchinson, exact"):
         load_config(None, ["sampler.correction=approximate"])
@@ -256,7 +257,7 @@ def test_correction_modes_are_those_of_sgrld_correction():
 
 def test_registries_name_the_factories_of_their_modules():
     import sgrld
-    from sgrld.config import METRICS, PRIORS
+    from sgrld.run.config import METRICS, PRIORS
 
     for registry, module in ((METRICS, sgrld.metrics), (PRIORS, sgrld.bnn.priors)):
         assert all(registry[name] is getattr(module, name) for name in registry)
@@ -267,7 +268,7 @@ def test_registries_name_the_factories_of_their_modules():
 
 
 def test_every_sampler_option_can_be_set():
-    from sgrld.config import load_config
+    from sgrld.run.config import load_config
 
     cfg = load_config(
         None,

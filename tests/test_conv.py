@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 import sgrld
-from sgrld import config as sgrld_config
 from sgrld.bnn import likelihoods, models, priors
-from sgrld.config.registries import CONVOLUTIONS
-from sgrld.from_config import _model
+from sgrld.run import config as sgrld_config
+from sgrld.run.config.registries import CONVOLUTIONS
+from sgrld.run.from_config import _model
 
 RTOL = 1e-5
 
@@ -134,7 +134,7 @@ def test_sgld_samples_of_a_cnn_are_the_same_with_either_convolution():
         potential = sgrld.potential(loglik, priors.logprior_fn(prior), num_data=32)
         sampler = sgrld.sgrld(potential, sgrld.metrics.identity(), learning_rate=0.1, num_data=32)
         params = {"net": net, "prior": prior.init(net)}
-        batch_fn = sgrld.sampling.minibatch_fn(data, 8)
+        batch_fn = sgrld.chains.sampling.minibatch_fn(data, 8)
         samples[conv] = sgrld.sample(k_run, sampler, params, batch_fn, num_samples=5, thin=2)
     moved = jax.tree.map(lambda s: s[-1] - s[0], samples["xla"].params)
     assert all(float(jnp.abs(d).max()) > 1e-3 for d in jax.tree.leaves(moved))

@@ -9,7 +9,7 @@ import pytest
 from jax.flatten_util import ravel_pytree
 
 import sgrld
-from sgrld import correction as corr
+from sgrld.parts import correction as corr
 from tests.helpers import METRICS, adapted_state, random_tree
 from tests.test_sampler import batch, init_params, quartic_potential
 

@@ -1,4 +1,4 @@
-"""Chains and minibatches over devices, and runs over processes (:mod:`sgrld.devices`).
+"""Chains and minibatches over devices, and runs over processes (:mod:`sgrld.chains.devices`).
 
 The suite's own process has one CPU device, so every run on a mesh goes to a subprocess
 (:mod:`tests.devices_run`): with ``XLA_FLAGS=--xla_force_host_platform_device_count=8`` for eight
@@ -17,10 +17,10 @@ import jax
 import pytest
 
 import sgrld
-from sgrld import cli
-from sgrld.config import ConfigError, load_config
-from sgrld.devices import DistributedError, initialize
-from sgrld.from_config import mesh_of
+from sgrld.chains.devices import DistributedError, initialize
+from sgrld.run import cli
+from sgrld.run.config import ConfigError, load_config
+from sgrld.run.from_config import mesh_of
 from tests.helpers import cpu_env
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -42,10 +42,10 @@ METRICS = {
     ),
 }
 TARGETS = {
-    "anisotropic-vectors": lambda: sgrld.targets.anisotropic_gaussian(
+    "anisotropic-vectors": lambda: sgrld.samples.targets.anisotropic_gaussian(
         dim=8, condition=30.0, shape={"a": (3,), "b": (5,)}, grad_noise=GRAD_NOISE
     ),
-    "correlated-matrix": lambda: sgrld.targets.correlated_gaussian(
+    "correlated-matrix": lambda: sgrld.samples.targets.correlated_gaussian(
         dim=14, rho=0.8, condition=10.0, shape={"w": (3, 4), "b": (2,)}, grad_noise=GRAD_NOISE
     ),
 }

@@ -11,13 +11,14 @@ import numpy as np
 import pytest
 
 import sgrld
-from sgrld import engine, runner, summaries
+from sgrld.chains import engine, summaries
 from sgrld.metrics import Metric
+from sgrld.run import runner
 from tests.test_runner import SCHEDULE, logistic_experiment
 
 
 def identity_sampler(lr=0.1):
-    t = sgrld.targets.standard_normal()
+    t = sgrld.samples.targets.standard_normal()
     return t, sgrld.sgrld(t.potential, sgrld.metrics.identity(), learning_rate=lr, num_data=1)
 
 

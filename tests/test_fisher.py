@@ -25,9 +25,9 @@ from jax.flatten_util import ravel_pytree
 import sgrld
 from sgrld.bnn import likelihoods
 from sgrld.bnn.models import MLP, apply_fn, conv_layer, init_params
-from sgrld.correction import basis_like, gamma_from_probes
-from sgrld.per_example import FallbackWarning, QuasiDiagonal, bias_pairs, observation_fn
-from sgrld.sampler import gradient_fn
+from sgrld.numerics.per_example import FallbackWarning, QuasiDiagonal, bias_pairs, observation_fn
+from sgrld.parts.correction import basis_like, gamma_from_probes
+from sgrld.samplers.sampler import gradient_fn
 
 B = 6
 
@@ -190,7 +190,7 @@ def test_exact_gamma_equals_jacfwd_of_the_dense_metric(kind):
     jac = jax.jacfwd(dense_inv_of_theta(metric, potential, batch, unravel))(flat)
     expected = jnp.einsum("ijj->i", jac)  # Γ_i = Σ_j ∂(G⁻¹)_ij/∂θ_j
     grad_fn = partial(gradient_fn(potential, True, metric), batch=batch, key=None)
-    correction = sgrld.correction.exact(warmup=0)
+    correction = sgrld.parts.correction.exact(warmup=0)
     est = correction.estimate(None, grad_fn, params, metric, metric.init(params))
     got = ravel_pytree(est.gamma)[0]
     assert float(jnp.abs(expected).max()) > 1e-3  # Γ is not trivially zero here
@@ -214,7 +214,7 @@ def test_exact_gamma_equals_jacfwd_of_brute_force_statistics(kind):
 
     expected = jnp.einsum("ijj->i", jax.jacfwd(reference_inv)(flat))
     grad_fn = partial(gradient_fn(potential, True, metric), batch=batch, key=None)
-    correction = sgrld.correction.exact(warmup=0)
+    correction = sgrld.parts.correction.exact(warmup=0)
     est = correction.estimate(None, grad_fn, params, metric, metric.init(params))
     got = ravel_pytree(est.gamma)[0]
     assert float(jnp.abs(expected).max()) > 1.0  # Γ is not trivially zero here
@@ -335,7 +335,7 @@ def test_inverse_sqrt_decay_is_the_papers_rate():
     s2 = (1 - 1 / np.sqrt(2)) * s1 + 1 / np.sqrt(2)
     s3 = (1 - 1 / np.sqrt(3)) * s2 + 7 / np.sqrt(3)
     np.testing.assert_allclose(float(state.stat[0, 0]), s3, rtol=1e-6)
-    assert metric.warmup == sgrld.metrics.base.INVERSE_SQRT_WARMUP
+    assert metric.warmup == sgrld.metrics.metric.INVERSE_SQRT_WARMUP
 
 
 @pytest.mark.parametrize("kind", sorted(METRICS))

@@ -22,7 +22,7 @@ covariance) and the reference's own error (≈ 0.01 / 0.02) make the rest. A sam
 errors passes the 0.1 bound with a margin of ≈ 0.04; one whose bias is 0.1 fails.
 
 The metrics adapt with a constant decay 0.9, and with the paper's γ_t = 1/√t. The correction adds
-the Γ of the limiting metric F(s(θ)) (:mod:`sgrld.correction`), which is exact when the metric
+the Γ of the limiting metric F(s(θ)) (:mod:`sgrld.parts.correction`), which is exact when the metric
 follows θ. Measured (8,000 steps): QDOP with decay 0 (full batch: G = F(s(θ_t))) scores
 0.035 / 0.060 corrected, the frozen floor, and 0.247 / 0.244 uncorrected; with decay 0.9,
 0.053 / 0.054. Under γ_t = 1/√t the average remembers ≈ √t steps, about the chains' correlation

@@ -13,8 +13,8 @@ import pytest
 from scipy.stats import kstest, norm
 
 import sgrld
-from sgrld import cli
-from sgrld.experiments import funnel, funnel_runs, scores
+from sgrld.run import cli
+from sgrld_reproductions import funnel, funnel_runs, scores
 
 SIGMA = math.sqrt(80.0)
 

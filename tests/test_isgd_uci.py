@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sgrld import cli
-from sgrld.config import ConfigError, load_config
-from sgrld.experiments import isgd_uci
-from sgrld.experiments import isgd_uci_runs as runs
+from sgrld.run import cli
+from sgrld.run.config import ConfigError, load_config
+from sgrld_reproductions import isgd_uci
+from sgrld_reproductions import isgd_uci_runs as runs
 from tests.helpers import write_uci
 
 
@@ -32,7 +32,9 @@ def write_boston_like(base: Path, rows: int = 400, seed: int = 0) -> Path:
     return base
 
 
-@pytest.mark.filterwarnings("ignore::sgrld.per_example.FallbackWarning")  # i-SGD's log σ leaf
+@pytest.mark.filterwarnings(
+    "ignore::sgrld.numerics.per_example.FallbackWarning"
+)  # i-SGD's log σ leaf
 def test_command_end_to_end_on_small_uci_files(tmp_path: Path):
     """--quick on boston-shaped files: i-SGD (its rule) and SWAG learn the linear target (test
     RMSE well below the targets' std, about 3.8), the paper's cells beside ours."""

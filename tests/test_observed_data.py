@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import sgrld
-from sgrld.from_config import run_config
+from sgrld.run.from_config import run_config
 from tests.helpers import write_uci
 from tests.test_uci import FEATURES, SPLITS, TABLE, TARGET
 
@@ -36,7 +36,7 @@ def uci_run(tmp_path_factory):
         "run.save_samples=true",
     ]
     out = tmp_path_factory.mktemp("run")
-    assert run_config(sgrld.config.load_config(None, overrides), out=out).status == "completed"
+    assert run_config(sgrld.run.config.load_config(None, overrides), out=out).status == "completed"
     return out, base
 
 

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 import sgrld
-from sgrld import cli
 from sgrld.data import MissingDataError
-from sgrld.experiments import psgld
-from sgrld.experiments import psgld_runs as runs
+from sgrld.run import cli
+from sgrld_reproductions import psgld
+from sgrld_reproductions import psgld_runs as runs
 from tests.test_data import write_mnist
 from tests.test_natural_langevin import easy_mnist
 

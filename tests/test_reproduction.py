@@ -1,5 +1,5 @@
-"""The shared table renderer (:mod:`sgrld.report`) and the reproductions' skeleton
-(:mod:`sgrld.experiments.reproduction`), with the MNIST reproduction's table on stub runs."""
+"""The shared table renderer (:mod:`sgrld.run.report`) and the reproductions' skeleton
+(:mod:`sgrld_reproductions.reproduction`), with the MNIST reproduction's table on stub runs."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from sgrld import report
-from sgrld.experiments import mnist_mlp
-from sgrld.experiments.reproduction import Reproduction
+from sgrld.run import report
+from sgrld_reproductions import mnist_mlp
+from sgrld_reproductions.reproduction import Reproduction
 
 
 def _result(status="completed", log_lik=-0.07, seconds=2.0):
-    """A stand-in for :class:`sgrld.runner.Result` with one epoch record."""
+    """A stand-in for :class:`sgrld.run.runner.Result` with one epoch record."""
     record = {"epoch": 1, "samples": 5, "test_log_likelihood": log_lik, "test_accuracy": 0.98}
     record |= {"test_ece": 0.01, "val_log_likelihood": math.nan}
     summary = {"sampler_seconds_per_epoch": seconds, "eval_seconds_per_epoch": 0.5}
@@ -150,7 +150,7 @@ def test_mnist_table_on_stub_runs(tmp_path: Path, monkeypatch, capsys):
     "name", ["funnel", "mnist-mlp", "natural-langevin", "stationary-1d", "stationary-nd"]
 )
 def test_every_reproduction_has_the_skeleton(name):
-    from sgrld import cli
+    from sgrld.run import cli
 
     module = __import__(cli.REPRODUCTIONS[name][0], fromlist=["REPRODUCTION"])
     assert isinstance(module.REPRODUCTION, Reproduction)

@@ -6,10 +6,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from sgrld import config as sgrld_config
 from sgrld.bnn import models, priors
 from sgrld.data import DataError, load_dataset
-from sgrld.from_config import build_experiment
+from sgrld.run import config as sgrld_config
+from sgrld.run.from_config import build_experiment
 from tests.test_data import cifar_arrays, write_cifar
 
 

@@ -11,7 +11,7 @@ import sgrld
 
 
 def identity_sampler(lr=0.1):
-    t = sgrld.targets.standard_normal()
+    t = sgrld.samples.targets.standard_normal()
     return t, sgrld.sgrld(t.potential, sgrld.metrics.identity(), learning_rate=lr, num_data=1)
 
 

@@ -15,8 +15,9 @@ from scipy.special import log_softmax, logsumexp
 from scipy.stats import norm
 
 import sgrld
-from sgrld import evaluation, from_config, report, runner
+from sgrld import evaluation
 from sgrld.bnn import likelihoods
+from sgrld.run import from_config, report, runner
 from tests.helpers import write_uci
 
 N_TRAIN, BATCH, DIM, CLASSES = 40, 4, 3, 3  # 10 steps per epoch
@@ -68,7 +69,7 @@ def logistic_experiment(lr: float = 0.05, kind: str = "classification") -> runne
     )
 
 
-SCHEDULE = runner.Schedule(epochs=3, batch_size=BATCH, burn_in=7, thin=4, chains=2, seed=3)
+SCHEDULE = runner.RunPlan(epochs=3, batch_size=BATCH, burn_in=7, thin=4, chains=2, seed=3)
 
 
 @pytest.fixture(scope="module")
@@ -157,7 +158,7 @@ def test_same_seed_same_run_with_or_without_saving(saved):
 
 def test_divergence_stops_with_a_clear_message_and_keeps_results(tmp_path: Path):
     # lr/N = 2.5e4: the prior's pull alone multiplies θ by ≈ −2.5e4 per step, overflowing float32.
-    schedule = runner.Schedule(epochs=5, batch_size=BATCH, burn_in=0, thin=1, chains=1)
+    schedule = runner.RunPlan(epochs=5, batch_size=BATCH, burn_in=0, thin=1, chains=1)
     result = runner.run(logistic_experiment(lr=1e6), schedule, out=tmp_path)
     assert result.status == "diverged"
     m = re.search(
@@ -200,7 +201,7 @@ def test_ctrl_c_in_the_second_epoch_keeps_the_first(tmp_path: Path, monkeypatch,
 
 
 def test_regression_ensemble():
-    schedule = runner.Schedule(epochs=2, batch_size=BATCH, burn_in=0, thin=2)
+    schedule = runner.RunPlan(epochs=2, batch_size=BATCH, burn_in=0, thin=2)
     result = runner.run(logistic_experiment(lr=0.02, kind="regression"), schedule)
     final = result.records[-1]
     assert result.status == "completed" and final["samples"] == 10
@@ -210,16 +211,16 @@ def test_regression_ensemble():
 def test_bad_arguments():
     exp = logistic_experiment()
     with pytest.raises(ValueError, match="larger than the training set"):
-        runner.run(exp, runner.Schedule(epochs=1, batch_size=N_TRAIN + 1))
+        runner.run(exp, runner.RunPlan(epochs=1, batch_size=N_TRAIN + 1))
     with pytest.raises(ValueError, match="needs an out folder"):
         runner.run(exp, SCHEDULE, save_samples=True)
     with pytest.raises(ValueError, match="thin must be"):
-        runner.Schedule(epochs=1, batch_size=1, thin=0)
+        runner.RunPlan(epochs=1, batch_size=1, thin=0)
 
 
 def test_a_large_sample_buffer_is_warned_about(monkeypatch):
     monkeypatch.setattr(runner, "BUFFER_WARN_BYTES", 100)
-    schedule = runner.Schedule(epochs=1, batch_size=BATCH, burn_in=0, thin=1)
+    schedule = runner.RunPlan(epochs=1, batch_size=BATCH, burn_in=0, thin=1)
     pattern = r"sample buffer takes .*\(10 slots x 1 chain.*larger run.thin"
     with pytest.warns(UserWarning, match=pattern):
         result = runner.run(logistic_experiment(), schedule)
@@ -245,7 +246,7 @@ def uci_config(tmp_path: Path, *overrides: str):
     y = 1000.0 + 50.0 * x[:, 0] - 20.0 * x[:, 1] + rng.normal(scale=5.0, size=60)
     table = np.column_stack([x[:, 0], y, x[:, 1]]).round(6)  # target in the middle column
     write_uci(tmp_path / "uci" / "yacht", table, [0, 2], 1, [(range(50), range(50, 60))])
-    return sgrld.config.load_config(None, [
+    return sgrld.run.config.load_config(None, [
         "data.name=uci_yacht", f"data.data_dir={str(tmp_path)!r}", "data.verify_checksums=false",
         "data.batch_size=10", "model.kind=regression_mlp", "model.widths=[8]",
         "prior.kind=gaussian", "sampler.learning_rate=0.01", "run.epochs=3", "run.burn_in=0",
@@ -303,13 +304,15 @@ def runner_potential(experiment, params, batch):
 
 
 def test_regression_config_errors(tmp_path: Path):
-    with pytest.raises(sgrld.config.ConfigError, match="data.split"):
+    with pytest.raises(sgrld.run.config.ConfigError, match="data.split"):
         uci_config(tmp_path, "data.split=-1")
-    with pytest.raises(sgrld.config.ConfigError, match=r"\[data\]: uci_yacht has splits 0 to 0"):
+    with pytest.raises(
+        sgrld.run.config.ConfigError, match=r"\[data\]: uci_yacht has splits 0 to 0"
+    ):
         from_config.build_experiment(uci_config(tmp_path, "data.split=1"))
-    with pytest.raises(sgrld.config.ConfigError, match=r"\[data\]: cannot hold out 60"):
+    with pytest.raises(sgrld.run.config.ConfigError, match=r"\[data\]: cannot hold out 60"):
         from_config.build_experiment(uci_config(tmp_path, "data.validation_size=60"))
-    with pytest.raises(sgrld.config.ConfigError, match="model.kind"):
+    with pytest.raises(sgrld.run.config.ConfigError, match="model.kind"):
         uci_config(tmp_path, "model.kind=cnn")
 
 
@@ -330,7 +333,7 @@ def _nan_init_experiment(poisoned: bool) -> runner.Experiment:
 def test_a_diverged_chain_leaves_the_others_as_they_would_be():
     # Epochs run without keeping diverged chains' states; an epoch in which one diverged runs
     # again with them kept. The healthy chain must come out as in a run where nothing diverged.
-    schedule = runner.Schedule(epochs=2, batch_size=BATCH, burn_in=0, thin=2, chains=2, seed=3)
+    schedule = runner.RunPlan(epochs=2, batch_size=BATCH, burn_in=0, thin=2, chains=2, seed=3)
     poisoned = runner.run(_nan_init_experiment(True), schedule)
     clean = runner.run(_nan_init_experiment(False), dataclasses.replace(schedule, epochs=1))
     assert poisoned.status == "diverged", poisoned.message  # seed 3 poisons one chain of two

@@ -40,12 +40,14 @@ def make(name, correction, **kw):
     if name == "adam_sgld":
         return sgrld.adam_sgld(quartic_potential(), num_data=10, **kw)
     if correction == "parts":  # exact Γ, a drift limit and an injected noise draw
-        return sgrld.sampler.riemannian_langevin(
+        return sgrld.samplers.sampler.riemannian_langevin(
             quartic_potential(),
             METRICS[name](),
             num_data=10,
-            correction=sgrld.correction.exact(warmup=0),
-            integrator=sgrld.integrators.euler_maruyama(noise_fn=sgrld.noise.normal_like),
+            correction=sgrld.parts.correction.exact(warmup=0),
+            integrator=sgrld.parts.integrators.euler_maruyama(
+                noise_fn=sgrld.numerics.noise.normal_like
+            ),
             max_drift_norm=1e3,
             **kw,
         )

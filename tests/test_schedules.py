@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import sgrld
-from sgrld import schedules
-from sgrld.engine import Engine, chain_keys, count_kept, is_kept, random_batches
+from sgrld.chains.engine import Engine, chain_keys, count_kept, is_kept, random_batches
+from sgrld.numerics import schedules
 
 
 def test_values():
@@ -59,7 +59,7 @@ def test_count_kept_matches_is_kept():
 
 
 def _engine_run(keep, num_steps=40):
-    t = sgrld.targets.standard_normal()
+    t = sgrld.samples.targets.standard_normal()
     s = sgrld.sgrld(t.potential, sgrld.metrics.identity(), learning_rate=0.1, num_data=1)
     engine = Engine(s, random_batches(t.batch_fn), burn_in=4, thin=2, keep=keep)
     carry = engine.init(s.init(t.init_params), num_chains=2)
@@ -83,7 +83,7 @@ def test_engine_keep_predicate():
 def test_cyclical_sghmc_collects_only_in_sampling_phases():
     """cSGHMC end to end: ``sample(..., keep=c.keep)`` returns samples from sampling phases only,
     and the exploration phases run at temperature 0 (the learning rate is cosine)."""
-    t = sgrld.targets.standard_normal()
+    t = sgrld.samples.targets.standard_normal()
     c = schedules.cyclical(0.2, num_steps=200, num_cycles=4, exploration=0.6)
     s = sgrld.sghmc(
         t.potential, learning_rate=c.learning_rate, temperature=c.temperature, num_data=1,
@@ -151,9 +151,9 @@ TINY_RUN = [
 def test_config_cyclical_schedule_keeps_only_sampling_phase_steps():
     """``[schedule] kind = "cyclical"``: the run keeps exactly the sampling-phase steps of its
     cycles, and its learning rate follows the cosine of each cycle."""
-    from sgrld.from_config import build_experiment, cyclical_of, run_config
+    from sgrld.run.from_config import build_experiment, cyclical_of, run_config
 
-    cfg = sgrld.config.load_config(
+    cfg = sgrld.run.config.load_config(
         None, [*TINY_RUN, "schedule.kind=cyclical", "schedule.cycles=3", "schedule.exploration=0.6"]
     )
     result = run_config(cfg, out=None)
@@ -167,9 +167,9 @@ def test_config_cyclical_schedule_keeps_only_sampling_phase_steps():
 
 
 def test_config_polynomial_schedule_decays_the_learning_rate():
-    from sgrld.from_config import sampler_of
+    from sgrld.run.from_config import sampler_of
 
-    cfg = sgrld.config.load_config(
+    cfg = sgrld.run.config.load_config(
         None, ["schedule.kind=polynomial", "schedule.offset=10", "schedule.power=1"]
     )
     u = sgrld.potential(lambda w, b: -0.5 * (b - w) ** 2, lambda w: -0.5 * w**2, 4)
@@ -194,20 +194,20 @@ def test_config_polynomial_schedule_decays_the_learning_rate():
     ],
 )
 def test_bad_schedule_configs_name_the_key(overrides, match):
-    with pytest.raises(sgrld.config.ConfigError, match=match):
-        sgrld.config.load_config(None, overrides)
+    with pytest.raises(sgrld.run.config.ConfigError, match=match):
+        sgrld.run.config.load_config(None, overrides)
 
 
 def test_cyclical_schedule_without_a_sampling_step_or_with_too_many_cycles_is_refused():
-    from sgrld.from_config import check_schedule
+    from sgrld.run.from_config import check_schedule
 
-    cfg = sgrld.config.load_config(
+    cfg = sgrld.run.config.load_config(
         None, [*TINY_RUN, "schedule.kind=cyclical", "schedule.cycles=2", "run.thin=15"]
     )
-    with pytest.raises(sgrld.config.ConfigError, match="no sample falls in a sampling phase"):
+    with pytest.raises(sgrld.run.config.ConfigError, match="no sample falls in a sampling phase"):
         check_schedule(cfg, num_train=320)  # 20 steps, cycles of 10: step 14 is exploration
-    cfg = sgrld.config.load_config(
+    cfg = sgrld.run.config.load_config(
         None, [*TINY_RUN, "schedule.kind=cyclical", "schedule.cycles=50"]
     )
-    with pytest.raises(sgrld.config.ConfigError, match="schedule.cycles = 50 is more than"):
+    with pytest.raises(sgrld.run.config.ConfigError, match="schedule.cycles = 50 is more than"):
         check_schedule(cfg, num_train=320)

@@ -28,7 +28,7 @@ from tests.test_sampler import batch, init_params, quartic_potential
 
 CHAINS, BURN, SAMPLES, THIN = 128, 300, 200, 5
 # B̂ of the toy models' leaves (not nn.Dense) comes from the vmap(grad) fallback, which warns
-pytestmark = pytest.mark.filterwarnings("ignore::sgrld.per_example.FallbackWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::sgrld.numerics.per_example.FallbackWarning")
 UPPER = np.triu_indices(DIM + 1)
 
 

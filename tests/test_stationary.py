@@ -37,11 +37,11 @@ import pytest
 from scipy.stats import norm
 
 import sgrld
-from sgrld.experiments import scores
-from sgrld.experiments import stationary_1d as s1
-from sgrld.experiments import stationary_1d_rows as rows1
-from sgrld.experiments import stationary_nd as snd
-from sgrld.experiments import stationary_nd_runs as snd_runs
+from sgrld_reproductions import scores
+from sgrld_reproductions import stationary_1d as s1
+from sgrld_reproductions import stationary_1d_rows as rows1
+from sgrld_reproductions import stationary_nd as snd
+from sgrld_reproductions import stationary_nd_runs as snd_runs
 
 
 def _curve(key):
@@ -215,7 +215,7 @@ def test_diverging_chains_are_dropped_and_reported():
     boom = _curve("monge")._replace(
         key="boom",
         make=lambda: sgrld.sgrld(
-            sgrld.targets.standard_normal().potential,
+            sgrld.samples.targets.standard_normal().potential,
             sgrld.metrics.identity(),
             learning_rate=1e6,
             num_data=1,

@@ -1,6 +1,6 @@
-"""The IMQ kernel Stein discrepancy (sgrld.stein): against a direct double loop, small and falling
+"""The IMQ kernel Stein discrepancy (sgrld.samples.stein): against a direct double loop, small and falling
 as n^{-1/2} for exact draws, clearly larger for a shifted or over-dispersed sample; and the
-pooled draws of a run it takes (sgrld.diagnostics.pooled_draws)."""
+pooled draws of a run it takes (sgrld.samples.diagnostics.pooled_draws)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import sgrld
-from sgrld import diagnostics
-from sgrld.stein import imq_ksd, ksd
+from sgrld.samples import diagnostics
+from sgrld.samples.stein import imq_ksd, ksd
 
 
 def ksd_double_loop(x: np.ndarray, s: np.ndarray, c: float, beta: float) -> float:
@@ -78,7 +78,7 @@ def test_a_wrong_sample_has_a_clearly_larger_ksd(name, transform, low):
 
 
 def test_ksd_of_a_pytree_thins_to_max_draws_and_uses_the_autodiff_score():
-    t = sgrld.targets.gaussian([0.0, 0.0], np.eye(2), shape={"a": (1,), "b": (1,)})
+    t = sgrld.samples.targets.gaussian([0.0, 0.0], np.eye(2), shape={"a": (1,), "b": (1,)})
     draws = t.sample(jax.random.key(0), 1200)
     z = jnp.concatenate([draws["a"], draws["b"]], axis=1)
     pick = np.round(np.linspace(0, 1199, 400)).astype(int)
@@ -102,7 +102,7 @@ def test_subset_ksd_is_small_for_exact_draws_and_sees_a_broken_dependence(stat_s
     False-failure probability: ≤ 1e-6.
     """
     rho = 0.9
-    t = sgrld.targets.gaussian([0.0, 0.0], [[1.0, rho], [rho, 1.0]])
+    t = sgrld.samples.targets.gaussian([0.0, 0.0], [[1.0, rho], [rho, 1.0]])
     key_exact, key_perm = jax.random.split(jax.random.key(stat_seed))
     exact = t.sample(key_exact, 1000)
     broken = exact.at[:, 1].set(jax.random.permutation(key_perm, exact[:, 1]))
@@ -113,7 +113,7 @@ def test_subset_ksd_is_small_for_exact_draws_and_sees_a_broken_dependence(stat_s
 
 
 def test_subset_ksd_uses_the_seeded_coordinates_and_refuses_bad_sizes():
-    t = sgrld.targets.gaussian(np.zeros(6), np.eye(6))
+    t = sgrld.samples.targets.gaussian(np.zeros(6), np.eye(6))
     z = t.sample(jax.random.key(0), 300)
     pick = np.sort(np.random.default_rng(5).choice(6, 2, replace=False))
     want = float(imq_ksd(z[:, pick], -z[:, pick]))
@@ -128,7 +128,7 @@ def test_subset_ksd_uses_the_seeded_coordinates_and_refuses_bad_sizes():
 
 
 def test_pooled_draws_leave_out_what_follows_a_divergence():
-    t = sgrld.targets.standard_normal()
+    t = sgrld.samples.targets.standard_normal()
     s = sgrld.sgrld(t.potential, sgrld.metrics.identity(), learning_rate=0.1, num_data=1)
     out = sgrld.sample(
         jax.random.key(0), s, t.init_params, t.batch_fn, num_samples=10, num_chains=3

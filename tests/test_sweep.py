@@ -1,4 +1,4 @@
-"""``sgrld sweep``: settings x replicates as the chains of one program (sgrld.sweep)."""
+"""``sgrld sweep``: settings x replicates as the chains of one program (sgrld.run.sweep)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 import sgrld
-from sgrld import cli
-from sgrld.config import ConfigError, load_config
-from sgrld.from_config import run_config
-from sgrld.sweep import Grid, parse_grid, run_sweep
+from sgrld.run import cli
+from sgrld.run.config import ConfigError, load_config
+from sgrld.run.from_config import run_config
+from sgrld.run.sweep import Grid, parse_grid, run_sweep
 
 TINY = [
     "data.name=digits",
@@ -200,7 +200,7 @@ def test_mnist_mlp_replicates_run_as_one_sweep(tmp_path, monkeypatch):
     import argparse
     from types import SimpleNamespace
 
-    from sgrld.experiments import mnist_mlp
+    from sgrld_reproductions import mnist_mlp
     from tests.test_reproduction import _result
 
     calls = []

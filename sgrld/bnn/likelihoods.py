@@ -16,13 +16,13 @@ of a Flax module). Shapes are checked when the function is traced and mismatches
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import jax
 import jax.numpy as jnp
 from jax.scipy import stats
 
-PyTree = Any
+from sgrld.numerics.pytrees import PyTree
+
 Batch = tuple[jax.Array, jax.Array]
 ApplyFn = Callable[[PyTree, jax.Array], jax.Array]
 LoglikFn = Callable[[PyTree, Batch], jax.Array]

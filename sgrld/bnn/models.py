@@ -30,7 +30,6 @@ References:
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
@@ -39,7 +38,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-PyTree = Any
+from sgrld.numerics.im2col import im2col_patches
+from sgrld.numerics.pytrees import PyTree
 
 he_normal = nn.initializers.variance_scaling(2.0, "fan_in", "normal")
 """He / kaiming-normal initialiser: ``N(0, 2/fan_in)``, untruncated (as ``torch.nn.init``)."""
@@ -181,35 +181,6 @@ def _im2col_jit(lhs, rhs, strides, padding, precision):
     )
 
 
-def im2col_patches(
-    x: jax.Array,
-    window: Sequence[int],
-    strides: Sequence[int],
-    padding: Sequence[tuple[int, int]],
-) -> jax.Array:
-    """The patches of a convolution: ``P[b, p, (k, c)] = x̃[b, s ⊙ p + k, c]`` for inputs
-    ``x [B, *spatial, C]`` padded to ``x̃`` by ``padding`` (``(low, high)`` per spatial
-    dimension), every output position ``p``, window offset ``k`` (row-major) and channel ``c``:
-    ``[B, *out_spatial, K·C]``, matching a kernel ``[*window, C, O]`` reshaped to ``[K·C, O]``
-    (:func:`im2col_conv`; :mod:`sgrld.layer_taps`' per-example gradients of convolutions).
-
-    Example:
-        >>> x = jnp.arange(4.0).reshape(1, 4, 1)  # one 1-D signal 0, 1, 2, 3
-        >>> im2col_patches(x, (2,), (2,), ((0, 0),))[0].tolist()  # windows of 2, stride 2
-        [[0.0, 1.0], [2.0, 3.0]]
-    """
-    window, strides = tuple(window), tuple(strides)
-    zero = jnp.zeros((), x.dtype)
-    x = jax.lax.pad(x, zero, [(0, 0, 0), *((lo, hi, 0) for lo, hi in padding), (0, 0, 0)])
-    out = [(size - k) // s + 1 for size, k, s in zip(x.shape[1:-1], window, strides, strict=True)]
-
-    def patch(offset: tuple[int, ...]) -> jax.Array:  # x̃[:, s ⊙ p + k, :] over all p, for k
-        end = [k + (o - 1) * s + 1 for k, o, s in zip(offset, out, strides, strict=True)]
-        return jax.lax.slice(x, (0, *offset, 0), (x.shape[0], *end, x.shape[-1]), (1, *strides, 1))
-
-    return jnp.concatenate([patch(k) for k in itertools.product(*map(range, window))], axis=-1)
-
-
 def _im2col() -> Callable[..., jax.Array]:
     """``nn.Conv``'s ``conv_general_dilated_cls``: called with no arguments, gives the function."""
     return im2col_conv
@@ -346,7 +317,7 @@ class CNN(nn.Module):
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         """Map images ``[B, H, W, C]`` or flat images ``[B, H·W·C]`` to logits ``[B, classes]``."""
-        x = conv_stack(self, _as_images(x, self.image_shape, "CNN"))
+        x = conv_stack(self, as_images(x, self.image_shape, "CNN"))
         for width in self.dense_features:
             x = nn.relu(nn.Dense(width, kernel_init=he_normal)(x))
         return nn.Dense(self.num_outputs, kernel_init=he_normal)(x)
@@ -377,7 +348,7 @@ def conv_stack(cnn: CNN, x: jax.Array) -> jax.Array:
     return x.reshape((x.shape[0], -1))
 
 
-def _as_images(x: jax.Array, image_shape: tuple[int, int, int], name: str) -> jax.Array:
+def as_images(x: jax.Array, image_shape: tuple[int, int, int], name: str) -> jax.Array:
     """NHWC images from ``[B, H, W, C]`` or flat ``[B, H·W·C]`` inputs (row-major NHWC)."""
     if x.ndim == 2:
         x = x.reshape((x.shape[0], *image_shape))
@@ -518,7 +489,7 @@ class ResNet20(nn.Module):
             raise ValueError(
                 f"ResNet depth must be 6n + 2 with n >= 1 (20, 32, ...), got {self.depth}"
             )
-        x = _as_images(x, self.image_shape, "ResNet20")
+        x = as_images(x, self.image_shape, "ResNet20")
         x = conv_layer(
             self.width,
             (3, 3),

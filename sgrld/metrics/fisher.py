@@ -1,7 +1,7 @@
 """Fisher metrics of natural Langevin dynamics (Marceau-Caron & Ollivier, 2017): full, DOP, QDOP.
 
 Each averages per-example outer products of the log-likelihood's gradient
-(:mod:`sgrld.per_example`),
+(:mod:`sgrld.numerics.per_example`),
 
     J ← (1 − γ_t)·J + γ_t·(1/B) Σᵢ gᵢ gᵢᵀ,     gᵢ = ∇_θ log p(ỹᵢ|xᵢ, θ),
 
@@ -30,14 +30,14 @@ import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
-from sgrld import per_example
-from sgrld.metrics.base import INVERSE_SQRT, Metric, cached, check_nonnegative, ema_metric
+from sgrld.metrics.metric import INVERSE_SQRT, Metric, cached, check_nonnegative, ema_metric
+from sgrld.numerics import per_example
 
 _TINY = 1e-12  # the authors' floor on QDOP's Schur complement J_ii − J_0i²/J_00
 
 
 def _metric(kind, labels, eps, decay, examples, init_stat, inv, inv_sqrt, **extra) -> Metric:
-    """A Fisher metric of ``kind`` on the per-example observation of :mod:`sgrld.per_example`."""
+    """A Fisher metric of ``kind`` on the per-example observation of :mod:`sgrld.numerics.per_example`."""
     if labels not in per_example.LABELS:
         raise ValueError(f"labels must be one of {per_example.LABELS}, got {labels!r}")
     eps = check_nonnegative(eps, "eps")
@@ -175,13 +175,13 @@ def fisher_qdiag(
         whole minibatch's gradient).
 
     Returns:
-      The metric; its statistic is a :class:`sgrld.per_example.QuasiDiagonal`.
+      The metric; its statistic is a :class:`sgrld.numerics.per_example.QuasiDiagonal`.
 
     Example:
       >>> import jax.numpy as jnp, sgrld
       >>> m = sgrld.metrics.fisher_qdiag(eps=0.0)
       >>> params = {"bias": jnp.zeros(1), "kernel": jnp.zeros((1, 1))}
-      >>> state = m.init(params)._replace(stat=sgrld.per_example.QuasiDiagonal(
+      >>> state = m.init(params)._replace(stat=sgrld.numerics.per_example.QuasiDiagonal(
       ...     {"bias": jnp.ones(1), "kernel": jnp.full((1, 1), 2.0)}, (jnp.ones((1, 1)),)))
       >>> g = m.inv(state, {"bias": jnp.ones(1), "kernel": jnp.ones((1, 1))})  # [[1, 1], [1, 2]]⁻¹
       >>> g["bias"].tolist(), g["kernel"].tolist()

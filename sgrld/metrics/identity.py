@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from sgrld.metrics.base import Metric, MetricState
+from sgrld.metrics.metric import Metric, MetricState
 
 
 def identity() -> Metric:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from sgrld.metrics.base import Metric, check_decay, check_nonnegative, ema_metric
+from sgrld.metrics.metric import Metric, check_decay, check_nonnegative, ema_metric
 
 
 def rmsprop(decay: float = 0.99, eps: float = 1e-8) -> Metric:

@@ -1,7 +1,7 @@
 """The Kronecker-factored Shampoo metric of Yu et al. (2023), after Gupta et al. (2018).
 
 For the Γ correction the roots are differentiated through the cached eigendecomposition
-(Daleckii–Krein, :mod:`sgrld.linalg`); between refreshes Γ is therefore the derivative of the root
+(Daleckii–Krein, :mod:`sgrld.numerics.linalg`); between refreshes Γ is therefore the derivative of the root
 map at the statistic of the last refresh. The derivative is taken in the eigenbases of the factors
 (``Metric.inv_grad_tangent``): the gradient, its change and the probe are rotated in, the result
 rotated out once, 6k blocked products per block instead of the 8k of differentiating ``inv``
@@ -24,20 +24,6 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from sgrld.linalg import (
-    power_from_eigh,
-    power_tangent,
-    power_tangent_in_eigenbasis,
-    ridged_eighs,
-)
-from sgrld.metrics.base import (
-    Metric,
-    PyTree,
-    accumulator,
-    check_decay,
-    check_nonnegative,
-    ema_metric,
-)
 from sgrld.metrics.blocks import (
     BlockPlan,
     block_plan,
@@ -46,6 +32,20 @@ from sgrld.metrics.blocks import (
     mode_gram,
     mode_product,
     to_blocks,
+)
+from sgrld.metrics.metric import (
+    Metric,
+    PyTree,
+    accumulator,
+    check_decay,
+    check_nonnegative,
+    ema_metric,
+)
+from sgrld.numerics.linalg import (
+    power_from_eigh,
+    power_tangent,
+    power_tangent_in_eigenbasis,
+    ridged_eighs,
 )
 
 
@@ -78,7 +78,7 @@ def eigenbasis_inv_tangent(
     ``f_i = λ_i^{−1/(2k)}``. In the eigenbasis of factor i the statistic's tangent is
     ``sym(dG̃_(i) G̃_(i)ᵀ)`` for the rotated blocks ``G̃ = Qᵀ g``, ``dG̃ = Qᵀ dg`` (the rotations of
     the other dimensions cancel in the contraction), and the root's tangent is the
-    Daleckii–Krein kernel times it (:func:`sgrld.linalg.power_tangent_in_eigenbasis`). So: rotate
+    Daleckii–Krein kernel times it (:func:`sgrld.numerics.linalg.power_tangent_in_eigenbasis`). So: rotate
     ``z``, ``g``, ``dg`` in (k blocked products each), one product per factor for the tangent and
     one for applying it with the other factors' ``diag f_j``, rotate out once (k): 6k products
     where differentiating ``inv`` factor by factor takes about 8k.

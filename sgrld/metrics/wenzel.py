@@ -8,7 +8,7 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 
-from sgrld.metrics.base import (
+from sgrld.metrics.metric import (
     Metric,
     PyTree,
     accumulator,

@@ -24,7 +24,7 @@ prior variance of a k×k kernel is then k² times too large. For Dense kernels b
 
 The families live in one module each (:mod:`~sgrld.bnn.priors.factorised`,
 :mod:`~sgrld.bnn.priors.horseshoe`, :mod:`~sgrld.bnn.priors.correlated`) over the shared
-interface and fan-in scaling of :mod:`~sgrld.bnn.priors.base`; all are importable from here.
+interface and fan-in scaling of :mod:`~sgrld.bnn.priors.prior`; all are importable from here.
 
 References:
     Yu, Hartmann, Williams, Klami. Scalable Stochastic Gradient Riemannian Langevin Dynamics in
@@ -32,10 +32,10 @@ References:
     Fortuin et al. Bayesian Neural Network Priors Revisited. ICLR 2022.
 """
 
-from sgrld.bnn.priors.base import ConvFanIn, Prior, logprior_fn
 from sgrld.bnn.priors.correlated import conv_correlated, exponential_kernel_cholesky
 from sgrld.bnn.priors.factorised import gaussian, laplace, student_t
 from sgrld.bnn.priors.horseshoe import HorseshoeScales, horseshoe, horseshoe_per_weight
+from sgrld.bnn.priors.prior import ConvFanIn, Prior, logprior_fn
 
 __all__ = [
     "ConvFanIn",

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sgrld.bnn.priors.base import (
+from sgrld.bnn.priors.prior import (
     ConvFanIn,
     Prior,
     Scaling,

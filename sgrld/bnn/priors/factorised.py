@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy import stats
 
-from sgrld.bnn.priors.base import (
+from sgrld.bnn.priors.prior import (
     ConvFanIn,
     Prior,
     Scaling,

@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from sgrld.bnn.priors.base import (
+from sgrld.bnn.priors.prior import (
     INV_SOFTPLUS_ONE,
     ConvFanIn,
     Prior,

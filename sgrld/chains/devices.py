@@ -1,0 +1,362 @@
+"""Devices and hosts: the mesh that spreads chains and minibatches, and multi-process runs.
+
+A run on several devices uses JAX's own sharding and multi-controller runtime; sgrld adds no
+launcher and no communication of its own.
+
+* **The mesh** (:func:`make_mesh`) has two axes, :data:`CHAINS` and :data:`DATA`, of sizes
+  ``devices / data_parallel`` and ``data_parallel``. The chain engine (:class:`sgrld.chains.engine.Engine`)
+  compiles its chunk with every leaf of the carry and the chain keys sharded over ``chains``
+  (their leading axis) and each step's minibatch, ``[K, B, ...]``, constrained to
+  ``P("chains", "data")``: a chain's ``B`` examples are split over the ``data`` devices of its
+  group, and XLA sums the gradient's partial sums over them (an all-reduce). The chain's noise is
+  drawn once from its own key, the same on every device of its group whatever the mesh, so chains
+  sharded over ``chains`` alone give the unsharded run's samples bit for bit, and
+  ``data_parallel > 1`` differs from it only by the order of the minibatch sums (float rounding).
+* **Multi-process** (:func:`initialize`): ``jax.distributed.initialize``, which finds the
+  coordinator, the number of processes and this process's id itself on SLURM, Open MPI and TPU
+  pods, or takes them explicitly. The mesh then spans every process's devices; each process places
+  only its own rows of the training set on its devices (:func:`place_rows`), all processes run the
+  same program, and only process 0 (:func:`is_writer`) writes results.
+
+Example:
+    >>> mesh = make_mesh(devices=1)
+    >>> dict(mesh.shape)
+    {'chains': 1, 'data': 1}
+    >>> check_mesh(mesh, num_chains=4, batch_size=32)
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from typing import Any
+
+import jax
+import numpy as np
+from jax.sharding import AxisType, Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from sgrld.numerics.pytrees import PyTree
+
+CHAINS = "chains"
+"""The mesh axis the chains are sharded over."""
+DATA = "data"
+"""The mesh axis a chain's minibatch is split over."""
+
+
+class DistributedError(RuntimeError):
+    """A multi-process run that could not start: a coordinator not reached in time, bad flags."""
+
+
+def make_mesh(devices: int | str = "all", data_parallel: int = 1) -> Mesh:
+    """A device mesh with axes ``("chains", "data")`` of shape ``(devices / D, D)``.
+
+    Chains are sharded over ``chains`` and each chain's minibatch over ``data`` (``D`` devices per
+    chain group); the run's number of chains must be a multiple of ``devices / D`` and its batch
+    size a multiple of ``D`` (:func:`check_mesh`). In a multi-process run (:func:`initialize`)
+    ``"all"`` means every device of every process.
+
+    Args:
+        devices: ``"all"`` (``jax.devices()``) or the number ``N`` of devices to use (the first
+            ``N``).
+        data_parallel: devices ``D`` that share one chain group's minibatch; ``N`` must be a
+            multiple of it.
+
+    Returns:
+        A :class:`jax.sharding.Mesh` (axis types ``Auto``: XLA propagates the shardings).
+
+    Raises:
+        ValueError: ``devices`` or ``data_parallel`` is not a positive integer, exceeds the
+            devices there are, or ``data_parallel`` does not divide ``devices``.
+
+    Example:
+        >>> mesh = make_mesh("all", data_parallel=1)
+        >>> mesh.axis_names, mesh.devices.size == len(jax.devices())
+        (('chains', 'data'), True)
+    """
+    available = jax.devices()
+    if devices == "all":
+        n = len(available)
+    elif isinstance(devices, bool) or not isinstance(devices, int | np.integer) or devices < 1:
+        raise ValueError(f'devices must be "all" or an integer >= 1, got {devices!r}')
+    else:
+        n = int(devices)
+    if n > len(available):
+        raise ValueError(
+            f"devices = {n}, but there are {len(available)} {jax.default_backend()} device(s)"
+        )
+    if isinstance(data_parallel, bool) or not isinstance(data_parallel, int | np.integer):
+        raise ValueError(f"data_parallel must be an integer >= 1, got {data_parallel!r}")
+    if not 1 <= data_parallel <= n:
+        raise ValueError(
+            f"data_parallel = {data_parallel} is more than the {n} device(s) of the mesh"
+        )
+    if n % data_parallel:
+        raise ValueError(
+            f"data_parallel = {data_parallel} does not divide the {n} devices of the mesh"
+        )
+    shape = (n // data_parallel, int(data_parallel))
+    return jax.make_mesh(
+        shape, (CHAINS, DATA), (AxisType.Auto, AxisType.Auto), devices=available[:n]
+    )
+
+
+def check_mesh(mesh: Mesh, num_chains: int, batch_size: int | None = None) -> None:
+    """Refuse chains that the mesh's ``chains`` axis does not divide, and a batch size that its
+    ``data`` axis does not divide.
+
+    Raises:
+        ValueError: naming the numbers.
+
+    Example:
+        >>> check_mesh(make_mesh(1), num_chains=3, batch_size=7)
+    """
+    groups, parallel = mesh.shape[CHAINS], mesh.shape[DATA]
+    if num_chains % groups:
+        raise ValueError(
+            f"{num_chains} chain(s) cannot be spread evenly over the mesh's {groups} chain groups "
+            f"(devices / data_parallel = {mesh.devices.size} / {parallel}); use a multiple of "
+            f"{groups} chains"
+        )
+    if batch_size is not None and batch_size % parallel:
+        raise ValueError(
+            f"batch size {batch_size} cannot be split evenly over data_parallel = {parallel} "
+            f"devices; use a multiple of {parallel}"
+        )
+
+
+def chains_per_device(mesh: Mesh | None, num_chains: int) -> int:
+    """How many chains each device runs (all of them without a mesh).
+
+    Example:
+        >>> chains_per_device(None, 8), chains_per_device(make_mesh(1), 8)
+        (8, 8)
+    """
+    return num_chains if mesh is None else num_chains // mesh.shape[CHAINS]
+
+
+def multi_process() -> bool:
+    """Whether this is one process of several (:func:`initialize` was called with more than one).
+
+    Example:
+        >>> multi_process()
+        False
+    """
+    return jax.process_count() > 1
+
+
+def is_writer() -> bool:
+    """Whether this process writes results: process 0, the only process of a one-process run.
+
+    Example:
+        >>> is_writer()
+        True
+    """
+    return jax.process_index() == 0
+
+
+def chain_sharding(mesh: Mesh, axis: int = 0) -> NamedSharding:
+    """Arrays whose axis ``axis`` is the chain axis, sharded over :data:`CHAINS`.
+
+    Example:
+        >>> chain_sharding(make_mesh(1), axis=1).spec
+        P(None, 'chains')
+    """
+    return NamedSharding(mesh, P(*(None,) * axis, CHAINS))
+
+
+def replicated(mesh: Mesh) -> NamedSharding:
+    """A copy on every device of the mesh.
+
+    Example:
+        >>> replicated(make_mesh(1)).spec
+        P()
+    """
+    return NamedSharding(mesh, P())
+
+
+def batch_sharding(mesh: Mesh) -> NamedSharding:
+    """A step's minibatches, ``[K, B, ...]``: chains over :data:`CHAINS`, examples over
+    :data:`DATA`.
+
+    Example:
+        >>> batch_sharding(make_mesh(1)).spec
+        P('chains', 'data')
+    """
+    return NamedSharding(mesh, P(CHAINS, DATA))
+
+
+def place(tree: PyTree, sharding: NamedSharding) -> PyTree:
+    """Every leaf of ``tree`` (the same value on every process) put on the devices of
+    ``sharding``; a leaf that already has that sharding is kept as it is. Typed PRNG keys keep
+    their type. Works in a multi-process run, where ``jax.device_put`` of a host value cannot
+    reach the other processes' devices.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> x = place({"w": jnp.ones((4, 2))}, chain_sharding(make_mesh(1)))["w"]
+        >>> x.sharding.spec, x.shape
+        (P('chains',), (4, 2))
+    """
+
+    def put(x):
+        if isinstance(x, jax.Array) and x.sharding == sharding:
+            return x
+        if isinstance(x, jax.Array) and not x.is_fully_addressable:
+            return jax.device_put(x, sharding)  # a global array: resharded on the devices
+        if isinstance(x, jax.Array) and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+            data = place(jax.random.key_data(x), sharding)
+            return jax.random.wrap_key_data(data, impl=jax.random.key_impl(x))
+        host = np.asarray(x)
+        return jax.make_array_from_callback(host.shape, sharding, lambda index: host[index])
+
+    return jax.tree.map(put, tree)
+
+
+def place_rows(mesh: Mesh, data: PyTree) -> PyTree:
+    """The training set on the mesh: a copy on every device in a one-process run; in a
+    multi-process run its rows are split over all the devices, so that each process puts only its
+    own rows on its devices (the rows are padded with zeros to a multiple of the device count; the
+    engine never draws a padded row).
+
+    Example:
+        >>> import numpy as np
+        >>> x, y = place_rows(make_mesh(1), (np.zeros((5, 3)), np.arange(5)))
+        >>> x.shape, y.sharding.spec
+        ((5, 3), P())
+    """
+    if not multi_process():
+        return place(data, replicated(mesh))
+    sharding = NamedSharding(mesh, P((CHAINS, DATA)))
+    size = mesh.devices.size
+
+    def put(x):
+        host = np.asarray(x)
+        rows = -(-host.shape[0] // size) * size
+        shape = (rows, *host.shape[1:])
+
+        def rows_of(index):
+            part = host[index]
+            want = index[0].indices(rows)
+            missing = len(range(*want)) - part.shape[0]
+            return np.concatenate([part, np.zeros((missing, *part.shape[1:]), host.dtype)])
+
+        return jax.make_array_from_callback(shape, sharding, rows_of)
+
+    return jax.tree.map(put, data)
+
+
+def compiled_bytes(compiled: Any) -> int | None:
+    """Device memory one device needs to run ``compiled`` (a ``jax.stages.Compiled``), from XLA's
+    ``memory_analysis()``: arguments + outputs + temporaries − outputs aliased to arguments;
+    ``None`` where the backend does not report it.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> compiled = jax.jit(lambda x: x * 2).lower(jnp.zeros(1000)).compile()
+        >>> compiled_bytes(compiled) >= 8000  # the argument and the result, 4 kB each
+        True
+    """
+    stats = compiled.memory_analysis()
+    if stats is None:
+        return None
+    return int(
+        stats.argument_size_in_bytes
+        + stats.output_size_in_bytes
+        + stats.temp_size_in_bytes
+        - stats.alias_size_in_bytes
+    )
+
+
+def initialize(
+    coordinator: str | None = None,
+    num_processes: int | None = None,
+    process_id: int | None = None,
+    *,
+    timeout_s: int = 300,
+    heartbeat_s: int = 100,
+) -> None:
+    """Join a multi-process run (``jax.distributed.initialize``) before any computation.
+
+    With no arguments JAX finds the coordinator, the number of processes and this process's id
+    on SLURM, Open MPI and Cloud TPU pods; otherwise give all three. A process other than 0 first
+    waits up to ``timeout_s`` seconds for the coordinator's port to accept a connection and raises
+    a :class:`DistributedError` naming the address if it does not (JAX itself would abort the
+    process). Once joined, a process that dies is noticed by the others within ``heartbeat_s``
+    seconds (earlier, by a collective that fails), and they stop with JAX's error.
+
+    Args:
+        coordinator: ``HOST:PORT`` of process 0 (it listens there).
+        num_processes: the number of processes.
+        process_id: this process's id, ``0 .. num_processes − 1``.
+        timeout_s: seconds to wait for the coordinator and for every process to join.
+        heartbeat_s: seconds without a heartbeat after which a process counts as dead.
+
+    Raises:
+        DistributedError: the coordinator was not reached within ``timeout_s`` seconds, or the
+            arguments are inconsistent.
+    """
+    given = [v is not None for v in (coordinator, num_processes, process_id)]
+    if any(given) and not all(given):
+        raise DistributedError(
+            "give all of coordinator, num_processes and process_id, or none of them (then JAX "
+            "finds them on SLURM, Open MPI or a TPU pod)"
+        )
+    if coordinator is not None:
+        host, port = _address(coordinator)
+        if not 0 <= process_id < num_processes:
+            raise DistributedError(
+                f"process_id = {process_id} is not one of 0 .. {num_processes - 1} "
+                f"(num_processes = {num_processes})"
+            )
+        if process_id != 0:
+            _wait_for(host, port, timeout_s)
+    jax.distributed.initialize(
+        coordinator,
+        num_processes,
+        process_id,
+        initialization_timeout=int(timeout_s),
+        heartbeat_timeout_seconds=int(heartbeat_s),
+        shutdown_timeout_seconds=int(heartbeat_s),
+    )
+
+
+def _address(coordinator: str) -> tuple[str, int]:
+    host, _, port = coordinator.rpartition(":")
+    if not host or not port.isdigit():
+        raise DistributedError(f"coordinator {coordinator!r}: expected HOST:PORT")
+    return host, int(port)
+
+
+def _wait_for(host: str, port: int, timeout_s: float) -> None:
+    """Wait until ``host:port`` accepts a TCP connection, or raise after ``timeout_s`` seconds."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with socket.create_connection((host, port), timeout=1.0):
+                return
+        except OSError as err:
+            if time.monotonic() >= deadline:
+                raise DistributedError(
+                    f"could not reach the coordinator at {host}:{port} within {timeout_s} s "
+                    f"({err}); is process 0 running, and is the address reachable from here?"
+                ) from None
+        time.sleep(0.2)
+
+
+def describe(mesh: Mesh | None) -> dict[str, Any]:
+    """What a run's summary says of its devices.
+
+    Example:
+        >>> describe(None)["devices"]
+        1
+    """
+    if mesh is None:
+        return {"devices": 1, "chain_groups": 1, "data_parallel": 1, "processes": 1}
+    return {
+        "devices": int(mesh.devices.size),
+        "chain_groups": int(mesh.shape[CHAINS]),
+        "data_parallel": int(mesh.shape[DATA]),
+        "processes": jax.process_count(),
+        "platform": mesh.devices.flat[0].platform,
+    }

@@ -1,0 +1,249 @@
+"""Thinned samples from any sampler: :func:`sample`, the simple front end of the chain engine.
+
+Steps run inside ``jax.lax.scan`` and chains inside ``jax.vmap`` (:mod:`sgrld.chains.engine`); step ``t``
+of chain ``c`` uses the key ``fold_in(chain_key_c, t)``, so results do not depend on the chunking.
+A run is split into ``num_chunks`` jitted calls (default: one, or 20 with ``progress``), between
+which a progress bar advances. A chain that produces a NaN/inf stops at its last finite state;
+after the run a :class:`DivergenceError` names the chain, step and parameter leaf and carries the
+samples taken so far. With a device ``mesh`` (:func:`sgrld.chains.devices.make_mesh`) the chains are
+sharded over its devices and each minibatch over its ``data`` axis, with the same samples
+(:mod:`sgrld.chains.devices`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from sgrld.chains.divergence import ADVICE, first_divergence, leaf_names
+from sgrld.chains.engine import Chunk, Engine, chain_keys, count_kept, random_batches
+from sgrld.numerics.pytrees import PyTree
+from sgrld.samplers.sampler import Sampler
+
+
+class Samples(NamedTuple):
+    """What :func:`sample` returns.
+
+    Attributes:
+      params: thinned samples, leaves ``[num_samples, ...]`` (``[num_chains, num_samples, ...]``
+        with chains).
+      info: the step diagnostics of the kept steps, stacked the same way.
+      state: the final sampler state (per chain), to continue sampling.
+      diverged_at: int32 step at which each chain produced a NaN/inf, −1 if it did not.
+    """
+
+    params: PyTree
+    info: Any
+    state: Any
+    diverged_at: jax.Array
+
+
+class DivergenceError(FloatingPointError):
+    """A chain produced a NaN or inf. ``.samples`` holds every sample taken before it diverged."""
+
+    def __init__(self, message: str, samples: Samples):
+        super().__init__(message)
+        self.samples = samples
+
+
+def minibatch_fn(data: PyTree, batch_size: int) -> Callable[[jax.Array], PyTree]:
+    """``key -> batch``: ``batch_size`` rows drawn uniformly (with replacement) from ``data``.
+
+    Every leaf of ``data`` must share its leading dimension N. Drawing with replacement keeps each
+    minibatch potential an unbiased estimate of ``U/N``; for epochs of shuffled minibatches use the
+    experiment runner.
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> fn = minibatch_fn((jnp.arange(10.0), jnp.arange(10)), 4)
+      >>> [x.shape for x in fn(jax.random.key(0))]
+      [(4,), (4,)]
+    """
+    sizes = {jnp.shape(x)[0] for x in jax.tree.leaves(data)}
+    if len(sizes) != 1:
+        raise ValueError(
+            f"every array of data needs the same leading dimension, got {sorted(sizes)}"
+        )
+    (n,) = sizes
+    if not 1 <= batch_size <= n:
+        raise ValueError(f"batch_size must lie in [1, {n}], got {batch_size}")
+
+    def fn(key):
+        idx = jax.random.randint(key, (batch_size,), 0, n)
+        return jax.tree.map(lambda x: x[idx], data)
+
+    return fn
+
+
+def _chunk_steps(num_samples: int, thin: int, burn_in: int, chunks: int) -> list[int]:
+    """Step counts of the chunks: ``chunks`` near-equal shares of the samples, burn-in first."""
+    per_chunk = math.ceil(num_samples / chunks)
+    sizes = [min(per_chunk, num_samples - done) for done in range(0, num_samples, per_chunk)]
+    return [n * thin + (burn_in if i == 0 else 0) for i, n in enumerate(sizes)]
+
+
+def _steps_to_keep(num_samples: int, start: int, burn_in: int, thin: int, keep: Callable) -> int:
+    """Steps from ``start`` until ``num_samples`` steps pass burn-in, thinning and ``keep``."""
+    total = burn_in + num_samples * thin
+    while count_kept(start, start + total, start + burn_in, thin, keep) < num_samples:
+        if total > 2**30:
+            raise ValueError(f"keep selects fewer than num_samples={num_samples} steps")
+        total *= 2
+    low, high = burn_in, total  # the smallest total with num_samples kept steps, by bisection
+    while low < high:
+        mid = (low + high) // 2
+        enough = count_kept(start, start + mid, start + burn_in, thin, keep) >= num_samples
+        low, high = (low, mid) if enough else (mid + 1, high)
+    return low
+
+
+def _collect(chunks: list[Chunk], single: bool) -> tuple[PyTree, Any]:
+    """The used slots of every chunk, concatenated: leaves ``[K, S, ...]`` (``[S, ...]`` if
+    ``single``)."""
+    used = [np.flatnonzero(np.asarray(c.steps) >= 0) for c in chunks]
+    take = lambda tree, idx: jax.tree.map(lambda x: x[idx], tree)
+    cat = lambda *xs: jnp.swapaxes(jnp.concatenate(xs, axis=0), 0, 1)
+    params = jax.tree.map(cat, *[take(c.params, u) for c, u in zip(chunks, used, strict=True)])
+    info = jax.tree.map(cat, *[take(c.info, u) for c, u in zip(chunks, used, strict=True)])
+    if single:
+        params, info = jax.tree.map(lambda x: x[0], (params, info))
+    return params, info
+
+
+def sample(
+    key: jax.Array,
+    sampler: Sampler,
+    params: PyTree,
+    batch_fn: Callable[[jax.Array], PyTree],
+    *,
+    num_samples: int,
+    thin: int = 1,
+    burn_in: int = 0,
+    num_chains: int | None = None,
+    state: Any = None,
+    progress: bool = False,
+    num_chunks: int | None = None,
+    keep: Callable[[Any], Any] | None = None,
+    mesh: jax.sharding.Mesh | None = None,
+) -> Samples:
+    """Draw thinned samples: ``burn_in`` steps, then ``num_samples × thin`` steps keeping every
+    ``thin``-th, on the chain engine (see the module docstring).
+
+    Args:
+      key: PRNG key.
+      sampler: a :class:`~sgrld.Sampler` (``init`` and ``step``).
+      params: starting parameters (one pytree, shared by all chains), ignored if ``state`` is given.
+      batch_fn: ``key -> batch`` for each step (a target's ``batch_fn``, or :func:`minibatch_fn`).
+      num_samples: number of samples to keep per chain.
+      thin: steps per kept sample.
+      burn_in: steps before the first kept step.
+      num_chains: run this many chains with ``vmap`` (``None``: one chain, no chain axis).
+      state: a sampler state to continue from (with a leading chain axis if ``num_chains``).
+      progress: show a progress bar with an ETA.
+      num_chunks: number of jitted calls the run is split into.
+      keep: an extra predicate ``step -> bool`` on the global step that a kept step must pass
+        (:class:`sgrld.chains.engine.Engine`), e.g. a cyclical schedule's sampling phase
+        (:attr:`sgrld.numerics.schedules.Cyclical.keep`); the run lasts until ``num_samples`` are kept.
+      mesh: a device mesh (:func:`sgrld.chains.devices.make_mesh`): the chains are sharded over its
+        ``chains`` axis (``num_chains`` must be a multiple of its size) and each minibatch over
+        its ``data`` axis; ``None``: one device. Sharding the chains alone gives the same samples
+        bit for bit; a ``data`` axis changes the order of the minibatch sums (float rounding).
+
+    Returns:
+      :class:`Samples`.
+
+    Example:
+      >>> import jax, sgrld
+      >>> t = sgrld.samples.targets.standard_normal()
+      >>> s = sgrld.sgrld(t.potential, sgrld.metrics.identity(), learning_rate=0.1, num_data=1)
+      >>> out = sgrld.sample(jax.random.key(0), s, t.init_params, t.batch_fn,
+      ...                    num_samples=100, thin=10, num_chains=4)
+      >>> out.params.shape
+      (4, 100)
+      >>> mesh = sgrld.chains.devices.make_mesh(devices="all", data_parallel=1)
+      >>> same = sgrld.sample(jax.random.key(0), s, t.init_params, t.batch_fn,
+      ...                     num_samples=100, thin=10, num_chains=4, mesh=mesh)
+      >>> bool((same.params == out.params).all())
+      True
+    """
+    chains = _check(num_samples, thin, burn_in, num_chains)
+    state = _chain_states(sampler, params, state, chains, single=num_chains is None)
+    start = int(np.asarray(state.step).reshape(-1)[0])
+    engine = Engine(
+        sampler, random_batches(batch_fn), burn_in=start + burn_in, thin=thin, keep=keep, mesh=mesh
+    )
+    kept: list[Chunk] = []
+
+    def collect(i, carry, chunk, seconds):
+        kept.append(chunk)
+        return bool(np.all(np.asarray(carry.diverged_step) >= 0))
+
+    chunks = max(1, min(int(num_chunks or (20 if progress else 1)), num_samples))
+    if keep is None:
+        steps = _chunk_steps(num_samples, thin, burn_in, chunks)
+    else:
+        total = _steps_to_keep(num_samples, start, burn_in, thin, keep)
+        steps = [len(part) for part in np.array_split(np.arange(total), chunks) if len(part)]
+    carry = engine.run(
+        engine.init(state),
+        chain_keys(key, chains),
+        None,
+        steps,
+        start=start,
+        callback=collect,
+        progress=progress,
+    )
+    single = (lambda x: x[0]) if num_chains is None else (lambda x: x)
+    out = Samples(
+        *_collect(kept, num_chains is None),
+        jax.tree.map(single, carry.state),
+        single(carry.diverged_step),
+    )
+    _raise_if_diverged(carry, out, start, burn_in, thin, keep)
+    return out
+
+
+def _check(num_samples: int, thin: int, burn_in: int, num_chains: int | None) -> int:
+    """Validate the counts; return the number of chains."""
+    for name, value, low in (
+        ("num_samples", num_samples, 1),
+        ("thin", thin, 1),
+        ("burn_in", burn_in, 0),
+    ):
+        if int(value) != value or value < low:
+            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    chains = 1 if num_chains is None else int(num_chains)
+    if chains < 1:
+        raise ValueError(f"num_chains must be None or >= 1, got {num_chains}")
+    return chains
+
+
+def _chain_states(sampler: Sampler, params: PyTree, state: Any, chains: int, single: bool) -> Any:
+    """The starting states with a leading chain axis (``params`` broadcast, or ``state``)."""
+    if state is None:
+        return jax.tree.map(
+            lambda x: jnp.broadcast_to(x, (chains, *jnp.shape(x))), sampler.init(params)
+        )
+    return jax.tree.map(lambda x: x[None], state) if single else state
+
+
+def _raise_if_diverged(
+    carry: Any, out: Samples, start: int, burn_in: int, thin: int, keep: Callable | None
+) -> None:
+    """A :class:`DivergenceError` naming the first chain, step and leaf that went non-finite."""
+    bad = first_divergence(carry, leaf_names(jax.tree.map(lambda x: x[0], carry.state.params)))
+    if bad is None:
+        return
+    n_ok = count_kept(start, bad.step, start + burn_in, thin, keep)
+    raise DivergenceError(
+        f"chain {bad.chain} produced a NaN/inf at step {bad.step} (in parameter {bad.leaf}); "
+        f"{bad.count} of {bad.num_chains} chains diverged. Its {n_ok} sample(s) taken "
+        "before that are in this error's .samples "
+        "(later entries repeat the last finite state). " + ADVICE,
+        out,
+    )

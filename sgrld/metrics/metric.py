@@ -1,0 +1,322 @@
+"""The metric interface shared by every Riemannian metric, and the moving-average builder.
+
+A *metric* G(θ) enters SGRLD only through two operators: the preconditioner ``inv(state, v) = G⁻¹v``
+and the noise factor ``inv_sqrt(state, ξ) = G^{-1/2}ξ``. Every adaptive metric of this library is a
+function of an exponential moving average (EMA) ``S`` of a gradient *statistic* ``s(g)``
+(g² for RMSprop and Wenzel, g for Monge, the Kronecker factors for Shampoo)::
+
+    S_t = decay · S_{t-1} + (1 - decay) · s(g_t),        G⁻¹ = F(S_t),
+
+or, with ``decay="inverse_sqrt"`` (Marceau-Caron & Ollivier's γ_t = 1/√t), the weight ``1/√t`` on
+the t-th statistic instead of ``1 − decay``.
+
+Because the state exposes ``S`` (``state.stat``) and ``inv`` is a differentiable function of it, the
+correction term Γ (``sgrld.parts.correction``) is derived for every metric by one generic routine: the
+directional derivative of ``S ↦ F(S)·z`` (:func:`inv_tangent`). Metrics that cache quantities
+derived from ``S`` (Wenzel's scales, Shampoo's roots) mark the cache with :func:`cached`, whose
+derivative is that of the map that produced it. A metric may also supply that derivative, composed
+with the statistic's, in a cheaper form (``Metric.inv_grad_tangent``; Shampoo does, in the
+eigenbases of its factors); it must equal the composition, and the tests check that it does.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from sgrld.numerics.checks import is_traced
+from sgrld.numerics.pytrees import PyTree
+
+
+class Metric(NamedTuple):
+    """A Riemannian metric as SGRLD uses it (all functions pure and jit-able).
+
+    Attributes:
+      init: ``init(params) -> state``.
+      update: ``update(state, grads) -> state``: fold one observation (by default the minibatch-mean
+        gradient) into the statistic.
+      inv: ``inv(state, v) -> G⁻¹ v`` for a pytree ``v`` shaped like the parameters.
+      inv_sqrt: ``inv_sqrt(state, xi) -> G^{-1/2} xi``; ``inv_sqrt`` applied twice equals ``inv``
+        (for non-symmetric factors, ``A Aᵀ = G⁻¹``).
+      statistic: ``statistic(grads) -> s(g)``, the quantity averaged in ``state.stat``; ``None``
+        for a metric that does not depend on θ (Γ = 0).
+      warmup: updates after which the average has forgotten its initial value (``⌈3/(1 − decay)⌉``,
+        95% of its weight on data, and at least one refresh); the Γ correction starts then, since
+        before it ``D_S F`` at a statistic still near its initial value (0 for RMSprop) is far
+        from the derivative of the limiting metric, and can be huge.
+      inv_grad_tangent: optional ``inv_grad_tangent(state, v, grads, dgrads)``, the same value
+        as ``inv_tangent(metric, state, v, jvp(statistic, grads, dgrads))`` (the derivative of
+        the preconditioner along a change of the gradient) computed faster; ``None``: the Γ
+        correction composes the two derivatives.
+      observation_fn: optional ``observation_fn(potential) -> fn`` with
+        ``fn(params, batch, key) -> (Û/N, ∇Û/N, observation)``, for a metric whose statistic is not
+        a function of the minibatch-mean gradient (the Fisher metrics: per-example outer products).
+        It computes the observation in the same pass as the gradient; ``update`` and ``statistic``
+        then take that observation, and Γ differentiates it along the probe like a gradient.
+        ``None``: the observation is the mean gradient.
+    """
+
+    init: Callable[[PyTree], Any]
+    update: Callable[[Any, PyTree], Any]
+    inv: Callable[[Any, PyTree], PyTree]
+    inv_sqrt: Callable[[Any, PyTree], PyTree]
+    statistic: Callable[[PyTree], PyTree] | None
+    warmup: int = 0
+    inv_grad_tangent: Callable[[Any, PyTree, PyTree, PyTree], PyTree] | None = None
+    observation_fn: Callable[[Callable], Callable] | None = None
+
+
+class MetricState(NamedTuple):
+    """State of a moving-average metric.
+
+    Attributes:
+      count: int32 number of updates folded in (the metric's own step counter).
+      stat: the EMA ``S`` of the statistic.
+      cache: quantities derived from ``S`` at the last refresh (``()`` if none).
+      fallbacks: int32 cumulative number of refreshes that failed (non-finite result) and kept the
+        previous cache instead.
+    """
+
+    count: jax.Array
+    stat: PyTree
+    cache: PyTree
+    fallbacks: jax.Array
+
+
+INVERSE_SQRT = "inverse_sqrt"
+"""The decay schedule of Marceau-Caron & Ollivier (2017): the t-th statistic gets weight 1/√t."""
+INVERSE_SQRT_WARMUP = 50
+"""Updates before Γ under :data:`INVERSE_SQRT`: the first update already forgets ``S_0`` (weight 1),
+so the warm-up only lets the average of 1/√t-weighted statistics settle over a few dozen batches."""
+
+
+def check_decay(decay: float | str, name: str = "decay") -> float | str:
+    """Return ``decay`` as a float in [0, 1), or :data:`INVERSE_SQRT`; else raise ``ValueError``."""
+    if isinstance(decay, str):
+        if decay != INVERSE_SQRT:
+            raise ValueError(f"{name} must be a float in [0, 1) or {INVERSE_SQRT!r}, got {decay!r}")
+        return decay
+    decay = float(decay)
+    if not 0.0 <= decay < 1.0:
+        raise ValueError(f"{name} must lie in [0, 1), got {decay}")
+    return decay
+
+
+def ema_step(decay: float | str, count: jax.Array, old: jax.Array, new: jax.Array) -> jax.Array:
+    """``decay·old + (1 − decay)·new``, or with :data:`INVERSE_SQRT` the ``count``-th weight 1/√t:
+    ``(1 − 1/√t)·old + new/√t``; in ``old``'s dtype.
+
+    Example:
+      >>> ema_step("inverse_sqrt", jnp.int32(4), jnp.float32(1.0), jnp.float32(3.0)).item()
+      2.0
+    """
+    new = new.astype(old.dtype)
+    if decay == INVERSE_SQRT:
+        w = jax.lax.rsqrt(count.astype(jnp.float32)).astype(old.dtype)
+        return (1 - w) * old + w * new
+    return decay * old + (1.0 - decay) * new
+
+
+def _warmup(decay: float | str) -> int:
+    """Updates until the average holds 95% of its weight on data (``⌈3/(1 − decay)⌉``)."""
+    if decay == INVERSE_SQRT:
+        return INVERSE_SQRT_WARMUP
+    return math.ceil(3.0 / (1.0 - decay) - 1e-9)
+
+
+def check_nonnegative(value: float, name: str) -> float:
+    """Return ``value`` as a float, or raise ``ValueError`` if it is negative or NaN (a traced
+    value, :func:`sgrld.numerics.checks.is_traced`, is returned as it is)."""
+    if is_traced(value):
+        return value
+    value = float(value)
+    if not value >= 0.0:
+        raise ValueError(f"{name} must be >= 0, got {value}")
+    return value
+
+
+@jax.custom_batching.custom_vmap
+def any_chain(pred: jax.Array) -> jax.Array:
+    """``pred`` itself; under ``jax.vmap``, ``any`` over the mapped axis, not mapped.
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> jax.vmap(any_chain)(jnp.array([False, True])).tolist()  # one predicate for all chains
+      [True, True]
+    """
+    return pred
+
+
+@any_chain.def_vmap
+def _any_chain_vmap(axis_size, in_batched, pred):
+    del axis_size
+    (batched,) = in_batched
+    return (jnp.any(pred) if batched else pred), False
+
+
+def branch_over_chains(pred: jax.Array, true_fn: Callable, false_fn: Callable, *operands: Any):
+    """``jax.lax.cond(pred, true_fn, false_fn, *operands)`` that stays a branch over vmapped chains.
+
+    Under ``jax.vmap`` a ``lax.cond`` with a mapped predicate becomes a ``select`` that runs both
+    branches for every chain at every call: a metric's periodic refresh (Shampoo's
+    eigendecompositions) at every step, the adapting and the frozen step of ``adapt_until`` at
+    every step. Here the outer branch is taken only when some chain's ``pred`` holds; inside it,
+    each chain gets the result of its own ``pred``. Exact for every chain; over chains stepped
+    together (equal counters) the rare branch costs one ``true_fn`` for all, the common one one
+    ``false_fn``.
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> f = lambda p, x: branch_over_chains(p, lambda x: x + 1.0, lambda x: x, x)
+      >>> jax.vmap(f)(jnp.array([False, True]), jnp.zeros(2)).tolist()
+      [0.0, 1.0]
+    """
+
+    def per_chain(*ops):
+        return jax.lax.cond(pred, true_fn, false_fn, *ops)
+
+    return jax.lax.cond(any_chain(pred), per_chain, false_fn, *operands)
+
+
+def ema_metric(
+    *,
+    statistic: Callable[[PyTree], PyTree],
+    init_stat: Callable[[PyTree], PyTree],
+    decay: float,
+    inv: Callable[[PyTree, PyTree, PyTree], PyTree],
+    inv_sqrt: Callable[[PyTree, PyTree, PyTree], PyTree],
+    init_cache: Callable[[PyTree], PyTree] = lambda params: (),
+    refresh: Callable[[PyTree, PyTree], tuple[PyTree, jax.Array]] | None = None,
+    update_every: int = 1,
+    inv_grad_tangent: Callable[[PyTree, PyTree, PyTree, PyTree], PyTree] | None = None,
+    observation_fn: Callable[[Callable], Callable] | None = None,
+    skip_nonfinite: bool = False,
+) -> Metric:
+    """Build a :class:`Metric` whose state is an EMA of ``statistic``.
+
+    Args:
+      statistic: ``s(g)``.
+      init_stat: ``params -> S_0``.
+      decay: EMA decay in [0, 1), or :data:`INVERSE_SQRT`.
+      inv: ``(stat, cache, v) -> G⁻¹ v``.
+      inv_sqrt: ``(stat, cache, xi) -> G^{-1/2} xi``.
+      init_cache: ``params -> cache_0``.
+      refresh: ``(stat, old_cache) -> (cache, num_failed)``, run every ``update_every`` updates.
+      update_every: refresh period, counted by the metric's own counter.
+      inv_grad_tangent: optional ``(cache, v, grads, dgrads) -> D_S[F(S) v][D s(g)[dg]]``
+        (:attr:`Metric.inv_grad_tangent`), for a metric that computes it faster than the
+        composition of the two derivatives.
+      observation_fn: :attr:`Metric.observation_fn` (``None``: the statistic of the mean gradient).
+      skip_nonfinite: an update whose statistic is not finite keeps the previous average and
+        counts one fallback (``state.fallbacks``), instead of poisoning the average.
+
+    Returns:
+      The metric.
+    """
+    decay = check_decay(decay)
+    if int(update_every) < 1:
+        raise ValueError(f"update_every must be a positive integer, got {update_every}")
+    update_every = int(update_every)
+
+    init = functools.partial(_ema_init, init_stat, init_cache)
+    update = functools.partial(_ema_update, statistic, decay, refresh, update_every, skip_nonfinite)
+    return Metric(
+        init=init,
+        update=update,
+        inv=lambda state, v: inv(state.stat, state.cache, v),
+        inv_sqrt=lambda state, xi: inv_sqrt(state.stat, state.cache, xi),
+        statistic=statistic,
+        inv_grad_tangent=None
+        if inv_grad_tangent is None
+        else lambda state, v, g, dg: inv_grad_tangent(state.cache, v, g, dg),
+        warmup=max(_warmup(decay), update_every if refresh is not None else 0),
+        observation_fn=observation_fn,
+    )
+
+
+def _ema_init(
+    init_stat: Callable[[PyTree], PyTree], init_cache: Callable[[PyTree], PyTree], params: PyTree
+) -> MetricState:
+    """The state before any update: ``S_0``, the initial cache, zero counters."""
+    stat = init_stat(params)
+    return MetricState(jnp.zeros((), jnp.int32), stat, init_cache(params), jnp.zeros((), jnp.int32))
+
+
+def _ema_update(
+    statistic: Callable[[PyTree], PyTree],
+    decay: float | str,
+    refresh: Callable[[PyTree, PyTree], tuple[PyTree, jax.Array]] | None,
+    update_every: int,
+    skip_nonfinite: bool,
+    state: MetricState,
+    grads: PyTree,
+) -> MetricState:
+    """``S ← decay·S + (1 − decay)·s(g)`` (:func:`ema_step`); the cache is refreshed every
+    ``update_every`` updates."""
+    new = statistic(grads)
+    count = state.count + 1
+    stat = jax.tree.map(functools.partial(ema_step, decay, count), state.stat, new)
+    fallbacks = state.fallbacks
+    if skip_nonfinite:
+        finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(stat)]))
+        stat = jax.tree.map(lambda a, b: jnp.where(finite, a, b), stat, state.stat)
+        fallbacks = fallbacks + jnp.where(finite, 0, 1).astype(jnp.int32)
+    cache = state.cache
+    if refresh is not None:
+        if update_every == 1:
+            cache, failed = refresh(stat, cache)
+        else:
+            cache, failed = branch_over_chains(
+                count % update_every == 0,
+                lambda: refresh(stat, state.cache),
+                lambda: (state.cache, jnp.zeros((), jnp.int32)),
+            )
+        fallbacks = fallbacks + failed
+    return MetricState(count, stat, cache, fallbacks)
+
+
+def cached(fn: Callable[[PyTree], PyTree]) -> Callable[[PyTree, PyTree], PyTree]:
+    """Wrap a refresh map ``fn`` so that a cached value carries ``fn``'s derivative.
+
+    ``cached(fn)(stat, value)`` returns ``value`` (the cache, computed by ``fn`` at the last
+    refresh), and its JVP with respect to ``stat`` is the JVP of ``fn`` at ``stat``. This is how a
+    metric with a periodically refreshed cache stays differentiable in its statistic for the Γ
+    correction.
+    """
+
+    @jax.custom_jvp
+    def wrapped(stat, value):
+        return value
+
+    @wrapped.defjvp
+    def wrapped_jvp(primals, tangents):
+        stat, value = primals
+        dstat, _ = tangents
+        _, dvalue = jax.jvp(fn, (stat,), (dstat,))
+        return value, dvalue
+
+    return wrapped
+
+
+def inv_tangent(metric: Metric, state: MetricState, v: PyTree, dstat: PyTree) -> PyTree:
+    """Directional derivative ``D_S[F(S) v][dS]`` of the preconditioner in its statistic."""
+    return jax.jvp(lambda s: metric.inv(state._replace(stat=s), v), (state.stat,), (dstat,))[1]
+
+
+def accumulator(x: jax.Array) -> jnp.dtype:
+    """The dtype sums over a leaf are accumulated in: the leaf's, at least float32."""
+    return jnp.promote_types(x.dtype, jnp.float32)
+
+
+def tree_vdot(a: PyTree, b: PyTree) -> jax.Array:
+    """Global inner product ⟨a, b⟩ over all leaves, accumulated in at least float32."""
+    parts = [
+        jnp.vdot(x.astype(accumulator(x)), y.astype(accumulator(y)))
+        for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True)
+    ]
+    return sum(parts[1:], parts[0]) if parts else jnp.zeros(())

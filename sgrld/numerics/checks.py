@@ -1,0 +1,105 @@
+"""Validation shared by every sampler: arguments checked once, with messages that name them."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from sgrld.numerics.pytrees import PyTree
+from sgrld.numerics.schedules import Schedule
+
+
+def check_params(params: PyTree) -> PyTree:
+    """Convert leaves to arrays; raise ``TypeError`` naming a leaf that is not floating point."""
+    leaves = jax.tree_util.tree_flatten_with_path(params)[0]
+    if not leaves:
+        raise ValueError("params has no array leaves")
+    for path, x in leaves:
+        dtype = jnp.result_type(x)
+        if not jnp.issubdtype(dtype, jnp.floating):
+            raise TypeError(
+                f"parameter {jax.tree_util.keystr(path) or '(root)'} has dtype {dtype}; "
+                "SGRLD samples real-valued parameters: cast it to a floating dtype"
+            )
+    return jax.tree.map(jnp.asarray, params)
+
+
+def is_traced(value: Any) -> bool:
+    """Whether ``value`` is traced: a per-chain hyperparameter inside a jitted, vmapped step
+    (:func:`sgrld.run.sweep.swept`), whose number Python cannot check; the configuration that chose
+    it checks it instead (:func:`sgrld.run.sweep.parse_grid`).
+
+    Example:
+        >>> import jax
+        >>> is_traced(0.1), bool(jax.jit(lambda x: is_traced(x))(0.1))
+        (False, True)
+    """
+    return isinstance(value, jax.core.Tracer)
+
+
+def as_schedule(learning_rate: float | Schedule) -> Schedule:
+    """Return a schedule ``step -> learning rate``, validating constants and ``schedule(0)``
+    (a traced constant, :func:`is_traced`, is taken as it is)."""
+    if callable(learning_rate):
+        first = learning_rate(0)
+        try:
+            first = float(first)
+        except (TypeError, jax.errors.ConcretizationTypeError):
+            return learning_rate
+        if not (math.isfinite(first) and first > 0):
+            raise ValueError(f"learning_rate schedule gives {first} at step 0; it must be > 0")
+        return learning_rate
+    if is_traced(learning_rate):
+        return lambda step: jnp.asarray(learning_rate, jnp.float32)
+    lr = float(learning_rate)
+    if not (math.isfinite(lr) and lr > 0):
+        raise ValueError(f"learning_rate must be a finite number > 0, got {learning_rate}")
+    return lambda step: jnp.asarray(lr, jnp.float32)
+
+
+def check_num_data(num_data: int) -> int:
+    """``num_data`` as an int, or ``ValueError`` unless it is a positive integer."""
+    if isinstance(num_data, bool) or int(num_data) != num_data or num_data < 1:
+        raise ValueError(f"num_data must be a positive integer, got {num_data!r}")
+    return int(num_data)
+
+
+def check_temperature(temperature: float) -> float:
+    """``temperature`` as a float, or ``ValueError`` unless it is finite and >= 0."""
+    temperature = float(temperature)
+    if not (math.isfinite(temperature) and temperature >= 0):
+        raise ValueError(f"temperature must be a finite number >= 0, got {temperature}")
+    return temperature
+
+
+def as_temperature(temperature: float | Schedule) -> Schedule:
+    """A schedule ``step -> T`` (float32) from a number (checked ``>= 0``; a traced one, a
+    per-chain value of :func:`sgrld.run.sweep.swept`, is taken as it is) or a schedule such as
+    :func:`sgrld.numerics.schedules.cyclical`'s ``temperature``.
+
+    Example:
+        >>> float(as_temperature(0.5)(3))
+        0.5
+    """
+    if callable(temperature):
+        return lambda step: jnp.asarray(temperature(step), jnp.float32)
+    value = temperature if is_traced(temperature) else check_temperature(temperature)
+    return lambda step: jnp.asarray(value, jnp.float32)
+
+
+def is_zero(value: float | Schedule) -> bool:
+    """Whether a temperature is the constant 0 (not a schedule, not traced): a sampler then
+    skips what the noise would multiply (the correction Γ)."""
+    return not callable(value) and not is_traced(value) and float(value) == 0.0
+
+
+def first_nonfinite(*trees: PyTree) -> jax.Array:
+    """Index of the first leaf (over the leaves of each tree, in order) with a NaN/inf, or −1."""
+    bad = jnp.stack(
+        [~jnp.all(jnp.isfinite(x)) for tree in trees for x in jax.tree.leaves(tree)]
+    ).reshape(len(trees), -1)
+    per_leaf = jnp.any(bad, axis=0)
+    return jnp.where(jnp.any(per_leaf), jnp.argmax(per_leaf), -1).astype(jnp.int32)

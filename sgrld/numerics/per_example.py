@@ -1,0 +1,405 @@
+"""Per-example outer products of the log-likelihood's gradient: the Fisher metrics' statistics.
+
+For a minibatch of B examples with per-example gradients ``gᵢ = ∇ log p(ỹᵢ|xᵢ, θ)`` the Fisher
+metrics (:mod:`sgrld.metrics.fisher`) average::
+
+    diag:  (1/B) Σᵢ gᵢ ⊙ gᵢ                                   (DOP)
+    cross: (1/B) Σᵢ gᵢ[bias_j] · gᵢ[kernel[..., j]]           (QDOP's bias–weight row, per unit j)
+    full:  (1/B) Σᵢ gᵢ gᵢᵀ                                     (the full Fisher, small models)
+
+with ``ỹᵢ = yᵢ`` (``labels="empirical"``, the OP variant) or ``ỹᵢ ~ p_θ(ỹ|xᵢ)`` (``"model"``, the
+true Fisher). The observation function of a Fisher metric computes them in the same pass as the
+minibatch gradient of the potential:
+
+* **Dense and Conv layers (fast path).** For a Flax ``nn.Dense`` layer with per-example inputs
+  ``a`` [B, in] and back-propagated output signals ``δ`` [B, out], ``gᵢ[kernel] = aᵢ δᵢᵀ``, so the
+  diagonal is ``(a²)ᵀ(δ²)/B`` and the bias–weight row ``aᵀ(δ²)/B``: one product of the size of the
+  weight gradient each. A layer applied at several positions (a Dense layer on
+  ``[B, *positions, in]``, an ``nn.Conv`` layer on its patches) sums ``aᵢₚ δᵢₚᵀ`` over the
+  positions, so its per-example kernel gradients are formed, ``[B, *kernel.shape]``, in one
+  product of the weight gradient's FLOPs. ``a`` and ``δ`` are read without rewriting the model
+  (:mod:`sgrld.numerics.layer_taps`): the layer's calls are intercepted, its input recorded and a zero
+  perturbation added to its output, whose gradient is δ. A layer is on the fast path when its
+  parameters are leaves of ``params`` that enter the likelihood only through that call (and, for
+  a convolution, it is undilated and ungrouped: :func:`sgrld.numerics.layer_taps.conv_geometry`).
+* **Every other leaf (fallback):** ``jax.vmap(jax.grad)`` of the per-example log-likelihood with
+  respect to those leaves only: B per-example gradients in memory (B × the leaves' size) and about
+  B single-example backward passes. A metric that falls back says so once, naming the leaves
+  (a :class:`FallbackWarning`).
+
+Parameters the log-likelihood does not depend on (a hierarchical prior's scales, found in its jaxpr)
+carry no Fisher information; their statistic is held at 1, J₀'s value, so the metric is the
+identity (SGLD) on them.
+
+With model labels the statistic's expectation over ỹ depends on θ through p_θ as well; each
+example's term carries the weight ``exp(ℓᵢ − stop_gradient(ℓᵢ)) = 1`` (ℓᵢ = log p(ỹᵢ|xᵢ, θ)),
+whose derivative adds the score-function term ``term · ∇ℓᵢ``, so the Γ correction differentiates
+the expected statistic without bias. Drawing ỹ costs one more forward pass and δ one more
+backward pass.
+
+Example:
+  >>> import jax.numpy as jnp, flax.linen as nn, sgrld
+  >>> layer = nn.Dense(1)
+  >>> loglik = lambda p, b: -0.5 * (b[1] - layer.apply({"params": p}, b[0])[:, 0]) ** 2
+  >>> u = sgrld.potential(loglik, None, num_data=2)
+  >>> params = {"bias": jnp.zeros(1), "kernel": jnp.ones((1, 1))}
+  >>> batch = (jnp.array([[1.0], [2.0]]), jnp.zeros(2))
+  >>> value, g, diag = observation_fn("diag", "empirical")(u)(params, batch, None)
+  >>> diag["kernel"].item()  # mean over examples of (x·(y − x·w))² = (1 + 16) / 2
+  8.5
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from sgrld.numerics.layer_taps import layer_taps, per_example_kernel_grads, signals
+from sgrld.numerics.pytrees import PyTree
+
+KINDS = ("diag", "qdiag", "full")
+LABELS = ("empirical", "model")
+
+
+class FallbackWarning(UserWarning):
+    """Some parameters' per-example statistics use the ``vmap(grad)`` fallback."""
+
+
+class QuasiDiagonal(NamedTuple):
+    """QDOP's statistic: the diagonal (shaped like the parameters) and, per bias–kernel pair of
+    :func:`bias_pairs`, the bias–weight row shaped like the kernel."""
+
+    diag: PyTree
+    cross: tuple[jax.Array, ...]
+
+
+def bias_pairs(tree: PyTree) -> tuple[tuple[int, int], ...]:
+    """``(kernel, bias)`` leaf indices of every layer whose parameters are a dict with a ``kernel``
+    of shape ``[..., out]`` and a ``bias`` of shape ``[out]`` (Flax's Dense and Conv).
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> bias_pairs({"Dense_0": {"bias": jnp.zeros(3), "kernel": jnp.zeros((2, 3))}, "s": 1.0})
+      ((1, 0),)
+    """
+    paths = [tuple(path) for path, _ in jax.tree_util.tree_flatten_with_path(tree)[0]]
+    leaves = jax.tree.leaves(tree)
+    index = {path: i for i, path in enumerate(paths)}
+    pairs = []
+    for path, i in index.items():
+        if not path or getattr(path[-1], "key", None) != "kernel":  # () for a bare array
+            continue
+        j = index.get((*path[:-1], jax.tree_util.DictKey("bias")))
+        if j is None:
+            continue
+        kernel, bias = jnp.shape(leaves[i]), jnp.shape(leaves[j])
+        if len(bias) == 1 and len(kernel) >= 2 and kernel[-1] == bias[0]:
+            pairs.append((i, j))
+    return tuple(pairs)
+
+
+def unused_leaves(loglik_fn, params, batch) -> set[int]:
+    """Indices of the leaves the log-likelihood does not depend on (e.g. a hierarchical prior's
+    scales): a backward scan of its jaxpr for the variables its output needs. Conservative: a
+    nested call that uses any input counts as using all of them."""
+    from jax.extend.core import Var
+
+    jaxpr = jax.make_jaxpr(lambda p: loglik_fn(p, batch))(params).jaxpr
+    live = {v for v in jaxpr.outvars if isinstance(v, Var)}
+    for eqn in reversed(jaxpr.eqns):
+        if any(v in live for v in eqn.outvars):
+            live.update(v for v in eqn.invars if isinstance(v, Var))
+    return {i for i, v in enumerate(jaxpr.invars) if v not in live}
+
+
+def _per_example_grads(loglik_fn, params, batch, indices):
+    """``[B, *leaf.shape]``: each example's log-likelihood gradient for the leaves ``indices``."""
+    leaves, treedef = jax.tree.flatten(params)
+
+    def one(sub, example):
+        full = list(leaves)
+        for i, v in zip(indices, sub, strict=True):
+            full[i] = v
+        single = jax.tree.map(lambda a: a[None], example)
+        return loglik_fn(treedef.unflatten(full), single)[0]
+
+    return jax.vmap(jax.grad(one), in_axes=(None, 0))([leaves[i] for i in indices], batch)
+
+
+def _mean(w, a):
+    """``(1/B) Σᵢ wᵢ aᵢ`` over the leading axis."""
+    return jnp.einsum("b,b...->...", w, a) / a.shape[0]
+
+
+def _label_weights(loglik_fn, params, batch):
+    """Per-example weights ``exp(ℓᵢ − stop_gradient(ℓᵢ))``: value 1, derivative ∇ℓᵢ."""
+    ll = loglik_fn(params, batch)
+    return jnp.exp(ll - jax.lax.stop_gradient(ll))
+
+
+def _sampled_batch(loglik_fn, params, batch, key):
+    """``(x, ỹ)`` with ``ỹ ~ p_θ(ỹ|x)`` drawn by the likelihood's ``sample(key, params, x)``."""
+    sample = getattr(loglik_fn, "sample", None)
+    if sample is None:
+        raise ValueError(
+            f'labels="model" draws ỹ ~ p_θ(ỹ|x), but the likelihood {loglik_fn!r} cannot sample: '
+            "use a likelihood of sgrld.bnn.likelihoods (categorical, gaussian), give yours a "
+            'sample(key, params, x) method, or use labels="empirical"'
+        )
+    if not isinstance(batch, tuple) or len(batch) != 2:
+        raise ValueError(f'labels="model" needs batches (x, y); got {type(batch).__name__}')
+    x, _ = batch
+    return x, jax.lax.stop_gradient(sample(key, jax.lax.stop_gradient(params), x))
+
+
+def _tap_terms(kind, sig, w, taps, pairs):
+    """Diagonal entries by leaf index and cross rows by pair, from the taps' ``a`` and ``δ``."""
+    diag, cross = {}, {}
+    for tap, a, d in zip(taps, sig.inputs, sig.deltas, strict=True):
+        size = a.shape[0]
+        qdiag = kind == "qdiag" and (tap.kernel, tap.bias) in pairs
+        if tap.conv is None and a.ndim == 2:  # one position: products of squares
+            d2 = w[:, None] * jnp.square(d.astype(jnp.float32))
+            a = a.astype(jnp.float32)
+            diag[tap.kernel] = jnp.einsum("bi,bo->io", jnp.square(a), d2) / size
+            if tap.bias is not None:
+                diag[tap.bias] = jnp.mean(d2, axis=0)
+            if qdiag:
+                cross[(tap.kernel, tap.bias)] = jnp.einsum("bi,bo->io", a, d2) / size
+            continue
+        g = per_example_kernel_grads(tap, a, d)  # positions: their cross terms count
+        diag[tap.kernel] = _mean(w, jnp.square(g))
+        if tap.bias is not None:
+            gb = d.reshape(size, -1, d.shape[-1]).astype(jnp.float32).sum(axis=1)
+            diag[tap.bias] = _mean(w, jnp.square(gb))
+            if qdiag:
+                gb = gb.reshape(size, *([1] * (g.ndim - 2)), gb.shape[-1])
+                cross[(tap.kernel, tap.bias)] = _mean(w, g * gb)
+    return diag, cross
+
+
+def _fallback_terms(kind, grads, w, indices, pairs):
+    """Diagonal entries and cross rows from per-example gradients ``grads`` of ``indices``."""
+    by_leaf = dict(zip(indices, grads, strict=True))
+    diag = {i: _mean(w, jnp.square(g.astype(jnp.float32))) for i, g in by_leaf.items()}
+    cross = {}
+    if kind == "qdiag":
+        for k, b in pairs:
+            if k in by_leaf and b in by_leaf:
+                gk, gb = by_leaf[k], by_leaf[b]
+                gb = gb.reshape(gb.shape[0], *([1] * (gk.ndim - 2)), gb.shape[1])
+                cross[(k, b)] = _mean(w, (gk * gb).astype(jnp.float32))
+    return diag, cross
+
+
+def _warn_fallback(params, indices, kind) -> None:
+    """Say once which leaves the fast path could not see."""
+    if kind == "full" or not indices:
+        return
+    paths = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(params)[0]]
+    names = ", ".join(paths[i] for i in indices)
+    warnings.warn(  # once per message: the warning's location is fixed
+        f"per-example statistics (Fisher metrics, i-SGD, SGHMC's B̂) of {names} use the vmap(grad) "
+        "fallback "
+        "(B per-example gradients in memory): those leaves are not the parameters of an "
+        "nn.Dense or (undilated, ungrouped) nn.Conv layer called once on batched inputs",
+        FallbackWarning,
+        stacklevel=1,
+    )
+
+
+def _assemble(kind, params, diag, cross, pairs):
+    """The observation of ``kind`` from diagonal entries and cross rows by leaf/pair."""
+    leaves, treedef = jax.tree.flatten(params)
+    diag_tree = treedef.unflatten([diag[i].astype(x.dtype) for i, x in enumerate(leaves)])
+    if kind == "diag":
+        return diag_tree
+    rows = tuple(cross[p].astype(leaves[p[0]].dtype) for p in pairs)
+    return QuasiDiagonal(diag_tree, rows)
+
+
+def observation_fn(
+    kind: str, labels: str, examples: int | None = None
+) -> Callable[[Any], Callable]:
+    """The :attr:`~sgrld.metrics.Metric.observation_fn` of a Fisher metric.
+
+    Args:
+      kind: ``"diag"``, ``"qdiag"`` (:class:`QuasiDiagonal`) or ``"full"`` (a [D, D] matrix over
+        the flattened parameters).
+      labels: ``"empirical"`` (ỹ = y) or ``"model"`` (ỹ ~ p_θ(ỹ|x); the likelihood needs a
+        ``sample(key, params, x)`` method).
+      examples: average the outer products of the minibatch's first ``examples`` examples only
+        (``None``: all). Minibatches are random, so this is an unbiased, cheaper and noisier
+        statistic; the gradient still uses the whole minibatch.
+
+    Returns:
+      ``potential -> fn`` with ``fn(params, batch, key) -> (Û/N, ∇Û/N, statistic)``.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    if labels not in LABELS:
+        raise ValueError(f"labels must be one of {LABELS}, got {labels!r}")
+    if examples is not None and (
+        isinstance(examples, bool) or int(examples) != examples or examples < 1
+    ):
+        raise ValueError(f"examples must be None or a positive integer, got {examples!r}")
+
+    def bind(potential):
+        def observe(params, batch, key):
+            if labels == "empirical":
+                return _observe(kind, potential, params, batch, examples)
+            value, g = jax.value_and_grad(potential)(params, batch)
+            first = _first(batch, examples)
+            sampled = _sampled_batch(potential.loglik_fn, params, first, key)
+            return _observe(kind, potential, params, sampled, None, (value, g))
+
+        return observe
+
+    return bind
+
+
+def gradient_variance(potential) -> Callable:
+    """``(params, batch) -> (Û/N, ∇Û/N, V̂)``: V̂ = s²/B per coordinate (float32), an unbiased
+    estimate of the variance of the minibatch-mean gradient from its B per-example gradients
+    (s² their sample variance; the prior's term is the same in every minibatch), computed from
+    the per-example squares of the same pass as the gradient (DOP's statistic: the Dense fast
+    path, else the ``vmap(grad)`` fallback). Leaves the likelihood does not see get 0.
+
+    Used by i-SGD's noise estimate and SGHMC's B̂.
+
+    Example:
+      >>> import jax.numpy as jnp, flax.linen as nn, sgrld
+      >>> layer = nn.Dense(1)
+      >>> loglik = lambda p, b: -0.5 * (b[1] - layer.apply({"params": p}, b[0])[:, 0]) ** 2
+      >>> u = sgrld.potential(loglik, None, num_data=10)
+      >>> params = {"bias": jnp.zeros(1), "kernel": jnp.zeros((1, 1))}
+      >>> v = gradient_variance(u)(params, (jnp.ones((2, 1)), jnp.array([0.0, 2.0])))[2]
+      >>> v["bias"].item()  # per-example gradients 0 and 2: s² = 2, B = 2
+      1.0
+
+    Raises:
+      TypeError: ``potential`` is not built by :func:`sgrld.potential` (no per-example
+        log-likelihoods).
+    """
+    if not hasattr(potential, "loglik_fn"):
+        raise TypeError(
+            "per-example gradient variances need a potential built by sgrld.potential(...) "
+            "(per-example log-likelihoods)"
+        )
+    observe = observation_fn("diag", "empirical")(potential)
+
+    def fn(params, batch):
+        size = jax.tree.leaves(batch)[0].shape[0]
+        if size < 2:
+            raise ValueError("per-example gradient variances need minibatches of >= 2 examples")
+        value, g, second = observe(params, batch, None)
+        g_prior = jax.grad(potential.prior_term)(params)
+        unseen = unused_leaves(potential.loglik_fn, params, batch)
+
+        def variance(i, g, gp, m2):  # the likelihood's mean gradient is g − gp
+            mean = at_least_float32(g) - at_least_float32(gp)
+            var = jnp.maximum(at_least_float32(m2) - jnp.square(mean), 0.0) / (size - 1)
+            return jnp.zeros_like(var) if i in unseen else var
+
+        leaves, treedef = jax.tree.flatten(g)
+        rows = zip(leaves, jax.tree.leaves(g_prior), jax.tree.leaves(second), strict=True)
+        return value, g, treedef.unflatten([variance(i, *row) for i, row in enumerate(rows)])
+
+    return fn
+
+
+def at_least_float32(x: jax.Array) -> jax.Array:
+    """``x`` in at least float32: bfloat16, float16 and integers become float32, float64 stays.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> at_least_float32(jnp.ones(2, jnp.bfloat16)).dtype, at_least_float32(jnp.arange(2)).dtype
+      (dtype('float32'), dtype('float32'))
+    """
+    return jnp.asarray(x, jnp.promote_types(x.dtype, jnp.float32))
+
+
+def _first(batch, examples):
+    """The first ``examples`` examples of ``batch`` (all of them for ``None``)."""
+    size = jax.tree.leaves(batch)[0].shape[0]
+    if examples is None:
+        return batch
+    if examples > size:
+        raise ValueError(f"examples={examples} exceeds the minibatch's {size} examples")
+    return jax.tree.map(lambda a: a[:examples], batch)
+
+
+def _fast_layers(kind, loglik_fn, params, batch, pairs):
+    """The Dense and Conv taps (and output shapes) whose parameters the statistic takes from ``a``
+    and δ; for QDOP, only layers that hold their whole bias–kernel pair."""
+    taps, shapes = ([], []) if kind == "full" else layer_taps(loglik_fn, params, batch)
+    if kind != "qdiag":
+        return taps, shapes
+    pair_of = {i: p for p in pairs for i in p}
+    whole = lambda t: all(pair_of.get(i, t.leaves) == t.leaves for i in t.leaves)
+    kept = [(t, s) for t, s in zip(taps, shapes, strict=True) if whole(t)]
+    return [t for t, _ in kept], [s for _, s in kept]
+
+
+def _observe(kind, potential, params, batch, examples, computed=None):
+    """``(Û/N, ∇Û/N, statistic)``. ``computed``: ``(Û/N, ∇Û/N)`` of the data's minibatch when
+    ``batch`` holds model labels ỹ (already cut to the statistic's examples); else ``None`` and
+    the gradient comes from the pass that yields δ, over the whole ``batch``."""
+    loglik_fn = potential.loglik_fn
+    leaves = jax.tree.leaves(params)
+    pairs = bias_pairs(params)
+    taps, shapes = _fast_layers(kind, loglik_fn, params, batch, pairs)
+    covered = {i for tap in taps for i in tap.leaves}
+    unseen = unused_leaves(loglik_fn, params, batch) - covered
+    rest = [i for i in range(len(leaves)) if i not in covered | unseen]
+    _warn_fallback(params, rest, kind)
+    model = computed is not None
+    sig = None
+    if taps:
+        v, grad, sig = signals(
+            loglik_fn, potential.prior_term, params, batch, taps, shapes, not model
+        )
+        value, g = computed if model else (v, grad)
+        w = jnp.exp(sig.loglik - jax.lax.stop_gradient(sig.loglik)) if model else None
+    else:
+        value, g = computed if model else jax.value_and_grad(potential)(params, batch)
+        w = _label_weights(loglik_fn, params, batch) if model else None
+    stat_batch = _first(batch, examples)
+    size = jax.tree.leaves(stat_batch)[0].shape[0]
+    w = jnp.ones((size,), jnp.float32) if w is None else w
+    if sig is not None and examples is not None:
+        cut = lambda xs: [x[:size] for x in xs]
+        sig = sig._replace(inputs=cut(sig.inputs), deltas=cut(sig.deltas))
+    grads = _per_example_grads(loglik_fn, params, stat_batch, rest) if rest else []
+    if kind == "full":
+        return value, g, _full(params, grads, w, rest)
+    diag, cross = _tap_terms(kind, sig, w, taps, pairs) if taps else ({}, {})
+    more_diag, more_cross = _fallback_terms(kind, grads, w, rest, pairs)
+    diag.update(more_diag)
+    diag.update({i: jnp.ones(jnp.shape(leaves[i]), jnp.float32) for i in unseen})
+    cross.update(more_cross)
+    cross.update(
+        {p: jnp.zeros(jnp.shape(leaves[p[0]]), jnp.float32) for p in pairs if p[0] in unseen}
+    )
+    return value, g, _assemble(kind, params, diag, cross, pairs)
+
+
+def _full(params, grads, w, indices):
+    """``(1/B) Σᵢ wᵢ gᵢ gᵢᵀ`` over the flattened parameters; leaves not in ``indices`` (unseen by
+    the likelihood) get the identity's rows and columns."""
+    leaves = jax.tree.leaves(params)
+    size = w.shape[0]
+    by_leaf = dict(zip(indices, grads, strict=True))
+    cols = [
+        by_leaf[i].reshape(size, -1).astype(jnp.float32)
+        if i in by_leaf
+        else jnp.zeros((size, jnp.size(x)), jnp.float32)
+        for i, x in enumerate(leaves)
+    ]
+    flat = jnp.concatenate(cols, axis=1)
+    seen = jnp.concatenate([jnp.full(c.shape[1], i in by_leaf) for i, c in enumerate(cols)])
+    return jnp.einsum("b,bi,bj->ij", w, flat, flat) / size + jnp.diag(jnp.where(seen, 0.0, 1.0))

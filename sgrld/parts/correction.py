@@ -1,0 +1,262 @@
+"""The correction term Γ(θ) of Riemannian Langevin dynamics, for every metric.
+
+SGRLD targets ``p(θ)`` only if its drift includes ``Γ_i(θ) = Σ_j ∂(G⁻¹)_ij / ∂θ_j``
+(Ma et al., 2015); the published adaptive samplers drop it and are biased (Rensmeyer & Niggemann).
+Every metric here is ``G⁻¹ = F(S)`` with ``S`` a moving average of a statistic ``s(g(θ))``; its
+limiting metric is ``F(s(θ))``, whose Γ is, for a probe ``z`` with ``E[z zᵀ] = I``,
+
+    Γ = E_z[ D_S[F(S)·z] ( D_θ s · z ) ],       D_θ s · z = s′(g) · (H z),
+
+with ``H z`` one Hessian-vector product (a forward-over-reverse JVP of the gradient). Evaluating
+``D_S F`` at the current average ``S_t`` rather than through it is Rensmeyer & Niggemann's
+``1/(1 − decay)`` rescaling done exactly: differentiating through the average sees only a
+``(1 − decay)`` share.
+
+A :class:`Correction` is a part of a sampler: it owns the gradient evaluation (with the
+Hessian-vector products it needs), the update of the metric's statistic, the reduction over probes
+and the warm-up. Three exist (:data:`MODES`, the ``correction`` argument of :func:`sgrld.sgrld`):
+
+* :func:`none`: Γ dropped, the samplers as published; one gradient.
+* :func:`hutchinson`: the estimator above with Rademacher probes (unbiased; one probe costs about
+  one extra forward-over-reverse pass).
+* :func:`exact`: the full trace over the D basis vectors; D passes, for small problems and tests.
+
+The derivative ``D_S[F(S)·z]`` along ``s′(g)·(H z)`` is the composition of two JVPs, unless the
+metric supplies it directly (``Metric.inv_grad_tangent``: Shampoo, in its factors' eigenbases).
+
+Example:
+  >>> import jax, jax.numpy as jnp, sgrld
+  >>> metric = sgrld.metrics.rmsprop()
+  >>> params = jnp.array([0.5, -1.0])
+  >>> grad_fn = lambda p: (jnp.sum(p**2), 2 * p, 2 * p)   # (potential, gradient, metric gradient)
+  >>> out = hutchinson().estimate(jax.random.key(0), grad_fn, params, metric, metric.init(params))
+  >>> out.gamma.shape, int(out.metric_state.count)
+  ((2,), 1)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax.flatten_util import ravel_pytree
+
+from sgrld.metrics.metric import Metric, MetricState, inv_tangent
+from sgrld.numerics.noise import rademacher
+from sgrld.numerics.pytrees import PyTree
+
+GradFn = Callable[[PyTree], tuple[jax.Array, PyTree, PyTree]]
+"""``params -> (Û/N, ∇Û/N, the gradient the metric's statistic is computed from)``."""
+MODES = ("none", "hutchinson", "exact")
+"""The correction modes, by name; ``None`` is accepted as ``"none"``."""
+
+
+class Estimate(NamedTuple):
+    """What a correction returns for one step.
+
+    Attributes:
+      value: Û(θ)/N on the step's batch.
+      grad: ∇Û(θ)/N.
+      metric_state: the metric's state with the step's gradient folded in (``S_t``).
+      gamma: Γ̂(θ), shaped like the parameters (zeros without a correction or before warm-up).
+    """
+
+    value: jax.Array
+    grad: PyTree
+    metric_state: MetricState
+    gamma: PyTree
+
+
+class Correction(NamedTuple):
+    """A correction mode: ``estimate(key, grad_fn, params, metric, metric_state) -> Estimate``.
+
+    Attributes:
+      mode: its name in :data:`MODES`.
+      scale: c, the share of Γ the integrator adds (1: correct, 0: dropped).
+      estimate: the gradient, the updated metric state and Γ̂ of one step.
+    """
+
+    mode: str
+    scale: float
+    estimate: Callable[[jax.Array, GradFn, PyTree, Metric, MetricState], Estimate]
+
+
+def rademacher_like(key: jax.Array, tree: PyTree, num: int) -> PyTree:
+    """``num`` Rademacher (±1) probes shaped like ``tree``, stacked on a leading axis.
+
+    The signs of ``jax.random.rademacher`` with one subkey per leaf, drawn by
+    :func:`sgrld.numerics.noise.rademacher` (the same numbers, the hash unrolled).
+    """
+    leaves, treedef = jax.tree.flatten(tree)
+    keys = jax.random.split(key, len(leaves))
+    return treedef.unflatten(
+        [
+            rademacher(k, (num, *jnp.shape(x)), dtype=x.dtype)
+            for k, x in zip(keys, leaves, strict=True)
+        ]
+    )
+
+
+def basis_like(tree: PyTree) -> PyTree:
+    """The D standard basis vectors of the flattened ``tree``, stacked on a leading axis."""
+    flat, unravel = ravel_pytree(tree)
+    return jax.vmap(unravel)(jnp.eye(flat.size, dtype=flat.dtype))
+
+
+def gamma_from_probes(
+    metric: Metric,
+    metric_state: MetricState,
+    metric_grads: PyTree,
+    z: PyTree,
+    hz: PyTree,
+    *,
+    reduce: str,
+) -> PyTree:
+    """Γ from probes ``z`` and the Hessian-vector products ``hz`` of the metric's gradient.
+
+    Args:
+      metric: the metric.
+      metric_state: its state after folding in the current gradient (``S_t``).
+      metric_grads: the gradient the statistic is computed from.
+      z: probes stacked on a leading axis.
+      hz: ``H z`` for each probe (same stacking).
+      reduce: ``"mean"`` (Hutchinson) or ``"sum"`` (exact trace over a basis).
+
+    Returns:
+      Γ, shaped like the parameters.
+    """
+    if metric.statistic is None:
+        return jax.tree.map(jnp.zeros_like, metric_grads)
+
+    def one(z1, hz1):
+        if metric.inv_grad_tangent is not None:
+            return metric.inv_grad_tangent(metric_state, z1, metric_grads, hz1)
+        _, dstat = jax.jvp(metric.statistic, (metric_grads,), (hz1,))
+        return inv_tangent(metric, metric_state, z1, dstat)
+
+    if jax.tree.leaves(z)[0].shape[0] == 1:  # no vmap of one: it transposes Shampoo's blocks
+        return one(jax.tree.map(lambda x: x[0], z), jax.tree.map(lambda x: x[0], hz))
+    per_probe = jax.vmap(one)(z, hz)
+    combine = jnp.mean if reduce == "mean" else jnp.sum
+    return jax.tree.map(lambda x: combine(x, axis=0), per_probe)
+
+
+def none() -> Correction:
+    """No correction: one gradient, the metric updated with it, Γ̂ = 0 (the published samplers)."""
+
+    def estimate(key, grad_fn, params, metric, metric_state):
+        del key
+        value, g, gm = grad_fn(params)
+        zeros = jax.tree.map(jnp.zeros_like, params)
+        return Estimate(value, g, metric.update(metric_state, gm), zeros)
+
+    return Correction("none", 0.0, estimate)
+
+
+def _check_warmup(warmup: int | None) -> int | None:
+    if warmup is not None and (int(warmup) != warmup or warmup < 0):
+        raise ValueError(f"correction_warmup must be None or an integer >= 0, got {warmup!r}")
+    return None if warmup is None else int(warmup)
+
+
+def _probed(
+    mode: str,
+    draw: Callable[[jax.Array, PyTree], PyTree],
+    reduce: str,
+    scale: float,
+    warmup: int | None,
+) -> Correction:
+    """A correction from probes ``draw(key, params)``, stacked on a leading axis.
+
+    Γ̂ is zero until the metric has made ``warmup`` updates (``None``: the metric's own warm-up,
+    :attr:`sgrld.metrics.Metric.warmup`), since ``D_S F`` at a statistic still near its initial
+    value is far from the derivative of the limiting metric.
+    """
+    warmup = _check_warmup(warmup)
+
+    def estimate(key, grad_fn, params, metric, metric_state):
+        z = draw(key, params)
+        if jax.tree.leaves(z)[0].shape[0] == 1:  # one forward-over-reverse pass
+            primal, tangent = jax.jvp(grad_fn, (params,), (jax.tree.map(lambda x: x[0], z),))
+            hz = jax.tree.map(lambda x: x[None], tangent[2])
+        else:
+            primal, linear = jax.linearize(grad_fn, params)
+            hz = jax.vmap(lambda v: linear(v)[2])(z)
+        value, g, gm = primal
+        metric_state = metric.update(metric_state, gm)
+        gamma = gamma_from_probes(metric, metric_state, gm, z, hz, reduce=reduce)
+        steps = metric.warmup if warmup is None else warmup
+        if steps:
+            warm = metric_state.count > steps
+            gamma = jax.tree.map(lambda x: jnp.where(warm, x, jnp.zeros_like(x)), gamma)
+        return Estimate(value, g, metric_state, gamma)
+
+    return Correction(mode, float(scale), estimate)
+
+
+def hutchinson(
+    num_probes: int = 1,
+    *,
+    scale: float = 1.0,
+    warmup: int | None = None,
+    probe_fn: Callable[[jax.Array, PyTree, int], PyTree] = rademacher_like,
+) -> Correction:
+    """Γ̂ = mean over ``num_probes`` Rademacher probes z of ``D_S[F(S)·z](s′(g)·Hz)`` (unbiased).
+
+    Args:
+      num_probes: probes per step; one costs about one extra forward-over-reverse pass.
+      scale: c, the share of Γ applied.
+      warmup: metric updates before Γ̂ is applied (``None``: the metric's warm-up).
+      probe_fn: ``(key, params, num) -> probes`` with ``E[z zᵀ] = I``, stacked on a leading axis.
+
+    Returns:
+      The :class:`Correction`.
+    """
+    if int(num_probes) != num_probes or num_probes < 1:
+        raise ValueError(f"num_probes must be an integer >= 1, got {num_probes!r}")
+    num = int(num_probes)
+    return _probed("hutchinson", lambda key, p: probe_fn(key, p, num), "mean", scale, warmup)
+
+
+def exact(*, scale: float = 1.0, warmup: int | None = None) -> Correction:
+    """Γ as the full trace over the D basis vectors (D Hessian-vector products): small problems.
+
+    Args:
+      scale: c, the share of Γ applied.
+      warmup: metric updates before Γ is applied (``None``: the metric's warm-up).
+
+    Returns:
+      The :class:`Correction`.
+    """
+    return _probed("exact", lambda key, p: basis_like(p), "sum", scale, warmup)
+
+
+def from_mode(
+    mode: str | None,
+    *,
+    scale: float = 1.0,
+    num_probes: int = 1,
+    warmup: int | None = None,
+) -> Correction:
+    """The correction named ``mode`` (one of :data:`MODES`, or ``None`` for ``"none"``).
+
+    Example:
+      >>> from_mode("hutchinson", num_probes=2).mode
+      'hutchinson'
+    """
+    mode = "none" if mode is None else mode
+    warmup = _check_warmup(warmup)
+    if not math.isfinite(float(scale)):
+        raise ValueError(f"correction_scale must be finite, got {scale}")
+    if int(num_probes) != num_probes or num_probes < 1:
+        raise ValueError(f"num_probes must be an integer >= 1, got {num_probes!r}")
+    if mode not in MODES:
+        raise ValueError(f"correction must be one of {MODES} (or None), got {mode!r}")
+    if mode == "hutchinson":
+        return hutchinson(num_probes, scale=scale, warmup=warmup)
+    if mode == "exact":
+        return exact(scale=scale, warmup=warmup)
+    return none()

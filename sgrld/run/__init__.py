@@ -1,0 +1,35 @@
+"""Layer 6, run: the application. Configurations, the experiment runner and its files, sweeps,
+reports and the ``sgrld`` command line; nothing below imports it.
+"""
+
+from sgrld.run import (
+    checkpoint,
+    cli,
+    config,
+    demo,
+    epoch_writer,
+    from_config,
+    interrupts,
+    records,
+    report,
+    run_folder,
+    runner,
+    scoring,
+    sweep,
+)
+
+__all__ = [
+    "checkpoint",
+    "cli",
+    "config",
+    "demo",
+    "epoch_writer",
+    "from_config",
+    "interrupts",
+    "records",
+    "report",
+    "run_folder",
+    "runner",
+    "scoring",
+    "sweep",
+]

@@ -1,0 +1,98 @@
+"""The names a configuration may use for a sampler, a metric, a prior and a model, and their
+factories.
+
+A :class:`Registry` knows its names without importing anything, and imports the module that holds
+the factories on the first lookup: validating ``prior.kind`` needs no Flax, and ``sgrld.bnn``
+(whose models import Flax) loads only when a prior is built or its ``params`` are checked.
+
+Example:
+    >>> "horseshoe" in PRIORS, sorted(METRICS)[:4]
+    (True, ['fisher_diag', 'fisher_full', 'fisher_qdiag', 'identity'])
+    >>> METRICS["monge"].__name__
+    'monge'
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+
+class Registry(Mapping[str, Callable[..., Any]]):
+    """Factories of one module by name, the module imported on the first lookup.
+
+    Args:
+        module: the module holding the factories (e.g. ``"sgrld.metrics"``).
+        names: the factories' names in that module, in the order they are listed to users.
+    """
+
+    def __init__(self, module: str, names: tuple[str, ...]) -> None:
+        self.module = module
+        self.names = names
+
+    def __getitem__(self, name: str) -> Callable[..., Any]:
+        if name not in self.names:
+            raise KeyError(name)
+        return getattr(importlib.import_module(self.module), name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.names
+
+    def __repr__(self) -> str:
+        return f"Registry({self.module!r}, {self.names!r})"
+
+
+METRICS = Registry(
+    "sgrld.metrics",
+    (
+        "identity",
+        "rmsprop",
+        "wenzel",
+        "monge",
+        "shampoo",
+        "fisher_diag",
+        "fisher_qdiag",
+        "fisher_full",
+    ),
+)
+"""``sampler.metric``: the metric factories of :mod:`sgrld.metrics`."""
+
+PRIORS = Registry(
+    "sgrld.bnn.priors",
+    ("gaussian", "laplace", "student_t", "horseshoe", "horseshoe_per_weight", "conv_correlated"),
+)
+"""``prior.kind``: the prior factories of :mod:`sgrld.bnn.priors`."""
+
+SAMPLERS = Registry("sgrld", ("sgrld", "sghmc", "sgnht", "isgd"))
+"""``sampler.kind``: the sampler factories of :mod:`sgrld`."""
+
+
+def sampler_keywords(kind: str) -> dict[str, Any]:
+    """The keyword options of the sampler ``kind`` that ``[sampler]`` sets, with their defaults
+    (all but ``num_data``, the training-set size, and ``metric``, built from its name).
+
+    Example:
+        >>> sorted(sampler_keywords("sgnht"))
+        ['diffusion', 'learning_rate', 'temperature']
+    """
+    signature = inspect.signature(SAMPLERS[kind]).parameters
+    return {
+        name: p.default
+        for name, p in signature.items()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY and name not in ("num_data", "metric")
+    }
+
+
+MODEL_KINDS = ("mlp", "cnn", "regression_mlp", "resnet20")
+"""``model.kind``: built by :mod:`sgrld.run.from_config`."""
+
+CONVOLUTIONS = ("auto", "xla", "im2col")
+"""``model.conv``: :data:`sgrld.bnn.models.CONVOLUTIONS`, named here without importing Flax."""

@@ -1,0 +1,280 @@
+"""The sections of a configuration, one frozen dataclass each.
+
+Every key has a default, so a file lists only what differs. :mod:`sgrld.run.config.toml_io`
+builds a :class:`Config` from nested dicts (as :mod:`tomllib` returns them), checking each key's
+type against its annotation and then every value (:func:`sgrld.run.config.validation.validate`),
+and applies ``--set key=value`` overrides to those dicts.
+
+Example:
+    >>> Config(sampler=SamplerConfig(metric="monge")).sampler.sampler_options()["correction"]
+    'none'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import typing
+from dataclasses import dataclass, field
+from typing import Any
+
+from sgrld.run.config.registries import sampler_keywords
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    """``[data]``: which data set, where it is, how it is split and batched.
+
+    Attributes:
+        name: a name of ``sgrld.data.DATASETS``.
+        data_dir: base data folder (``None``: ``$SGRLD_DATA_DIR``, else ``~/.cache/sgrld/data``).
+        validation_size: training examples held out for validation (``None``: the data set's).
+        train_size: keep only the first ``train_size`` training examples (``None``: all).
+        verify_checksums: check the SHA-256 of every file whose checksum is known (``false``:
+            read the files unchecked, e.g. a re-compressed copy of the data).
+        batch_size: minibatch size B; an epoch is ``n_train // B`` minibatches.
+        split: the published train/test split of a UCI regression set (the other data sets
+            have none and accept only 0).
+    """
+
+    name: str = "mnist"
+    data_dir: str | None = None
+    validation_size: int | None = None
+    train_size: int | None = None
+    verify_checksums: bool = True
+    batch_size: int = 100
+    split: int = 0
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """``[model]``: the network.
+
+    Attributes:
+        kind: ``"mlp"`` (hidden ``widths``), ``"cnn"`` (Li et al.'s CNN, ``widths`` = its dense
+            layers), ``"regression_mlp"`` (one hidden layer, ``widths = [width]``) or
+            ``"resnet20"`` (:class:`sgrld.bnn.ResNet20`, ``widths = [w]``: the first stack's
+            channels, 16 in the paper, then 2w and 4w).
+        widths: hidden layer widths.
+        depth: layers of a ``resnet20`` (``6n + 2``: 20 is ResNet-20, 8 one block per stack).
+        conv: how a ``cnn`` or ``resnet20`` computes its convolutions
+            (:data:`sgrld.bnn.models.CONVOLUTIONS`): ``"auto"`` (im2col on a CPU, where XLA's
+            convolution is slow inside the runner's ``lax.scan``; XLA's elsewhere), ``"xla"``
+            or ``"im2col"``. The parameters and the function do not depend on it.
+    """
+
+    kind: str = "mlp"
+    widths: tuple[int, ...] = (400, 400)
+    depth: int = 20
+    conv: str = "auto"
+
+
+@dataclass(frozen=True)
+class LikelihoodConfig:
+    """``[likelihood]``: the Gaussian likelihood of a regression data set.
+
+    A classification data set always has the categorical (softmax) likelihood and no options.
+
+    Attributes:
+        noise_std: the noise standard deviation σ, fixed, in the units of the targets in the
+            data files; ``None`` samples ``log σ`` with the network (flat prior on ``log σ``,
+            started at the targets' standard deviation).
+    """
+
+    noise_std: float | None = None
+
+
+@dataclass(frozen=True)
+class PriorConfig:
+    """``[prior]``: a factory of :mod:`sgrld.bnn.priors` and its keyword arguments.
+
+    Attributes:
+        kind: a name of :data:`sgrld.run.config.PRIORS`.
+        params: keyword arguments of the factory (its defaults for those left out).
+    """
+
+    kind: str = "horseshoe"
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+LEARNING_RATE = 0.25
+"""``sampler.learning_rate`` of sgrld, sghmc and sgnht when it is not set (Yu et al.'s)."""
+
+
+@dataclass(frozen=True)
+class SamplerConfig:
+    """``[sampler]``: the sampler's kind, its metric and every keyword option of the samplers.
+
+    The fields after ``metric_params`` are exactly the keyword options of :func:`sgrld.sgrld`,
+    :func:`sgrld.sghmc`, :func:`sgrld.sgnht` and :func:`sgrld.isgd` (all but ``num_data``, the
+    training-set size, and ``metric``); a test keeps them in step. Those of :func:`sgrld.sgrld`
+    have its defaults, except ``learning_rate`` (``None``: :data:`LEARNING_RATE`, Yu et al.'s
+    0.25, except for isgd, whose default is its λ rule); the others default to ``None``, the
+    sampler's own default. An option set for a kind that does not take it is an
+    error. :meth:`sampler_options` passes the kind's options on.
+
+    Attributes:
+        kind: a name of :data:`sgrld.run.config.SAMPLERS`: ``sgrld``, ``sghmc``, ``sgnht``, ``isgd``.
+        metric: a name of :data:`sgrld.run.config.METRICS` (sgrld, sghmc).
+        metric_params: keyword arguments of the metric factory.
+        learning_rate: ``lr = h·N`` (> 0); ``"rule"``: i-SGD's λ rule (isgd only); ``None``:
+            the kind's default (:data:`LEARNING_RATE`; the rule for isgd).
+        temperature: T ≥ 0.
+        adapt_until: freeze the metric after this many steps (``None``: never).
+        correction: one of :data:`sgrld.parts.correction.MODES` (sgrld, sghmc).
+        correction_scale: the share c of Γ.
+        num_probes: Rademacher probes per step of the ``"hutchinson"`` correction (sgrld, sghmc).
+        correction_warmup: metric updates before Γ is applied (``None``: the metric's warm-up;
+            sgrld, sghmc).
+        prior_in_metric: whether the prior's gradient enters the metric's statistic.
+        max_drift_norm: identity fallback threshold on ‖G⁻¹g‖ (``None``: no fallback).
+        friction: SGHMC's α ∈ (0, 1].
+        diffusion: SGNHT's α ∈ (0, 1].
+        gradient_noise: the minibatch-noise estimate: ``"per_example"`` (sghmc, isgd) or
+            ``"square"`` (isgd).
+        noise_decay: decay of SGHMC's per-example noise average, in [0, 1).
+        warmup: i-SGD's steps over which the noise estimate is averaged (≥ 1).
+        noise_window: the steps i-SGD's noise average remembers during the warm-up (≥ 1;
+            ``None``: the whole warm-up).
+        margin: i-SGD's λ factor over the noise estimate (≥ 1).
+    """
+
+    kind: str = "sgrld"
+    metric: str = "identity"
+    metric_params: dict[str, Any] = field(default_factory=dict)
+    learning_rate: float | str | None = None
+    temperature: float = 1.0
+    adapt_until: int | None = None
+    correction: str = "none"
+    correction_scale: float = 1.0
+    num_probes: int = 1
+    correction_warmup: int | None = None
+    prior_in_metric: bool = True
+    max_drift_norm: float | None = None
+    friction: float | None = None
+    diffusion: float | None = None
+    gradient_noise: str | None = None
+    noise_decay: float | None = None
+    warmup: int | None = None
+    noise_window: int | None = None
+    margin: float | None = None
+
+    def sampler_options(self) -> dict[str, Any]:
+        """The keyword arguments of the kind's sampler (all but ``num_data`` and ``metric``);
+        an option left at ``None`` takes the sampler's default.
+
+        Example:
+            >>> SamplerConfig(correction="hutchinson").sampler_options()["correction"]
+            'hutchinson'
+            >>> SamplerConfig(kind="sghmc", friction=0.5).sampler_options()["friction"]
+            0.5
+            >>> SamplerConfig().sampler_options()["learning_rate"], "learning_rate" in (
+            ...     SamplerConfig(kind="isgd").sampler_options())
+            (0.25, False)
+        """
+        options = {}
+        for name, default in sampler_keywords(self.kind).items():
+            value = getattr(self, name)
+            if name == "learning_rate" and value is None:
+                value = "rule" if self.kind == "isgd" else LEARNING_RATE
+            if value == "rule":  # isgd's learning_rate=None
+                continue
+            if value is not None or default is None:
+                options[name] = value
+        return options
+
+
+@dataclass(frozen=True)
+class ScheduleConfig:
+    """``[schedule]``: how the learning rate (and, cyclical, the temperature) change over the
+    run's steps ``t = 0, 1, …`` (:mod:`sgrld.numerics.schedules`), for every sampler but i-SGD.
+
+    Attributes:
+        kind: ``"constant"``: ``sampler.learning_rate`` throughout; ``"polynomial"``:
+            ``lr·(1 + t/offset)^(−power)`` (Welling & Teh 2011); ``"cyclical"``: cSG-MCMC (Zhang
+            et al. 2020), a cosine learning rate from ``lr`` restarted ``cycles`` times over the
+            run, each cycle's first ``exploration`` share at temperature 0 and samples kept only
+            in the rest (on top of ``run.burn_in`` and ``run.thin``).
+        offset: polynomial's step scale (> 0).
+        power: polynomial's exponent (≥ 0; SGLD's decreasing-step theory needs (0.5, 1]).
+        cycles: cyclical's number of cycles (≥ 1).
+        exploration: cyclical's share of each cycle spent exploring, in [0, 1).
+    """
+
+    kind: str = "constant"
+    offset: float = 1000.0
+    power: float = 0.55
+    cycles: int = 4
+    exploration: float = 0.5
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """``[run]``: the sampling schedule (burn-in and thinning counted in minibatches).
+
+    Attributes:
+        epochs: passes over the shuffled training set.
+        burn_in: global steps before the first sample.
+        thin: step ``s`` is a sample when ``s >= burn_in`` and ``(s + 1) % thin == 0``.
+        chains: independent chains run with ``vmap``.
+        seed: the random seed of initialisation, shuffling and noise.
+        save_samples: write the thinned samples to ``samples/`` (one ``.npz`` per epoch).
+        curvature: score the input-space curvature C(x) of every sample (slow).
+        checkpoint_every: write a checkpoint (to resume from) after every this many epochs.
+        checkpoint_seconds: but skip one due less than this many seconds after the last (or
+            after sampling started): a killed run loses at most this long plus an epoch, and
+            short epochs (a GPU's) are not slowed by a checkpoint each. ``0``: every due epoch.
+        devices: shard the chains over ``"all"`` devices or the first ``N`` (``None``: one
+            device, no mesh; :func:`sgrld.chains.devices.make_mesh`).
+        data_parallel: devices ``D`` that split each chain's minibatch and sum its gradient; the
+            mesh has ``devices / D`` chain groups, which must divide ``chains``.
+    """
+
+    epochs: int = 400
+    burn_in: int = 1000
+    thin: int = 100
+    chains: int = 1
+    seed: int = 0
+    save_samples: bool = False
+    curvature: bool = False
+    checkpoint_every: int = 1
+    checkpoint_seconds: float = 60.0
+    devices: int | str | None = None
+    data_parallel: int = 1
+
+
+@dataclass(frozen=True)
+class OutConfig:
+    """``[out]``: where results go.
+
+    Attributes:
+        folder: the results folder (created).
+    """
+
+    folder: str = "results/run"
+
+
+@dataclass(frozen=True)
+class Config:
+    """A whole experiment configuration; see the module docstring for the file format."""
+
+    data: DataConfig = field(default_factory=DataConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    likelihood: LikelihoodConfig = field(default_factory=LikelihoodConfig)
+    prior: PriorConfig = field(default_factory=PriorConfig)
+    sampler: SamplerConfig = field(default_factory=SamplerConfig)
+    schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
+    run: RunConfig = field(default_factory=RunConfig)
+    out: OutConfig = field(default_factory=OutConfig)
+
+    def to_dict(self) -> dict[str, dict[str, Any]]:
+        """The configuration as nested plain dicts (tuples become lists; ``None`` is kept).
+
+        Example:
+            >>> Config().to_dict()["run"]["thin"]
+            100
+        """
+        return json.loads(json.dumps(dataclasses.asdict(self)))
+
+
+SECTIONS: dict[str, type] = typing.get_type_hints(Config)

@@ -1,0 +1,262 @@
+"""Value checks of a whole configuration, one function per section (types are checked earlier).
+
+Example:
+    >>> from sgrld.run.config import Config, SamplerConfig
+    >>> validate(Config(sampler=SamplerConfig(num_probes=0)))
+    Traceback (most recent call last):
+    ...
+    sgrld.run.config.key_checks.ConfigError: sampler.num_probes: must be >= 1, got 0
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+from sgrld.data import DATASETS
+from sgrld.parts.correction import MODES
+from sgrld.run.config.key_checks import ConfigError, at_least, check_kwargs, choice
+from sgrld.run.config.registries import (
+    CONVOLUTIONS,
+    METRICS,
+    MODEL_KINDS,
+    PRIORS,
+    SAMPLERS,
+    sampler_keywords,
+)
+from sgrld.samplers.isgd import NOISE_ESTIMATES as ISGD_NOISE
+from sgrld.samplers.sghmc import NOISE_ESTIMATES as SGHMC_NOISE
+
+if TYPE_CHECKING:
+    from sgrld.run.config.schema import Config
+
+
+def _validate_data(config: Config) -> None:
+    d = config.data
+    choice("data.name", d.name, sorted(DATASETS))
+    at_least("data.batch_size", d.batch_size, 1)
+    at_least("data.validation_size", d.validation_size, 0)
+    at_least("data.train_size", d.train_size, 1)
+    if DATASETS[d.name].format != "uci" and d.split != 0:
+        raise ConfigError(f"data.split: only the UCI data sets have splits, not {d.name!r}")
+    at_least("data.split", d.split, 0)
+
+
+def _validate_model(config: Config) -> None:
+    name, m = config.data.name, config.model
+    choice("model.kind", m.kind, MODEL_KINDS)
+    if not m.widths:
+        raise ConfigError("model.widths: needs at least one width")
+    for i, width in enumerate(m.widths):
+        at_least(f"model.widths[{i}]", width, 1)
+    if m.kind == "regression_mlp" and len(m.widths) != 1:
+        raise ConfigError(f"model.widths: regression_mlp has one hidden layer, got {m.widths}")
+    if m.kind == "resnet20" and len(m.widths) != 1:
+        raise ConfigError(
+            f"model.widths: resnet20 takes one width, its first stack's channels (16 in "
+            f"Yu et al.), got {list(m.widths)}"
+        )
+    if m.kind != "resnet20" and m.depth != 20:
+        raise ConfigError(f"model.depth: only a resnet20 has a depth, not a {m.kind}")
+    if m.depth < 8 or m.depth % 6 != 2:
+        raise ConfigError(
+            f"model.depth: must be 6n + 2 with n >= 1 (8, 14, 20, ...), got {m.depth}"
+        )
+    choice("model.conv", m.conv, CONVOLUTIONS)
+    if m.kind not in ("cnn", "resnet20") and m.conv != "auto":
+        raise ConfigError(f"model.conv: only a cnn or a resnet20 has convolutions, not a {m.kind}")
+    regression = DATASETS[name].regression
+    if regression and m.kind in ("cnn", "resnet20"):
+        raise ConfigError(
+            f"model.kind: {m.kind!r} classifies images, and data.name = {name!r} is a regression "
+            "data set; use 'regression_mlp' or 'mlp'"
+        )
+    if not regression and m.kind == "regression_mlp":
+        raise ConfigError(
+            f"model.kind: 'regression_mlp' needs a regression data set, and data.name = "
+            f"{name!r} is a classification data set (the UCI sets uci_* are regression)"
+        )
+
+
+def _validate_likelihood(config: Config) -> None:
+    noise_std = config.likelihood.noise_std
+    if noise_std is not None:
+        if not DATASETS[config.data.name].regression:
+            raise ConfigError(
+                f"likelihood.noise_std: {config.data.name!r} is a classification data set, "
+                "whose likelihood (categorical) has no noise"
+            )
+        at_least("likelihood.noise_std", noise_std, 0, strict=True)
+
+
+def _validate_prior(config: Config) -> None:
+    prior = config.prior
+    choice("prior.kind", prior.kind, sorted(PRIORS))
+    if prior.params:  # the factory, and with it sgrld.bnn and Flax, only loads to check them
+        check_kwargs("prior.params", PRIORS[prior.kind], prior.params)
+
+
+def _validate_sampler(config: Config) -> None:
+    s = config.sampler
+    choice("sampler.kind", s.kind, list(SAMPLERS))
+    _check_kind_options(s)
+    choice("sampler.metric", s.metric, sorted(METRICS))
+    check_kwargs("sampler.metric_params", METRICS[s.metric], s.metric_params)
+    if s.learning_rate not in ("rule", None):
+        if isinstance(s.learning_rate, str):
+            raise ConfigError(
+                f"sampler.learning_rate: a number > 0 or 'rule' (isgd), got {s.learning_rate!r}"
+            )
+        at_least("sampler.learning_rate", s.learning_rate, 0, strict=True)
+    at_least("sampler.temperature", s.temperature, 0)
+    choice("sampler.correction", s.correction, MODES)
+    at_least("sampler.adapt_until", s.adapt_until, 0)
+    at_least("sampler.num_probes", s.num_probes, 1)
+    at_least("sampler.correction_warmup", s.correction_warmup, 0)
+    at_least("sampler.max_drift_norm", s.max_drift_norm, 0, strict=True)
+    for key in ("friction", "diffusion"):
+        at_least(f"sampler.{key}", getattr(s, key), 0, strict=True)
+        if (getattr(s, key) or 0) > 1:
+            raise ConfigError(f"sampler.{key}: must lie in (0, 1], got {getattr(s, key)}")
+    if s.gradient_noise is not None:
+        choice("sampler.gradient_noise", s.gradient_noise, NOISE_ESTIMATES[s.kind])
+    at_least("sampler.noise_decay", s.noise_decay, 0)
+    if (s.noise_decay or 0) >= 1:
+        raise ConfigError(f"sampler.noise_decay: must lie in [0, 1), got {s.noise_decay}")
+    at_least("sampler.warmup", s.warmup, 1)
+    at_least("sampler.noise_window", s.noise_window, 1)
+    at_least("sampler.margin", s.margin, 1)
+    if s.kind == "isgd" and s.learning_rate in ("rule", None) and s.temperature == 0:
+        raise ConfigError("sampler.temperature: 0 needs a numeric learning_rate, not 'rule'")
+
+
+NOISE_ESTIMATES = {"sghmc": SGHMC_NOISE, "isgd": ISGD_NOISE}
+"""``sampler.gradient_noise``: the named estimates of each kind that takes it."""
+
+
+def _options_of(kind: str) -> set[str]:
+    """The ``[sampler]`` keys the sampler ``kind`` takes (besides ``kind``)."""
+    metric = {"metric", "metric_params"} if kind in ("sgrld", "sghmc") else set()
+    return set(sampler_keywords(kind)) | metric
+
+
+def _check_kind_options(s) -> None:
+    """An option that differs from its default must be one the kind's sampler takes."""
+    taken, default = _options_of(s.kind), type(s)()
+    for f in dataclasses.fields(s):
+        if f.name == "kind" or f.name in taken or getattr(s, f.name) == getattr(default, f.name):
+            continue
+        takers = ", ".join(k for k in SAMPLERS if f.name in _options_of(k))
+        raise ConfigError(
+            f"sampler.{f.name}: sampler.kind = {s.kind!r} does not take it (only {takers}); "
+            f"its options: {', '.join(sorted(taken))}"
+        )
+    if s.learning_rate == "rule" and s.kind != "isgd":
+        raise ConfigError(f"sampler.learning_rate: 'rule' is isgd's λ rule, not {s.kind}'s")
+
+
+SCHEDULE_KINDS = ("constant", "polynomial", "cyclical")
+"""The values of ``schedule.kind``."""
+
+
+def _validate_schedule(config: Config) -> None:
+    c = config.schedule
+    choice("schedule.kind", c.kind, SCHEDULE_KINDS)
+    at_least("schedule.offset", c.offset, 0, strict=True)
+    at_least("schedule.power", c.power, 0)
+    at_least("schedule.cycles", c.cycles, 1)
+    at_least("schedule.exploration", c.exploration, 0)
+    if c.exploration >= 1:
+        raise ConfigError(
+            f"schedule.exploration: must be < 1 (a cycle must have a sampling phase), "
+            f"got {c.exploration}"
+        )
+    if c.kind != "constant" and config.sampler.kind == "isgd":
+        raise ConfigError(
+            f'schedule.kind = "{c.kind}" with sampler.kind = "isgd": i-SGD\'s step size is '
+            'fixed by its λ, so it takes no schedule; use schedule.kind = "constant"'
+        )
+
+
+def _validate_run(config: Config) -> None:
+    r = config.run
+    at_least("run.epochs", r.epochs, 1)
+    at_least("run.burn_in", r.burn_in, 0)
+    at_least("run.thin", r.thin, 1)
+    at_least("run.chains", r.chains, 1)
+    at_least("run.checkpoint_every", r.checkpoint_every, 1)
+    at_least("run.checkpoint_seconds", r.checkpoint_seconds, 0)
+    _validate_devices(config)
+    if not config.out.folder:
+        raise ConfigError("out.folder: must not be empty")
+
+
+def _validate_devices(config: Config) -> None:
+    """``run.devices`` and ``run.data_parallel`` against the chains and the batch size (the
+    number of devices that ``"all"`` stands for is checked when the mesh is made)."""
+    r = config.run
+    if isinstance(r.devices, str) and r.devices != "all":
+        raise ConfigError(f'run.devices: "all" or a number of devices, got {r.devices!r}')
+    if isinstance(r.devices, int):
+        at_least("run.devices", r.devices, 1)
+    at_least("run.data_parallel", r.data_parallel, 1)
+    if r.data_parallel > 1 and r.devices is None:
+        raise ConfigError(
+            f"run.data_parallel = {r.data_parallel} needs a mesh: set run.devices too"
+        )
+    if config.data.batch_size % r.data_parallel:
+        raise ConfigError(
+            f"data.batch_size = {config.data.batch_size} cannot be split evenly over "
+            f"run.data_parallel = {r.data_parallel} devices; use a multiple of {r.data_parallel}"
+        )
+    if isinstance(r.devices, int):
+        if r.data_parallel > r.devices:
+            raise ConfigError(
+                f"run.data_parallel = {r.data_parallel} is more than run.devices = {r.devices}"
+            )
+        if r.devices % r.data_parallel:
+            raise ConfigError(
+                f"run.data_parallel = {r.data_parallel} does not divide run.devices = {r.devices}"
+            )
+        groups = r.devices // r.data_parallel
+        if r.chains % groups:
+            raise ConfigError(
+                f"run.chains = {r.chains} cannot be spread evenly over run.devices / "
+                f"run.data_parallel = {groups} chain groups; use a multiple of {groups} chains"
+            )
+
+
+SECTION_CHECKS = (
+    _validate_data,
+    _validate_model,
+    _validate_likelihood,
+    _validate_prior,
+    _validate_sampler,
+    _validate_schedule,
+    _validate_run,
+)
+"""The section checks, in the order of the file (the first error is the one reported)."""
+
+
+def validate(config: Config) -> Config:
+    """Check the values of a configuration (types are checked when it is built).
+
+    Args:
+        config: the configuration.
+
+    Returns:
+        ``config``, unchanged.
+
+    Raises:
+        ConfigError: naming the first bad key.
+
+    Example:
+        >>> from sgrld.run.config import Config, SamplerConfig
+        >>> validate(Config(sampler=SamplerConfig(learning_rate=-0.1)))
+        Traceback (most recent call last):
+        ...
+        sgrld.run.config.key_checks.ConfigError: sampler.learning_rate: must be > 0, got -0.1
+    """
+    for check in SECTION_CHECKS:
+        check(config)
+    return config

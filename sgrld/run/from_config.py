@@ -1,0 +1,546 @@
+"""Experiments from a configuration: the data, model, prior, potential and sampler of a
+:class:`sgrld.run.config.Config`, and :func:`run_config`, which runs one (``sgrld run``, ``sgrld demo``
+and ``sgrld reproduce mnist-mlp`` use it).
+
+Example:
+    >>> import sgrld
+    >>> cfg = sgrld.run.config.load_config(None, ["data.name=digits", "data.batch_size=32",
+    ...     "model.widths=[16]", "prior.kind=gaussian", "run.epochs=1", "run.burn_in=0",
+    ...     "run.thin=13"])
+    >>> result = run_config(cfg, out=None)
+    >>> result.status, result.records[0]["samples"]
+    ('completed', 3)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Literal, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from sgrld import bnn
+from sgrld.chains import devices
+from sgrld.data import DATASETS, DataError, load_dataset
+from sgrld.numerics import schedules
+from sgrld.numerics.potential import Potential
+from sgrld.numerics.potential import potential as make_potential
+from sgrld.numerics.pytrees import PyTree
+from sgrld.run import checkpoint, run_folder
+from sgrld.run.config import (
+    METRICS,
+    PRIORS,
+    SAMPLERS,
+    Config,
+    ConfigError,
+    load_config,
+    write_config,
+)
+from sgrld.run.config.schema import SamplerConfig, ScheduleConfig
+from sgrld.run.runner import Experiment, Result, RunPlan, first_kept_window, run, sample_steps
+from sgrld.samplers.sampler import Sampler
+from sgrld.samplers.sampler import sgrld as langevin_sgrld
+from sgrld.samples.results import ResultsError
+
+
+def build_experiment(
+    config: Config, sampler: Callable[[Potential, int], Sampler] | None = None
+) -> Experiment:
+    """Load the data and build the model, prior, potential and sampler of a configuration.
+
+    The potential is ``−mean log p(y|x, θ) − log p(θ)/N`` (:func:`sgrld.potential`) with ``N``
+    the training-set size; parameters are ``{"net": ..., "prior": ...}`` initialised per chain by
+    :func:`sgrld.bnn.init_params` (He initialisation) and ``prior.init``.
+
+    Classification uses the categorical likelihood. Regression (the UCI sets) uses the Gaussian
+    likelihood on the standardised targets (:func:`sgrld.data.load_dataset`), with σ fixed at
+    ``likelihood.noise_std / target_std`` or sampled as ``params["likelihood"]["log_noise"]``
+    (flat prior on ``log σ``, started at σ = 1, the targets' std); the predictions are mapped
+    back to the targets' own units, so RMSE and NLL are reported in those units, as in the
+    literature.
+
+    Args:
+        config: a validated configuration.
+        sampler: ``(potential, N) -> sampler`` in place of the configuration's own
+            (:func:`sampler_of`), e.g. one with per-chain hyperparameters (:mod:`sgrld.run.sweep`).
+
+    Returns:
+        The :class:`Experiment`, with ``meta = {"config": config.to_dict()}``.
+
+    Raises:
+        sgrld.data.DataError: if the data set's files are missing or corrupt.
+        sgrld.run.config.ConfigError: if ``data.split`` or ``data.validation_size`` is out of the
+            range the files allow.
+    """
+    parts = _posterior(config)
+    ds, model, prior, regression = parts.ds, parts.model, parts.prior, parts.regression
+    x_train, y_train = parts.train
+    apply, fixed, potential, noise_std = parts.apply, parts.fixed, parts.potential, parts.noise_std
+    num_steps = config.run.epochs * (len(x_train) // config.data.batch_size)
+    build = sampler or (
+        lambda potential, n: sampler_of(
+            config.sampler, potential, n, schedule=config.schedule, num_steps=num_steps
+        )
+    )
+    input_shape = (1, *x_train.shape[1:])
+
+    def init_fn(key):
+        net = bnn.init_params(model, key, input_shape)
+        params = {"net": net, "prior": prior.init(net)}
+        if regression and noise_std is None:
+            params["likelihood"] = bnn.likelihoods.init_likelihood_params()
+        return params
+
+    check_exact_size(config, jax.eval_shape(init_fn, jax.random.key(0)))
+    apply = bnn.models.evaluation_apply_fn(model, x_train)  # batch norm: training statistics
+    meta = {"config": config.to_dict()}
+    sampler = build(potential, len(x_train))
+    keep = None
+    if config.schedule.kind == "cyclical" and num_steps >= config.schedule.cycles:
+        keep = cyclical_of(config.schedule, num_steps).keep
+    common = dict(sampler=sampler, init_fn=init_fn, train=(x_train, y_train), meta=meta, keep=keep)
+    return _experiment(ds, apply, regression, fixed, **common)
+
+
+class _Posterior(NamedTuple):
+    """What :func:`build_experiment` and :func:`log_posterior` share: the data set, the training
+    split, the network, the prior, σ (fixed, standardised; ``None``: sampled) and the potential."""
+
+    ds: Any
+    train: tuple[np.ndarray, np.ndarray]
+    regression: bool
+    model: Any
+    apply: Any
+    prior: Any
+    noise_std: float | None
+    fixed: float | None
+    potential: Potential
+
+
+def _posterior(config: Config) -> _Posterior:
+    """Load the data and build the model, prior, likelihood and potential of a configuration."""
+    ds = _load(config)
+    x_train, y_train = ds.x_train[: config.data.train_size], ds.y_train[: config.data.train_size]
+    regression = DATASETS[config.data.name].regression
+    model = _model(config, ds.num_classes, regression)
+    apply = bnn.apply_fn(model)
+    prior = PRIORS[config.prior.kind](**config.prior.params)
+    noise_std = config.likelihood.noise_std
+    fixed = None if noise_std is None else noise_std / ds.target_std
+    loglik = (
+        bnn.likelihoods.gaussian(apply, fixed) if regression else bnn.likelihoods.categorical(apply)
+    )
+    potential = make_potential(loglik, bnn.logprior_fn(prior), len(x_train))
+    train = (x_train, y_train)
+    return _Posterior(ds, train, regression, model, apply, prior, noise_std, fixed, potential)
+
+
+def log_posterior(config: Config) -> Callable[[PyTree], jax.Array]:
+    """The full-batch log posterior ``log p(θ|D)`` of a configuration's run, up to a constant:
+    ``params -> −N · potential(θ, (x, y))`` with the potential of :func:`build_experiment` and
+    ``(x, y)`` the whole training set (``N`` examples), i.e. ``Σ_i log p(y_i|x_i, θ) + log p(θ)``.
+
+    The ``log_prob`` that :func:`sgrld.samples.stein.ksd` takes (``sgrld diagnose`` uses it). It loads the
+    data set as :func:`build_experiment` does, so it needs the data files (``data.data_dir``).
+
+    Raises:
+        sgrld.data.DataError: if the data set's files are missing or corrupt.
+    """
+    parts = _posterior(config)
+    potential, batch = parts.potential, tuple(jnp.asarray(a) for a in parts.train)
+    num_data = potential.num_data
+
+    def log_prob(params: PyTree) -> jax.Array:
+        return -num_data * potential(params, batch)
+
+    return log_prob
+
+
+def training_targets(config: Config) -> np.ndarray | None:
+    """The training targets of a regression configuration, in their own units (not standardised),
+    the ``y`` that the run's likelihood saw; ``None`` for a classification data set.
+
+    Loads the data set as :func:`build_experiment` does (the first ``data.train_size`` rows of
+    the training split), so it needs the data files (``data.data_dir``).
+
+    Raises:
+        sgrld.data.DataError: if the data set's files are missing or corrupt.
+    """
+    if not DATASETS[config.data.name].regression:
+        return None
+    ds = _load(config)
+    y = np.asarray(ds.y_train[: config.data.train_size], np.float64)
+    return (y * ds.target_std + ds.target_mean).astype(np.float32)
+
+
+def check_schedule(config: Config, num_train: int) -> None:
+    """Refuse, before anything compiles, a batch larger than the training set and a run that would
+    keep no sample, naming the keys.
+
+    Example:
+        >>> cfg = sgrld.run.config.load_config(None, ["run.epochs=2", "run.burn_in=500"])
+        >>> check_schedule(cfg, num_train=1000)  # 2 epochs of 10 steps
+        Traceback (most recent call last):
+        ...
+        sgrld.run.config.key_checks.ConfigError: run.burn_in = 500, run.thin = ... keep no sample ...
+    """
+    d, r = config.data, config.run
+    steps = num_train // d.batch_size
+    if steps < 1:
+        size = f" (data.train_size = {d.train_size})" if d.train_size is not None else ""
+        raise ConfigError(
+            f"data.batch_size = {d.batch_size} is larger than the training set: {num_train} "
+            f"examples{size}"
+        )
+    total = r.epochs * steps
+    kept = sample_steps(total, r.burn_in, r.thin)
+    if config.schedule.kind == "cyclical" and len(kept):
+        kept = kept[np.asarray(cyclical_of(config.schedule, total).keep(jnp.asarray(kept)))]
+        if not len(kept):
+            raise ConfigError(
+                f"run.burn_in = {r.burn_in}, run.thin = {r.thin}: no sample falls in a sampling "
+                f"phase of the schedule.cycles = {config.schedule.cycles} cycles (exploration "
+                f"{config.schedule.exploration}) of {total} steps; lower run.thin or "
+                "schedule.exploration"
+            )
+    if not len(kept):
+        raise ConfigError(
+            f"run.burn_in = {r.burn_in}, run.thin = {r.thin}: these keep no sample in "
+            f"run.epochs = {r.epochs} epochs of {steps} steps ({total} steps; the first sample "
+            f"would be the state after step {first_kept_window(r.burn_in, r.thin) + r.thin}); "
+            "lower run.burn_in or run.thin, or raise run.epochs"
+        )
+
+
+EXACT_MAX_BYTES = 2**30
+"""The largest [D, D] float32 Jacobian ``correction = "exact"`` may need (D parameters)."""
+
+
+def check_exact_size(config: Config, params: PyTree) -> None:
+    """Refuse ``sampler.correction = "exact"`` when its D × D matrix of Hessian-vector products
+    would exceed :data:`EXACT_MAX_BYTES`, with the size it would need (before compiling)."""
+    if config.sampler.correction != "exact":
+        return
+    size = sum(math.prod(leaf.shape) for leaf in jax.tree.leaves(params))
+    need = 4 * size**2
+    if need > EXACT_MAX_BYTES:
+        raise ConfigError(
+            f'sampler.correction = "exact" takes D = {size:,} Hessian-vector products a step and '
+            f"a {size:,} x {size:,} matrix ({need / 2**30:,.0f} GiB in float32); use "
+            '"hutchinson" (one product a step, unbiased) for a model this size'
+        )
+
+
+def _experiment(ds, apply, regression: bool, fixed: float | None, **common) -> Experiment:
+    """The experiment's predictor and evaluation sets: logits, or the Gaussian predictive in the
+    targets' own units (σ fixed, or sampled as ``params["likelihood"]["log_noise"]``)."""
+    eval_sets = {"test": (ds.x_test, ds.y_test), "val": (ds.x_val, ds.y_val)}
+    if not regression:
+        predict = lambda params, x: apply(params["net"], x)
+        return Experiment(**common, predict_fn=predict, eval_sets=eval_sets)
+    shift, scale = ds.target_mean, ds.target_std
+
+    def predict_fn(params, x):
+        sigma = fixed if fixed is not None else jnp.exp(params["likelihood"]["log_noise"])
+        return apply(params["net"], x)[:, 0] * scale + shift, sigma * scale
+
+    units = {name: (x, y * scale + shift) for name, (x, y) in eval_sets.items()}
+    return Experiment(**common, predict_fn=predict_fn, eval_sets=units, kind="regression")
+
+
+def sampler_of(
+    s: SamplerConfig,
+    potential: Potential,
+    num_data: int,
+    values: Mapping[str, Any] | None = None,
+    schedule: ScheduleConfig | None = None,
+    num_steps: int | None = None,
+) -> Sampler:
+    """The sampler of ``[sampler]``: ``sampler.kind``'s factory with its options; the metric of
+    sgrld, and of sghmc unless it is the identity without options (plain SGHMC).
+
+    Args:
+        s: the ``[sampler]`` section.
+        potential: the potential ``Û/N``.
+        num_data: the training-set size N.
+        values: options replaced by other values, by key within ``[sampler]``
+            (``"learning_rate"``, ``"metric_params.alpha2"``); they may be traced, one per chain
+            (:func:`sgrld.run.sweep.swept`).
+        schedule: the ``[schedule]`` section (``None``: constant), applied to the learning rate
+            and temperature (:func:`schedule_options`).
+        num_steps: the run's steps, which a cyclical schedule divides into cycles.
+
+    Example:
+        >>> import jax, jax.numpy as jnp, sgrld
+        >>> u = sgrld.potential(lambda p, b: -0.5 * jnp.sum((p - b) ** 2, -1),
+        ...                     lambda p: 0.0, num_data=4)
+        >>> s = sampler_of(SamplerConfig(), u, 4, {"learning_rate": 0.5})
+        >>> float(s.step(jax.random.key(0), s.init(jnp.zeros(2)), jnp.zeros((4, 2)))[1]
+        ...       .learning_rate)
+        0.5
+    """
+    options, metric_params = s.sampler_options(), dict(s.metric_params)
+    for key, value in (values or {}).items():
+        section, _, name = key.rpartition(".")
+        (metric_params if section == "metric_params" else options)[name] = value
+    if schedule is not None:
+        options |= schedule_options(schedule, options, num_steps)
+    metric = METRICS[s.metric](**metric_params)
+    if s.kind == "sgrld":
+        return langevin_sgrld(potential, metric, num_data=num_data, **options)
+    if s.kind == "sghmc" and (s.metric != "identity" or metric_params):
+        options["metric"] = metric
+    return SAMPLERS[s.kind](potential, num_data=num_data, **options)
+
+
+def _load(config: Config):
+    """The data set of ``[data]``; a split or size the files do not allow is a ConfigError."""
+    d = config.data
+    try:
+        return load_dataset(
+            d.name,
+            d.data_dir,
+            validation_size=d.validation_size,
+            split=d.split,
+            verify=None if d.verify_checksums else False,
+        )
+    except DataError:
+        raise
+    except ValueError as err:
+        raise ConfigError(f"[data]: {err}") from None
+
+
+def _model(config: Config, num_classes: int, regression: bool):
+    """The Flax network of ``[model]``."""
+    m = config.model
+    if m.kind == "resnet20":
+        return bnn.ResNet20(
+            width=m.widths[0],
+            depth=m.depth,
+            num_outputs=num_classes,
+            image_shape=DATASETS[config.data.name].image_shape,
+            conv=m.conv,
+        )
+    if m.kind == "cnn":
+        return bnn.CNN(
+            dense_features=m.widths,
+            num_outputs=num_classes,
+            image_shape=DATASETS[config.data.name].image_shape,
+            conv=m.conv,
+        )
+    return bnn.MLP(features=m.widths, num_outputs=1 if regression else num_classes)
+
+
+def cyclical_of(
+    schedule: ScheduleConfig, num_steps: int | None
+) -> schedules.Cyclical:
+    """The unit cyclical schedule (learning rate from 1, temperature 1 in the sampling phases)
+    of a ``schedule.kind = "cyclical"`` section over ``num_steps`` steps."""
+    if not num_steps:
+        raise ValueError("a cyclical schedule needs the run's number of steps (num_steps)")
+    if schedule.cycles > num_steps:
+        raise ConfigError(
+            f"schedule.cycles = {schedule.cycles} is more than the run's {num_steps} steps"
+        )
+    return schedules.cyclical(
+        1.0, num_steps=num_steps, num_cycles=schedule.cycles, exploration=schedule.exploration
+    )
+
+
+def schedule_options(
+    schedule: ScheduleConfig, options: Mapping[str, Any], num_steps: int | None
+) -> dict[str, Any]:
+    """The ``learning_rate`` (and, cyclical, ``temperature``) options of a sampler under
+    ``[schedule]``: schedules ``step -> value`` scaling the options' own values, which may be
+    traced per-chain values (:func:`sgrld.run.sweep.swept`); ``{}`` for a constant schedule.
+
+    Example:
+        >>> opts = schedule_options(ScheduleConfig(kind="polynomial", offset=10.0, power=1.0),
+        ...                         {"learning_rate": 0.5, "temperature": 1.0}, 100)
+        >>> [float(opts["learning_rate"](t)) for t in (0, 10)]
+        [0.5, 0.25]
+        >>> opts = schedule_options(ScheduleConfig(kind="cyclical", cycles=2, exploration=0.5),
+        ...                         {"learning_rate": 0.5, "temperature": 1.0}, 8)
+        >>> [round(float(opts["learning_rate"](t)), 3) for t in range(4)]
+        [0.5, 0.427, 0.25, 0.073]
+        >>> [float(opts["temperature"](t)) for t in range(4)]
+        [0.0, 0.0, 1.0, 1.0]
+    """
+    if schedule.kind == "constant":
+        return {}
+    lr, temperature = options["learning_rate"], options.get("temperature", 1.0)
+    if schedule.kind == "polynomial":
+        unit = schedules.polynomial(
+            1.0, offset=schedule.offset, power=schedule.power
+        )
+        return {"learning_rate": lambda t: lr * unit(t)}
+    if schedule.kind == "cyclical":
+        unit = cyclical_of(schedule, num_steps)
+        return {
+            "learning_rate": lambda t: lr * unit.learning_rate(t),
+            "temperature": lambda t: temperature * unit.temperature(t),
+        }
+    raise ValueError(f"unknown schedule.kind {schedule.kind!r}")
+
+
+def schedule_of(config: Config) -> RunPlan:
+    """The :class:`RunPlan` of a configuration's ``[data]`` and ``[run]`` sections."""
+    r = config.run
+    return RunPlan(r.epochs, config.data.batch_size, r.burn_in, r.thin, r.chains, r.seed)
+
+
+RESUME_IGNORES = ("out.folder", "run.checkpoint_every", "run.checkpoint_seconds", "run.devices")
+"""Keys that may differ between a run and its resumption (they change no result: chains sharded
+over other devices give the same samples bit for bit)."""
+
+
+def check_resumable(config: Config, folder: Path) -> checkpoint.Saved | None:
+    """The checkpoint to resume the run in ``folder`` from (``None``: it has none yet, so the run
+    starts over), after checking that ``config`` is the run's configuration.
+
+    Raises:
+        sgrld.samples.results.ResultsError: ``folder`` holds no run, or no checkpoint that verifies.
+        ConfigError: the run's configuration differs, naming the keys.
+    """
+    saved = checkpoint.latest(folder)
+    if saved is not None:
+        before = saved.info["meta"].get("config", {})
+    elif (folder / "config.json").is_file():
+        before = json.loads((folder / "config.json").read_text())
+    else:
+        raise ResultsError(f"--resume {folder}: no run to resume there (no config.json)")
+    now = config.to_dict()
+    for tree in (before, now):
+        for key in RESUME_IGNORES:
+            section, name = key.split(".")
+            tree.get(section, {}).pop(name, None)
+    differ = checkpoint.differences(before, now)
+    if differ:
+        raise ConfigError(
+            f"--resume {folder}: the run there has another configuration: {'; '.join(differ)}. "
+            "Resume it with its own (`sgrld run --resume` without a file reads its config.toml; "
+            "`sgrld reproduce` needs the options it was started with), or start it afresh "
+            "(`sgrld run --overwrite`, or remove the folder)"
+        )
+    return saved
+
+
+def run_config(
+    config: Config,
+    out: str | Path | None | Literal["config"] = "config",
+    *,
+    existing: Literal["refuse", "overwrite", "resume"] = "overwrite",
+    progress: bool = False,
+    label: str | None = None,
+    build: Callable[[Config], tuple[Experiment, RunPlan]] | None = None,
+    stop_on_divergence: bool = True,
+    mesh: jax.sharding.Mesh | None | Literal["config"] = "config",
+) -> Result:
+    """Build and run the experiment of a configuration.
+
+    Writes the resolved configuration (``config.toml``, ``config.json``) and the files of
+    :func:`run` into the results folder.
+
+    Args:
+        config: a validated configuration.
+        out: the results folder; ``"config"`` uses ``config.out.folder``; ``None`` writes nothing
+            (then ``run.save_samples`` must be false).
+        existing: an earlier run in the folder is refused (``"refuse"``), replaced
+            (``"overwrite"``: its files are removed first) or continued from its newest
+            checkpoint (``"resume"``, :func:`check_resumable`).
+        progress: show a progress bar.
+        label: the progress bar's description (default: the metric's name).
+        build: ``config -> (experiment, schedule)`` in place of :func:`build_experiment` and
+            :func:`schedule_of` (a sweep's chains, :func:`sgrld.run.sweep.sweep_experiment`).
+        stop_on_divergence: see :func:`sgrld.run.runner.run`.
+        mesh: the device mesh (``"config"``: :func:`mesh_of` the configuration; a sweep's chains
+            are not ``run.chains``, :func:`sgrld.run.sweep.sweep_mesh`).
+
+    Returns:
+        The :class:`Result` of :func:`run`.
+    """
+    folder = Path(config.out.folder) if out == "config" else out
+    folder = None if folder is None else Path(folder)
+    writer = devices.is_writer()  # process 0 of a multi-process run; the others write nothing
+    if folder is not None and writer:
+        run_folder.check_writable(folder)
+    saved, files = None, run_folder.RUN_FILES + run_folder.CONFIG_FILES
+    if existing == "resume" and folder is not None:
+        saved = check_resumable(config, folder)
+    elif existing == "refuse" and folder is not None and writer:
+        run_folder.clear(folder, existing, files)  # before the data loads; it removes nothing
+    mesh = mesh_of(config) if isinstance(mesh, str) else mesh
+    experiment, schedule = (build or _build)(config)
+    check_schedule(config, len(experiment.train[0]))
+    if folder is not None and existing != "resume" and writer:
+        folder.mkdir(parents=True, exist_ok=True)
+        run_folder.clear(folder, existing, files)
+        write_config(config, folder)
+    return run(
+        experiment,
+        schedule,
+        out=folder,
+        save_samples=config.run.save_samples,
+        curvature=config.run.curvature,
+        progress=progress,
+        label=label or config.sampler.metric,
+        existing="refuse" if existing == "refuse" else "overwrite",
+        resume=saved,
+        checkpoint_every=config.run.checkpoint_every,
+        checkpoint_seconds=config.run.checkpoint_seconds,
+        stop_on_divergence=stop_on_divergence,
+        mesh=mesh,
+    )
+
+
+def mesh_of(config: Config) -> jax.sharding.Mesh | None:
+    """The device mesh of ``run.devices`` and ``run.data_parallel`` (``None`` without
+    ``run.devices``), checked against ``run.chains`` and ``data.batch_size``.
+
+    Example:
+        >>> cfg = sgrld.run.config.load_config(None, ["run.devices=1", "run.chains=3"])
+        >>> dict(mesh_of(cfg).shape)
+        {'chains': 1, 'data': 1}
+
+    Raises:
+        ConfigError: more ``run.data_parallel`` or ``run.devices`` than there are devices, or
+            chains or a batch size that the mesh does not divide, naming the keys.
+    """
+    r = config.run
+    if r.devices is None:
+        return None
+    keys = f"run.devices = {r.devices!r}, run.data_parallel = {r.data_parallel}"
+    try:
+        mesh = devices.make_mesh(r.devices, r.data_parallel)
+        devices.check_mesh(mesh, r.chains, config.data.batch_size)
+    except ValueError as err:
+        raise ConfigError(
+            f"{keys}, run.chains = {r.chains}, data.batch_size = {config.data.batch_size}: {err}"
+        ) from None
+    return mesh
+
+
+def _build(config: Config) -> tuple[Experiment, RunPlan]:
+    return build_experiment(config), schedule_of(config)
+
+
+def observed_targets(folder: str | Path) -> dict[str, np.ndarray]:
+    """``{"y": the training targets}`` of the regression run in ``folder``, rebuilt from its
+    ``config.toml`` (:func:`training_targets`); ``{}`` for a classification
+    run or a folder with no ``config.toml``, and, with a warning, when the data set cannot be
+    loaded."""
+    path = Path(folder) / "config.toml"
+    if not path.is_file():
+        return {}
+    try:
+        y = training_targets(load_config(path))
+    except (ConfigError, DataError) as err:
+        warnings.warn(f"observed_data left out: {err}", UserWarning, stacklevel=3)
+        return {}
+    return {} if y is None else {"y": y}

@@ -1,0 +1,471 @@
+"""The experiment runner: SGRLD over epochs of shuffled minibatches, with an online ensemble.
+
+How a run works (:func:`run`):
+
+* The steps run on the chain engine (:mod:`sgrld.chains.engine`), **one jitted chunk per epoch** with the
+  data on the device: every chain walks its own permutation of the training set in minibatches of
+  ``batch_size``, the **last incomplete minibatch dropped** (an epoch is ``n_train // batch_size``
+  steps, each potential an unbiased estimate of ``U/N`` with the same variance). ``chains = K``
+  chains are ``jax.vmap``-ed, each with its own initialisation, shuffling and noise.
+* Burn-in and thinning count minibatches over the whole run (global step ``s``, from 0), as in
+  the authors' code: ``s`` is a sample when ``s >= burn_in and (s + 1) % thin == 0``
+  (:func:`sample_steps`).
+* Samples are scored online: after the chunk, which buffers the epoch's samples, one jitted call
+  (:mod:`sgrld.run.scoring`) lets each predict the evaluation sets and folds it into the ensembles.
+  Memory holds one epoch's samples at most (a warning says when that exceeds
+  :data:`BUFFER_WARN_BYTES`). The two calls are timed apart (``sample_s``, ``eval_s``), so the
+  sampler's own cost is measured in every epoch, as Yu et al. time their samplers.
+* After each epoch one line goes to ``metrics.jsonl`` (:func:`sgrld.run.records.record`): the
+  sampler's diagnostics, the ensemble scores so far, the sample count and the wall times.
+  Compilation happens before the first epoch and is reported as ``compile_s``.
+* A chain whose update produces a NaN/inf keeps its last finite state and takes no more samples;
+  the run stops after that epoch with a message naming the epoch, step, chain and parameter leaf.
+  Ctrl-C or SIGTERM stops the run after the epoch in flight (a second one at once, discarding
+  it). Either way everything computed so far is on disk and :class:`Result` says what happened.
+* A checkpoint (:mod:`sgrld.run.checkpoint`) is written every ``checkpoint_every`` epochs, but not
+  within ``checkpoint_seconds`` of the last one, and when the run ends;
+  ``run(..., resume=sgrld.run.checkpoint.latest(out))`` continues the run in ``out`` with the same
+  records and samples as an uninterrupted run (:mod:`sgrld.run.run_folder`).
+* ``save_samples=True`` writes each epoch's samples to ``samples/epoch_EEEE.npz``
+  (:func:`sgrld.load_samples` reads them back, with no template).
+
+:func:`sgrld.run.from_config.run_config` builds everything from a configuration and runs it.
+
+Example:
+    >>> import sgrld
+    >>> from sgrld.run.from_config import run_config
+    >>> cfg = sgrld.run.config.load_config(None, ["data.name=digits", "data.batch_size=32",
+    ...     "model.widths=[16]", "prior.kind=gaussian", "run.epochs=2", "run.burn_in=20",
+    ...     "run.thin=10"])
+    >>> result = run_config(cfg, out=None)  # 39 steps per epoch; samples at steps 29, 39, ..., 69
+    >>> result.status, [r["samples"] for r in result.records]
+    ('completed', [1, 5])
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import math
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from sgrld.chains import devices, divergence
+from sgrld.chains import engine as eng
+from sgrld.numerics.pytrees import PyTree
+from sgrld.run import checkpoint, interrupts, records, run_folder, scoring
+from sgrld.run.epoch_writer import EpochWriter, RunSetup
+from sgrld.samplers.sampler import Sampler
+from sgrld.samples import results
+
+Status = Literal["completed", "diverged", "interrupted"]
+EXIT_CODES = {"completed": 0, "diverged": 1, "interrupted": 130}
+"""The ``sgrld`` command's exit code for each :class:`Result` status."""
+BUFFER_WARN_BYTES = 2**30
+"""An epoch's sample buffer larger than this (all chains) gets a warning: a low ``thin`` costs
+memory, the buffer holding up to ``ceil(steps / thin) + 1`` copies of each chain's parameters."""
+
+
+def first_kept_window(burn_in: int, thin: int) -> int:
+    """The engine's burn-in (:func:`sgrld.chains.engine.is_kept`) for the authors' rule.
+
+    Example:
+        >>> first_kept_window(7, 4)  # kept: 7, 11, ... = the engine's rule from step 4
+        4
+    """
+    return math.ceil((burn_in + 1) / thin) * thin - thin
+
+
+def sample_steps(num_steps: int, burn_in: int, thin: int) -> np.ndarray:
+    """The global steps (0-based) at which a sample is taken.
+
+    Step ``s`` is a sample when ``s >= burn_in`` and ``(s + 1) % thin == 0``, as in the authors'
+    code (``inference.py``), so with ``burn_in = 1000`` and ``thin = 100`` the first sample is the
+    state after the 1100th minibatch.
+
+    Example:
+        >>> sample_steps(30, burn_in=7, thin=4).tolist()
+        [7, 11, 15, 19, 23, 27]
+    """
+    s = np.arange(num_steps)
+    return s[eng.is_kept(s, first_kept_window(burn_in, thin), thin)]
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """How long to sample and which steps to keep.
+
+    Attributes:
+        epochs: passes over the training set.
+        batch_size: minibatch size B (an epoch is ``n_train // B`` steps).
+        burn_in: global steps before the first sample.
+        thin: a sample every ``thin`` steps (see :func:`sample_steps`).
+        chains: independent chains, run with ``jax.vmap``.
+        seed: seed of the initialisation, shuffling and noise of all chains.
+        seeds: one seed per group of chains instead (``None``: ``seed`` for all): the chains are
+            cut into ``len(seeds)`` groups of ``chains / len(seeds)`` consecutive chains, and
+            group ``g`` gets the initialisations and keys of a run of that many chains with
+            ``seed = seeds[g]`` (the replicates of :mod:`sgrld.run.sweep`).
+    """
+
+    epochs: int
+    batch_size: int
+    burn_in: int = 0
+    thin: int = 1
+    chains: int = 1
+    seed: int = 0
+    seeds: tuple[int, ...] | None = None
+
+    def __post_init__(self):
+        lows = {"epochs": 1, "batch_size": 1, "burn_in": 0, "thin": 1, "chains": 1}
+        for name, low in lows.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or int(value) != value or value < low:
+                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        if self.seeds is not None and (not self.seeds or self.chains % len(self.seeds)):
+            raise ValueError(
+                f"seeds must be None or 1 to chains={self.chains} seeds dividing the chains "
+                f"into equal groups, got {len(self.seeds)}"
+            )
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """What to sample and how to score it.
+
+    Attributes:
+        sampler: a :class:`sgrld.Sampler` whose ``step(key, state, (x, y))`` takes a minibatch.
+        init_fn: ``key -> params`` of one chain (called with a different key per chain).
+        predict_fn: ``(params, x) -> logits [n, C]`` (classification) or
+            ``(params, x) -> (mean [n], std [n] or scalar)`` (regression).
+        train: training inputs and targets (numpy or JAX arrays with a leading example axis).
+        eval_sets: evaluation sets by name, e.g. ``{"test": (x, y), "val": (x, y)}``; empty
+            sets are skipped.
+        kind: ``"classification"`` or ``"regression"``.
+        meta: anything JSON-serialisable to store in ``summary.json`` (e.g. the configuration).
+        chain_args: further arguments of ``sampler.init`` after the parameters, each with a
+            leading chain axis (e.g. the per-chain hyperparameters of :func:`sgrld.run.sweep.swept`).
+        keep: a predicate ``step -> bool`` that a kept step must also pass (``None``: burn-in
+            and thinning alone), e.g. the sampling phases of a cyclical schedule
+            (:attr:`sgrld.numerics.schedules.Cyclical.keep`, :class:`sgrld.chains.engine.Engine`).
+    """
+
+    sampler: Sampler
+    init_fn: Callable[[jax.Array], PyTree]
+    predict_fn: Callable[[PyTree, jax.Array], Any]
+    train: tuple[Any, Any]
+    eval_sets: Mapping[str, tuple[Any, Any]]
+    kind: scoring.Kind = "classification"
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    chain_args: tuple[Any, ...] = ()
+    keep: Callable[[Any], Any] | None = None
+
+
+@dataclass
+class Result:
+    """The outcome of :func:`run`.
+
+    Attributes:
+        status: ``"completed"``, ``"diverged"`` or ``"interrupted"``.
+        message: a human-readable account of what happened (and where the results are).
+        records: one dict per completed epoch (the lines of ``metrics.jsonl``).
+        compile_s: seconds to compile the epoch's two functions.
+        state: the final sampler states (leading chain axis), or ``None`` if no epoch completed.
+        out: the results folder, or ``None``.
+        summary: the contents of ``summary.json``.
+        scores: the final ensembles of every chain (leading chain axis), or ``None``.
+        diverged_step: per chain, the global step at which it diverged, or −1.
+    """
+
+    status: Status
+    message: str
+    records: list[dict[str, Any]]
+    compile_s: float
+    state: Any
+    out: Path | None
+    summary: dict[str, Any]
+    scores: scoring.Scores | None = None
+    diverged_step: np.ndarray | None = None
+
+
+def _prepare(
+    experiment: Experiment, schedule: RunPlan, curvature: bool, points: int, mesh: Any
+) -> RunSetup:
+    n_train = len(experiment.train[0])
+    steps = n_train // schedule.batch_size
+    if steps < 1:
+        raise ValueError(
+            f"batch_size {schedule.batch_size} is larger than the training set ({n_train} examples)"
+        )
+    if mesh is None:
+        x_train, y_train = (jnp.asarray(a) for a in experiment.train)
+    else:
+        devices.check_mesh(mesh, schedule.chains, schedule.batch_size)
+        x_train, y_train = devices.place_rows(mesh, tuple(experiment.train))
+    eval_sets = {
+        name: (jnp.asarray(x), jnp.asarray(y))
+        for name, (x, y) in experiment.eval_sets.items()
+        if len(x)
+    }
+    k = schedule.chains
+    init_keys, keys, curvature_keys = _chain_roots(schedule)
+    params = jax.vmap(experiment.init_fn)(init_keys)
+    one_chain = jax.tree.map(lambda a: a[0], params)
+    num_classes = None
+    if experiment.kind == "classification":
+        logits = jax.eval_shape(experiment.predict_fn, one_chain, experiment.train[0][:1])
+        num_classes = int(logits.shape[-1])
+    ensemble = scoring.ensemble_ops(experiment.kind, num_classes)
+    engine = eng.Engine(
+        experiment.sampler,
+        eng.epochs(n_train, schedule.batch_size),
+        burn_in=first_kept_window(schedule.burn_in, schedule.thin),
+        thin=schedule.thin,
+        keep=experiment.keep,
+        mesh=mesh,
+    )
+    _warn_buffer(engine.slots(steps), params)
+    return RunSetup(
+        engine=engine,
+        carry=engine.init(jax.vmap(experiment.sampler.init)(params, *experiment.chain_args)),
+        keys=keys,
+        curvature_keys=curvature_keys,
+        train=(x_train, y_train),
+        eval_sets=eval_sets,
+        scores=scoring.init_scores(ensemble, eval_sets, k),
+        score_fn=scoring.score_function(
+            experiment.kind, experiment.predict_fn, ensemble, curvature, points
+        ),
+        steps=steps,
+        names=divergence.leaf_names(one_chain),
+        kind=experiment.kind,
+        groups=None if schedule.seeds is None else len(schedule.seeds),
+    )
+
+
+def _chain_roots(schedule: RunPlan) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Each chain's initialisation key, chain key (:func:`sgrld.chains.engine.chain_keys`) and curvature
+    key, from ``schedule.seed`` or per group from ``schedule.seeds``."""
+    seeds = (schedule.seed,) if schedule.seeds is None else schedule.seeds
+    k = schedule.chains // len(seeds)
+    groups = []
+    for seed in seeds:
+        init_root, chain_root, curvature_root = jax.random.split(jax.random.key(seed), 3)
+        groups.append(
+            (
+                jax.random.split(init_root, k),
+                eng.chain_keys(chain_root, k),
+                jax.random.split(curvature_root, k),
+            )
+        )
+    return tuple(jnp.concatenate(keys) for keys in zip(*groups, strict=True))
+
+
+def _warn_buffer(slots: int, params: PyTree) -> None:
+    buffer_bytes = slots * sum(x.nbytes for x in jax.tree.leaves(params))
+    if buffer_bytes > BUFFER_WARN_BYTES:
+        k = jax.tree.leaves(params)[0].shape[0]
+        warnings.warn(
+            f"the epoch's sample buffer takes {buffer_bytes / 2**30:.1f} GiB ({slots} slots x "
+            f"{k} chain(s) x the parameters); a larger run.thin makes it smaller",
+            stacklevel=3,
+        )
+
+
+def _divergence_message(bad: divergence.Divergence, steps: int, out: Path | None) -> str:
+    where = f" Results so far are in {out}." if out is not None else ""
+    many = f" ({bad.count} chains diverged)" if bad.count > 1 else ""
+    return (
+        f"chain {bad.chain} diverged at epoch {bad.step // steps + 1}, step {bad.step} "
+        f"(step {bad.step % steps} of the epoch): NaN/inf in parameter {bad.leaf}{many}. The run "
+        "stopped after that epoch; samples before the divergence are in the ensemble, none after "
+        f"it.{where} {divergence.ADVICE}"
+    )
+
+
+def _restore(setup: RunSetup, saved: checkpoint.Saved, schedule: RunPlan) -> RunSetup:
+    """The setup with the carry, ensembles and keys of a checkpoint of the same schedule."""
+    # As the checkpoint stored it, in JSON (a tuple of seeds comes back a list).
+    now = json.loads(json.dumps(vars(schedule)))
+    differ = checkpoint.differences(saved.info["schedule"], now)
+    if differ:
+        raise checkpoint.CheckpointError(
+            f"checkpoint {saved.path} has another schedule: {', '.join(differ)}"
+        )
+    trees = {name: getattr(setup, name) for name in ("carry", "scores", "keys")}
+    return dataclasses.replace(
+        setup, **{name: checkpoint.restore(saved, name, tree) for name, tree in trees.items()}
+    )
+
+
+def _run_epochs(
+    setup: RunSetup,
+    epochs: EpochWriter,
+    num_epochs: int,
+    out: Path | None,
+    progress: bool,
+    label: str,
+) -> tuple[Status, str]:
+    """Compile, then run the epochs left on the engine; return the status and its message."""
+    final = None
+    with eng.single_threaded_blas():
+        try:
+            epochs.compile()
+            diverged = bool(np.any(np.asarray(setup.carry.diverged_step) >= 0))
+            stop = (diverged and epochs.stop_on_divergence) or epochs.stop.signal
+            left = 0 if stop else num_epochs - epochs.first
+            final = setup.engine.run(
+                setup.carry,
+                setup.keys,
+                setup.train,
+                [setup.steps] * left,
+                start=epochs.first * setup.steps,
+                callback=epochs,
+                progress=progress,
+                label=label,
+                unit="epoch",
+                exact_slots=False,
+            )
+        except KeyboardInterrupt:
+            pass
+    with contextlib.suppress(KeyboardInterrupt):  # a second signal skips only the checkpoint
+        epochs.checkpoint()
+    where = f"; partial results in {out}" if out is not None else ""
+    if final is None or (epochs.stop.signal and len(epochs.records) < num_epochs):
+        by = " by SIGTERM" if epochs.stop.signal == "SIGTERM" else ""
+        return "interrupted", f"interrupted{by} after epoch {len(epochs.records)}{where}"
+    bad = divergence.first_divergence(final, setup.names)
+    if bad is not None and epochs.stop_on_divergence:
+        return "diverged", _divergence_message(bad, setup.steps, out)
+    where = f"; results in {out}" if out else ""
+    if bad is not None:  # the other chains went on
+        where += (
+            f"; {bad.count} chain(s) diverged and took no samples after it (the first: chain "
+            f"{bad.chain} at step {bad.step}, NaN/inf in parameter {bad.leaf})"
+        )
+    return "completed", f"completed {len(epochs.records)} epochs{where}"
+
+
+def _device_summary(engine: eng.Engine, chains: int) -> dict[str, Any]:
+    """The summary's ``devices``: the mesh, and the device memory of the epoch's chunk function
+    (XLA's ``memory_analysis``, :func:`sgrld.chains.devices.compiled_bytes`) per device and per chain."""
+    need, per_device = engine.device_bytes, devices.chains_per_device(engine.mesh, chains)
+    return {
+        **devices.describe(engine.mesh),
+        "chunk_bytes_per_device": need,
+        "chunk_bytes_per_chain": None if need is None else need / per_device,
+    }
+
+
+def run(
+    experiment: Experiment,
+    schedule: RunPlan,
+    *,
+    out: str | Path | None = None,
+    save_samples: bool = False,
+    curvature: bool = False,
+    curvature_points: int = 1000,
+    progress: bool = False,
+    label: str = "sampling",
+    existing: run_folder.Existing = "overwrite",
+    resume: checkpoint.Saved | None = None,
+    checkpoint_every: int = 1,
+    checkpoint_seconds: float = 60.0,
+    stop_on_divergence: bool = True,
+    mesh: jax.sharding.Mesh | None = None,
+) -> Result:
+    """Run SGRLD chains over epochs of shuffled minibatches and score the thinned samples online.
+
+    See the module docstring for the scheme. Files written to ``out`` (if given):
+    ``metrics.jsonl`` (one JSON line per epoch, appended as each completes,
+    :func:`sgrld.run.records.record`), ``summary.json`` (``"running"`` until the run ends, also after
+    a divergence or an interruption), checkpoints (:mod:`sgrld.run.checkpoint`); with
+    ``save_samples``, ``samples/epoch_EEEE.npz``. SIGINT and SIGTERM stop the run after the
+    epoch in flight (:mod:`sgrld.run.interrupts`), with a checkpoint and the summary.
+    Each record's ``epoch_s`` (wall time of the epoch) = ``sample_s`` (the sampling chunk) +
+    ``eval_s`` (scoring the epoch's samples); ``epoch_cpu_s`` is the CPU time the process used
+    meanwhile, over all cores. The summary adds ``compile_s`` and medians over epochs. Where
+    ``schedule.seeds`` cuts the chains into groups (the replicates of a sweep), each record's
+    ``"groups"`` also gives every group's ensemble scores so far (:func:`sgrld.run.records.record`).
+
+    Args:
+        experiment: the sampler, initialisation, predictor and data.
+        schedule: epochs, batch size, burn-in, thinning, chains and seed.
+        out: the results folder (created), or ``None`` to write nothing.
+        save_samples: write every kept sample to ``out/samples/`` (needs ``out``).
+        curvature: also score the input-space curvature C(x) (:func:`sgrld.evaluation.curvature`,
+            20 power iterations) of every sample on the first ``curvature_points`` test points,
+            as Yu et al. (Table 2); reported as the mean over samples. Slow.
+        curvature_points: test points used for the curvature.
+        progress: show a progress bar with an ETA over epochs and steps.
+        label: the progress bar's description.
+        existing: what to do with an earlier run's files in ``out``: ``"refuse"`` or
+            ``"overwrite"`` (remove them first; :mod:`sgrld.run.run_folder`).
+        resume: continue the run in ``out`` from this checkpoint (:func:`sgrld.run.checkpoint.latest`)
+            instead; the records and samples are those of an uninterrupted run.
+        checkpoint_every: write a checkpoint after every this many epochs (and when the run ends).
+        checkpoint_seconds: skip a due checkpoint until this many seconds have passed since the
+            last one (or since sampling started); ``0``: write every due one.
+        stop_on_divergence: stop after the epoch in which a chain diverged (status
+            ``"diverged"``); ``False``: the other chains go on to the end (status ``"completed"``,
+            the message counting the diverged chains, ``Result.diverged_step`` saying which).
+        mesh: a device mesh (:func:`sgrld.chains.devices.make_mesh`) to shard the chains and each
+            minibatch over; ``None``: one device. In a multi-process run
+            (:func:`sgrld.chains.devices.initialize`) only process 0 writes ``out``; the others write
+            nothing. ``summary.json``'s ``devices`` gives the mesh and the device memory per
+            chain of the epoch's chunk.
+
+    Returns:
+        A :class:`Result`; ``status`` is ``"diverged"`` or ``"interrupted"`` when the run stopped
+        early, with ``message`` saying where and why. It does not raise for either.
+
+    Raises:
+        ValueError: for ``save_samples`` or ``resume`` without ``out``, a batch larger than the
+            training set, or ``curvature`` without a ``"test"`` set.
+        sgrld.samples.results.ResultsError: ``out`` holds a run and ``existing="refuse"``
+            (:class:`sgrld.run.checkpoint.CheckpointError`: ``resume`` is of another schedule or model).
+    """
+    for name, value in (("save_samples=True", save_samples), ("resume", resume)):
+        if value and out is None:
+            raise ValueError(f"{name} needs an out folder")
+    if curvature and "test" not in experiment.eval_sets:
+        raise ValueError("curvature=True scores the 'test' evaluation set, which is missing")
+    if not devices.is_writer():  # another process of a multi-process run writes the results
+        out, save_samples = None, False
+    with interrupts.stop_on_signals() as stop:
+        setup = _prepare(experiment, schedule, curvature, curvature_points, mesh)
+        if resume is not None:
+            setup = _restore(setup, resume, schedule)
+        out = None if out is None else Path(out)
+        if out is not None:
+            run_folder.start(out, existing, resume, experiment.meta)
+        info = {"schedule": vars(schedule), "meta": experiment.meta}
+        epochs = EpochWriter(
+            setup,
+            out,
+            save_samples,
+            curvature,
+            stop,
+            info,
+            checkpoint_every,
+            checkpoint_seconds,
+            resume,
+            stop_on_divergence,
+        )
+        status, message = _run_epochs(setup, epochs, schedule.epochs, out, progress, label)
+        result = Result(status, message, epochs.records, epochs.compile_s, epochs.state, out, {})
+        result.scores = epochs.scores
+        result.diverged_step = np.asarray(epochs.carry.diverged_step)
+        result.summary = records.summary(result, schedule, setup.steps, experiment.meta)
+        result.summary["devices"] = _device_summary(setup.engine, schedule.chains)
+        if out is not None:
+            results.write_json(out / "summary.json", result.summary)
+    return result

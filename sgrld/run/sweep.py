@@ -1,0 +1,559 @@
+"""Sweeps: every (setting, replicate) pair of a grid of hyperparameters as chains of one program.
+
+Yu et al. choose each metric's learning rate on the validation log-likelihood and report the mean
+± std of the test scores over 10 runs: a grid of learning rates × replicates, each formerly its own
+process and compilation. ``sgrld sweep`` runs all of them as the chains of one compiled program:
+
+* **per-chain hyperparameters**: :func:`swept` wraps a sampler whose state carries the chain's
+  hyperparameters (:class:`SweptState`); its step builds the inner sampler from those (traced)
+  values, so the engine's ``jax.vmap`` over chains gives every chain its own learning rate (or
+  Monge α², or temperature: :data:`SWEEPABLE`) in one program. The samplers accept a traced
+  value (:func:`sgrld.numerics.checks.is_traced`); the value is checked here instead, as the
+  configuration it comes from (:func:`parse_grid`);
+* **replicates**: replicate ``r`` of every setting has the seed ``run.seed + r``: its chains get the
+  initialisations and keys of ``sgrld run`` with that seed (:attr:`sgrld.run.runner.RunPlan.seeds`),
+  so chain (setting, replicate) follows the chain of ``sgrld run --set KEY=VALUE --set
+  run.seed=SEED`` (a test checks it);
+* **chains**: setting ``i``, replicate ``r`` and chain ``k`` of ``run.chains = K`` is chain
+  ``(i·R + r)·K + k``; a chain that diverges stops sampling and the others go on;
+* **scores**: each replicate's ensemble (its K chains pooled, as ``sgrld run`` pools them) is scored
+  on every evaluation set; the table gives per setting the mean ± std (``ddof = 1``) over the
+  replicates, and marks the best setting: the highest mean validation log-likelihood
+  (classification; the lowest validation NLL for regression) among settings none of whose chains
+  diverged. A configuration without a validation split is refused.
+
+The results folder is that of ``sgrld run`` (config, ``metrics.jsonl``, ``summary.json``, optional
+samples of all chains; the records of ``metrics.jsonl`` pool every chain, so they mix the
+settings, and give under ``"groups"`` each (setting, replicate)'s scores so far, in chain order),
+plus ``sweep.md`` and ``sweep.json`` (the table and the per-replicate scores), also
+stored in ``summary.json`` under ``"sweep"``. A sweep stopped part way continues from its newest
+checkpoint (``existing="resume"``, ``sgrld sweep --resume OUT``) with the same configuration, grid
+and replicates (:func:`check_resumable_grid`); its chains, all settings and replicates, can be
+sharded over a device mesh (:func:`sweep_mesh`).
+
+Example:
+    >>> import sgrld
+    >>> cfg = sgrld.run.config.load_config(None, ["data.name=digits", "data.batch_size=64",
+    ...     "model.widths=[8]", "prior.kind=gaussian", "run.epochs=1", "run.burn_in=0",
+    ...     "run.thin=5"])
+    >>> grid = parse_grid("sampler.learning_rate=[0.05, 0.1]", cfg)
+    >>> out = run_sweep(cfg, [grid], replicates=2, out=None)
+    >>> [row["lr"] for row in out.rows], out.result.state.hyper["learning_rate"].round(2).tolist()
+    (['0.05', '0.1'], [0.05, 0.05, 0.1, 0.1])
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from sgrld.chains.devices import check_mesh, make_mesh
+from sgrld.run import checkpoint, report, scoring
+from sgrld.run.config import Config, ConfigError, with_overrides
+from sgrld.run.config.toml_io import parse_override
+from sgrld.run.from_config import build_experiment, run_config, sampler_of, schedule_of
+from sgrld.run.runner import Experiment, Result, RunPlan
+from sgrld.samplers.sampler import Sampler
+from sgrld.samples import results
+
+SWEEPABLE: dict[str, tuple[str, str | None]] = {
+    "sampler.learning_rate": ("lr", None),
+    "sampler.metric_params.alpha2": ("α²", "monge"),
+    "sampler.temperature": ("T", None),
+}
+"""The keys a grid may sweep: key -> (its column title, the metric it needs or ``None``). Each is
+a scalar that only enters the step's arithmetic, so every chain can hold its own value."""
+
+FIXED_IN: dict[str, tuple[str, ...]] = {"sampler.temperature": ("isgd",)}
+"""Sampler kinds that check a sweepable key's value as a number when they are built (i-SGD its
+temperature), so that it cannot be one value per chain."""
+
+
+class Grid(NamedTuple):
+    """One swept key and its values (:func:`parse_grid`)."""
+
+    key: str
+    values: tuple[float, ...]
+
+
+def parse_grid(text: str, config: Config) -> Grid:
+    """Read ``KEY=[v1, v2, ...]`` (a TOML list of numbers) and check it against ``config``.
+
+    Every value is checked as ``sgrld run --set KEY=v`` would check it (the configuration's
+    validation: a learning rate > 0, α² ≥ 0, ...), since the samplers take it traced, unchecked.
+
+    Raises:
+        ConfigError: the key cannot be swept (naming those that can), the metric lacks it, the
+            sampler kind needs it fixed (:data:`FIXED_IN`), the list is empty, has a non-number
+            or a repeated value, or a value fails validation.
+
+    Example:
+        >>> from sgrld.run.config import Config
+        >>> parse_grid("sampler.learning_rate=[1e-3, 0.003]", Config())
+        Grid(key='sampler.learning_rate', values=(0.001, 0.003))
+        >>> parse_grid("run.epochs=[1, 2]", Config())
+        Traceback (most recent call last):
+        ...
+        sgrld.run.config.key_checks.ConfigError: --grid run.epochs: not a key a sweep can vary ...
+    """
+    key, values = parse_override(text)
+    if key not in SWEEPABLE:
+        sweepable = ", ".join(
+            key + (f" (metric {metric})" if metric else "")
+            for key, (_, metric) in SWEEPABLE.items()
+        )
+        raise ConfigError(
+            f"--grid {key}: not a key a sweep can vary per chain; sweepable keys: {sweepable}"
+        )
+    metric = SWEEPABLE[key][1]
+    if metric is not None and config.sampler.metric != metric:
+        raise ConfigError(
+            f"--grid {key}: sampler.metric is {config.sampler.metric!r}, which has no such "
+            f"parameter (it is {metric!r}'s)"
+        )
+    if config.sampler.kind in FIXED_IN.get(key, ()):
+        raise ConfigError(
+            f"--grid {key}: sampler.kind {config.sampler.kind!r} takes it as one fixed number, "
+            "not one per chain"
+        )
+    if not isinstance(values, list) or not values:
+        raise ConfigError(f"--grid {key}: expected a non-empty list of numbers, e.g. [0.1, 0.3]")
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"--grid {key}: {value!r} is not a number")
+    if len(set(values)) < len(values):
+        raise ConfigError(f"--grid {key}: a value is repeated in {values}")
+    for value in values:
+        try:
+            with_overrides(config, [f"{key}={value!r}"])
+        except ConfigError as err:
+            raise ConfigError(f"--grid {key}={value!r}: {err}") from None
+    return Grid(key, tuple(float(v) for v in values))
+
+
+class SweptState(NamedTuple):
+    """The state of a :func:`swept` sampler: the inner sampler's state and this chain's
+    hyperparameters (fixed: no step changes them)."""
+
+    inner: Any
+    hyper: dict[str, jax.Array]
+
+    @property
+    def params(self) -> Any:
+        """The inner state's parameters (the sample)."""
+        return self.inner.params
+
+    @property
+    def step(self) -> jax.Array:
+        """The inner state's step counter."""
+        return self.inner.step
+
+
+def swept(build: Callable[[Mapping[str, jax.Array]], Sampler]) -> Sampler:
+    """A sampler whose hyperparameters are part of each chain's state.
+
+    ``init(params, hyper)`` stores ``hyper`` (name -> scalar) next to ``build(hyper).init(params)``;
+    ``step(key, state, batch)`` runs ``build(state.hyper).step``, the hyperparameters traced, so
+    under ``jax.vmap`` every chain steps with its own values in one compiled program. ``build``
+    must accept traced values (:func:`sgrld.run.from_config.sampler_of` does).
+
+    Args:
+        build: ``hyper -> sampler``.
+
+    Returns:
+        The :class:`~sgrld.Sampler`; its state is a :class:`SweptState`.
+
+    Example:
+        >>> import jax, jax.numpy as jnp, sgrld
+        >>> t = sgrld.samples.targets.standard_normal()
+        >>> s = swept(lambda h: sgrld.sgrld(t.potential, sgrld.metrics.identity(),
+        ...     learning_rate=h["learning_rate"], num_data=1, temperature=0.0))
+        >>> lrs = {"learning_rate": jnp.array([0.1, 0.5])}
+        >>> state = jax.vmap(s.init, (None, 0))(t.init_params, lrs)  # θ = 1 in both chains
+        >>> step = jax.jit(jax.vmap(s.step, (None, 0, None)))
+        >>> state, _ = step(jax.random.key(0), state, t.batch_fn(jax.random.key(1)))
+        >>> state.params.round(3).tolist()  # θ − lr·θ at T = 0
+        [0.9, 0.5]
+    """
+
+    def init(params, hyper: Mapping[str, Any]) -> SweptState:
+        hyper = {name: jnp.asarray(value, jnp.float32) for name, value in hyper.items()}
+        return SweptState(build(hyper).init(params), hyper)
+
+    def step(key, state: SweptState, batch):
+        inner, info = build(state.hyper).step(key, state.inner, batch)
+        return SweptState(inner, state.hyper), info
+
+    return Sampler(init, step)
+
+
+def settings(grids: Sequence[Grid]) -> list[dict[str, float]]:
+    """Every combination of the grids' values (the first grid varies slowest), key -> value.
+
+    Example:
+        >>> settings([Grid("a", (1.0, 2.0)), Grid("b", (0.5,))])
+        [{'a': 1.0, 'b': 0.5}, {'a': 2.0, 'b': 0.5}]
+    """
+    keys = [g.key for g in grids]
+    combos = itertools.product(*(g.values for g in grids))
+    return [dict(zip(keys, combo, strict=True)) for combo in combos]
+
+
+def sweep_experiment(
+    config: Config, grids: Sequence[Grid], replicates: int
+) -> tuple[Experiment, RunPlan]:
+    """The experiment and schedule of a sweep: ``S·R·K`` chains for ``S`` settings, ``R``
+    replicates and ``K = run.chains`` (chain order and seeds: the module docstring); the swept
+    values are ``experiment.chain_args[0]``, one per chain.
+
+    Example:
+        >>> import sgrld
+        >>> cfg = sgrld.run.config.load_config(None, ["data.name=digits", "model.widths=[8]"])
+        >>> grid = Grid("sampler.learning_rate", (0.1, 0.2))
+        >>> experiment, schedule = sweep_experiment(cfg, [grid], replicates=3)
+        >>> hyper = experiment.chain_args[0]["learning_rate"]
+        >>> schedule.chains, schedule.seeds, hyper.astype(float).round(3).tolist()
+        (6, (0, 1, 2, 0, 1, 2), [0.1, 0.1, 0.1, 0.2, 0.2, 0.2])
+    """
+    points, k = settings(grids), config.run.chains
+    per_setting = replicates * k
+    hyper = {
+        key.removeprefix("sampler."): np.repeat(
+            np.array([p[key] for p in points], np.float32), per_setting
+        )
+        for key in (g.key for g in grids)
+    }
+    steps = lambda n: config.run.epochs * (n // config.data.batch_size)
+    build_sampler = lambda potential, n: swept(
+        lambda h: sampler_of(
+            config.sampler, potential, n, h, schedule=config.schedule, num_steps=steps(n)
+        )
+    )
+    experiment = build_experiment(config, sampler=build_sampler)
+    experiment = dataclasses.replace(experiment, chain_args=(hyper,))
+    seeds = tuple(config.run.seed + r for _ in points for r in range(replicates))
+    chains = len(points) * per_setting
+    schedule = dataclasses.replace(schedule_of(config), chains=chains, seeds=seeds)
+    return experiment, schedule
+
+
+CLASSIFICATION = (
+    ("test_log_likelihood", "test log p(y|X)"),
+    ("test_accuracy", "test acc."),
+    ("test_ece", "test ECE"),
+    ("val_log_likelihood", "val log p(y|X)"),
+)
+REGRESSION = (("test_rmse", "test RMSE"), ("test_nll", "test NLL"), ("val_nll", "val NLL"))
+"""The scores of the table, (score, column title), by kind."""
+
+
+def mean_std(values: np.ndarray) -> str:
+    """``"mean ± std"`` over replicates (std with ``ddof = 1``; one replicate: the value alone),
+    :data:`sgrld.run.report.MISSING` if a replicate has no score.
+
+    Example:
+        >>> mean_std(np.array([-0.1, -0.12, -0.11])), mean_std(np.array([0.5]))
+        ('-0.1100 ± 0.0100', '0.5000')
+    """
+    if not np.all(np.isfinite(values)):
+        return report.MISSING
+    if len(values) == 1:
+        return f"{values[0]:.4f}"
+    return f"{np.mean(values):.4f} ± {np.std(values, ddof=1):.4f}"
+
+
+@dataclasses.dataclass
+class SweepResult:
+    """What :func:`run_sweep` returns.
+
+    Attributes:
+        result: the run of all chains (:class:`sgrld.run.runner.Result`).
+        settings: the settings, key -> value (:func:`settings`).
+        replicates: replicates per setting.
+        scores: per setting, ``NAME_SCORE -> [replicates]`` (each replicate's chains pooled) and
+            ``"diverged"``: chains of the setting that diverged.
+        best: index of the best setting, ``None`` if every setting had a divergence.
+        rows: the table rows (text cells), one per setting.
+        columns: the table's columns (:mod:`sgrld.run.report`).
+        caption: the table's caption.
+    """
+
+    result: Result
+    settings: list[dict[str, float]]
+    replicates: int
+    scores: list[dict[str, Any]]
+    best: int | None
+    rows: list[dict[str, str]]
+    columns: tuple[report.Column, ...]
+    caption: str
+
+
+def _best(kind: scoring.Kind, scores: list[dict[str, Any]]) -> int | None:
+    """The setting of the highest mean validation log-likelihood (lowest NLL) without divergence."""
+    key, sign = ("val_log_likelihood", 1.0) if kind == "classification" else ("val_nll", -1.0)
+    ranked = [
+        (sign * float(np.mean(s[key])), i)
+        for i, s in enumerate(scores)
+        if not s["diverged"] and np.all(np.isfinite(s[key]))
+    ]
+    return max(ranked)[1] if ranked else None
+
+
+def _table(
+    kind: scoring.Kind,
+    points: list[dict[str, float]],
+    scores: list[dict[str, Any]],
+    best: int | None,
+) -> tuple[tuple[report.Column, ...], list[dict[str, str]]]:
+    names = CLASSIFICATION if kind == "classification" else REGRESSION
+    keys = list(points[0]) if points else []
+    titles = [SWEEPABLE[key][0] for key in keys]
+    cols = (
+        *((t, t, report.TEXT) for t in titles),
+        *((title, title, "{:>}") for _, title in names),
+        ("samples", "samples/replicate", "{:>}"),
+        ("diverged", "diverged chains", "{:>}"),
+        ("best", "best", report.TEXT),
+    )
+    rows = []
+    for i, (point, s) in enumerate(zip(points, scores, strict=True)):
+        row = {t: format(point[key], "g") for t, key in zip(titles, keys, strict=True)}
+        row |= {title: mean_std(s[score]) for score, title in names}
+        row["samples"] = str(int(np.min(s["samples"])))
+        row["diverged"] = str(s["diverged"])
+        row["best"] = "◀ best" if i == best else ""
+        rows.append(row)
+    return cols, rows
+
+
+def run_sweep(
+    config: Config,
+    grids: Sequence[Grid],
+    replicates: int,
+    out: str | Path | None | Literal["config"] = "config",
+    *,
+    existing: Literal["refuse", "overwrite", "resume"] = "overwrite",
+    progress: bool = False,
+    label: str = "sweep",
+    devices: int | str | None = None,
+    data_parallel: int | None = None,
+) -> SweepResult:
+    """Run a sweep (see the module docstring) and write its table.
+
+    Args:
+        config: a validated configuration; its values of the swept keys are replaced.
+        grids: the swept keys and values (:func:`parse_grid`); none: replicates of ``config``.
+        replicates: runs per setting, seeds ``run.seed`` to ``run.seed + replicates − 1``.
+        out: the results folder (``"config"``: ``out.folder``; ``None``: nothing written).
+        existing: an earlier run in the folder is refused, replaced (its files removed) or
+            continued from its newest checkpoint (``"resume"``: the same configuration, grid and
+            replicates, :func:`check_resumable_grid`).
+        progress: show a progress bar.
+        label: the progress bar's description.
+        devices, data_parallel: shard the sweep's chains over a device mesh (:func:`sweep_mesh`;
+            ``None``: ``run.devices`` and ``run.data_parallel``).
+
+    Returns:
+        The :class:`SweepResult`.
+
+    Raises:
+        ConfigError: ``replicates`` below 1, a repeated grid key, no validation split, a mesh
+            that does not fit, or a sweep to resume with another configuration, grid or
+            replicates (naming them).
+    """
+    if isinstance(replicates, bool) or int(replicates) != replicates or replicates < 1:
+        raise ConfigError(f"--replicates must be an integer >= 1, got {replicates!r}")
+    keys = [g.key for g in grids]
+    if len(set(keys)) < len(keys):
+        raise ConfigError(f"--grid: a key is given twice in {keys}")
+    if config.data.validation_size == 0:
+        raise ConfigError(_NO_VALIDATION.format(name=config.data.name))
+    points = settings(grids)
+    grid = {g.key: list(g.values) for g in grids}
+    folder = Path(config.out.folder) if out == "config" else out
+    if existing == "resume" and folder is not None:
+        check_resumable_grid(Path(folder), grid, replicates)
+    chains = len(points) * replicates * config.run.chains
+    mesh = sweep_mesh(config, chains, devices, data_parallel)
+
+    built: dict[str, Experiment] = {}
+
+    def build(config: Config) -> tuple[Experiment, RunPlan]:
+        experiment, schedule = sweep_experiment(config, grids, replicates)
+        if not len(experiment.eval_sets["val"][0]):
+            raise ConfigError(_NO_VALIDATION.format(name=config.data.name))
+        meta = {**experiment.meta, "sweep": {"grid": grid, "replicates": replicates}}
+        built["experiment"] = dataclasses.replace(experiment, meta=meta)
+        return built["experiment"], schedule
+
+    result = run_config(
+        config,
+        out,
+        existing=existing,
+        progress=progress,
+        label=label,
+        build=build,
+        stop_on_divergence=False,
+        mesh=mesh,
+    )
+    kind, eval_sets = built["experiment"].kind, built["experiment"].eval_sets
+    labels = {name: jnp.asarray(y) for name, (_, y) in eval_sets.items()}
+    per_group = scoring.group_scores(kind, result.scores, labels, len(points) * replicates)
+    per_setting = (replicates * config.run.chains,)
+    diverged = (result.diverged_step >= 0).reshape(len(points), *per_setting).sum(axis=1)
+    scores = [
+        {name: values[i * replicates : (i + 1) * replicates] for name, values in per_group.items()}
+        | {"diverged": int(diverged[i])}
+        for i in range(len(points))
+    ]
+    best = _best(kind, scores)
+    cols, rows = _table(kind, points, scores, best)
+    caption = (
+        f"sweep of {len(points)} setting(s) x {replicates} replicate(s) ({config.data.name}, "
+        f"{config.sampler.metric}, {len(result.records)} epochs): mean ± std over replicates; "
+        "best: highest mean validation log-likelihood without divergence"
+    )
+    sweep = SweepResult(result, points, replicates, scores, best, rows, cols, caption)
+    if result.out is not None:
+        _write(sweep, result.out)
+    return sweep
+
+
+def sweep_mesh(
+    config: Config, chains: int, devices: int | str | None, data_parallel: int | None
+) -> jax.sharding.Mesh | None:
+    """The device mesh of a sweep of ``chains`` chains (settings × replicates × ``run.chains``):
+    ``devices`` and ``data_parallel`` as :func:`sgrld.chains.devices.make_mesh` takes them (``None``:
+    the configuration's ``run.devices`` and ``run.data_parallel``), checked against the sweep's
+    chains, not ``run.chains``, and the batch size.
+
+    Raises:
+        ConfigError: ``--data-parallel`` without devices, or a mesh that does not fit, naming
+            the numbers.
+
+    Example:
+        >>> from sgrld.run.config import Config
+        >>> dict(sweep_mesh(Config(), 6, 1, None).shape)
+        {'chains': 1, 'data': 1}
+        >>> sweep_mesh(Config(), 6, None, None) is None
+        True
+    """
+    devices = config.run.devices if devices is None else devices
+    data_parallel = config.run.data_parallel if data_parallel is None else data_parallel
+    if devices is None:
+        if data_parallel > 1:
+            raise ConfigError(f"--data-parallel {data_parallel} needs a mesh: give --devices too")
+        return None
+    try:
+        mesh = make_mesh(devices, data_parallel)
+        check_mesh(mesh, chains, config.data.batch_size)
+    except ValueError as err:
+        raise ConfigError(
+            f"--devices {devices}, --data-parallel {data_parallel}, {chains} chains (settings x "
+            f"replicates x run.chains), data.batch_size = {config.data.batch_size}: {err}"
+        ) from None
+    return mesh
+
+
+def stored_sweep(folder: Path) -> dict[str, Any] | None:
+    """The grid and replicates of the sweep in ``folder``, ``{"grid": {key: values},
+    "replicates": R}``, from the run's ``meta`` in its ``summary.json`` (written when a run
+    starts, resumed or not) or else in its newest checkpoint.
+
+    Returns:
+        ``None`` if there is neither: the sweep stopped before its run started, so resuming
+        starts it over.
+
+    Raises:
+        ConfigError: the run in ``folder`` is not a sweep.
+
+    Example:
+        >>> import tempfile
+        >>> stored_sweep(Path(tempfile.mkdtemp())) is None
+        True
+    """
+    try:
+        meta = json.loads((folder / "summary.json").read_text()).get("meta", {})
+    except FileNotFoundError:
+        saved = checkpoint.latest(folder)
+        if saved is None:
+            return None
+        meta = saved.info["meta"]
+    if "sweep" not in meta:
+        raise ConfigError(
+            f"--resume {folder}: the run there is not a sweep (sgrld run --resume continues it)"
+        )
+    return meta["sweep"]
+
+
+def check_resumable_grid(folder: Path, grid: Mapping[str, list[float]], replicates: int) -> None:
+    """Refuse to resume the sweep in ``folder`` with another grid or number of replicates (the
+    configuration is checked by :func:`sgrld.run.from_config.check_resumable`).
+
+    Raises:
+        ConfigError: naming each ``--grid`` key and ``--replicates`` that differ.
+
+    Example:
+        >>> import tempfile
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> sweep = {"grid": {"sampler.learning_rate": [0.1, 0.2]}, "replicates": 2}
+        >>> _ = (folder / "summary.json").write_text(json.dumps({"meta": {"sweep": sweep}}))
+        >>> check_resumable_grid(folder, {"sampler.learning_rate": [0.1, 0.2]}, 2)
+        >>> check_resumable_grid(folder, {"sampler.learning_rate": [0.1, 0.3]}, 2)
+        Traceback (most recent call last):
+        ...
+        sgrld.run.config.key_checks.ConfigError: --resume ...: the sweep there has another grid: --grid
+        sampler.learning_rate (was [0.1, 0.2], now [0.1, 0.3]). Resume with ...
+    """
+    before = stored_sweep(folder)
+    if before is None:
+        return
+    now = {"grid": dict(grid), "replicates": replicates}
+    differ = [
+        f"--{d}" if d.startswith("replicates") else f"--grid {d.removeprefix('grid.')}"
+        for d in checkpoint.differences(before, now)
+    ]
+    if differ:
+        raise ConfigError(
+            f"--resume {folder}: the sweep there has another grid: {'; '.join(differ)}. Resume "
+            "with its --grid and --replicates (give none: they are used), or start afresh with "
+            "--overwrite"
+        )
+
+
+_NO_VALIDATION = (
+    "sgrld sweep picks the best setting on the validation log-likelihood, but {name} has no "
+    "validation split here: set data.validation_size > 0"
+)
+
+
+def _payload(sweep: SweepResult) -> dict[str, Any]:
+    """The table and the per-replicate scores as JSON-safe data (NaN -> ``None``)."""
+    values = lambda a: [report.finite(float(x)) for x in np.asarray(a)]
+    return {
+        "settings": sweep.settings,
+        "replicates": sweep.replicates,
+        "best": sweep.best,
+        "best_setting": None if sweep.best is None else sweep.settings[sweep.best],
+        "scores": [
+            {k: v if k == "diverged" else values(v) for k, v in s.items()} for s in sweep.scores
+        ],
+        "rows": sweep.rows,
+    }
+
+
+def _write(sweep: SweepResult, out: Path) -> None:
+    """Write ``sweep.md`` and ``sweep.json`` to ``out`` and add the sweep to ``summary.json``."""
+    data = _payload(sweep)
+    markdown = report.markdown_table(sweep.caption, sweep.columns, sweep.rows)
+    report.write_tables(out, "sweep", markdown, data)
+    sweep.result.summary["sweep"] = data
+    results.write_json(out / "summary.json", sweep.result.summary)

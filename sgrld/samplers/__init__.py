@@ -1,0 +1,9 @@
+"""Layer 3, samplers: ``init`` / ``step(key, state, batch) -> (state, info)`` for every sampler.
+
+SGRLD and its :class:`~sgrld.samplers.sampler.Sampler` contract, SGHMC, SGNHT, i-SGD,
+Adam-SGLD and the approximate-inference baselines.
+"""
+
+from sgrld.samplers import adam_sgld, baselines, isgd, momentum, sampler, sghmc, sgnht
+
+__all__ = ["adam_sgld", "baselines", "isgd", "momentum", "sampler", "sghmc", "sgnht"]

@@ -1,0 +1,93 @@
+"""What the momentum samplers (:func:`sgrld.sghmc`, :func:`sgrld.sgnht`) share: their checks and
+their ``info``.
+
+Example:
+  >>> import jax.numpy as jnp
+  >>> check_friction(0.1)
+  0.1
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from sgrld.metrics.metric import tree_vdot
+from sgrld.numerics.potential import Potential
+from sgrld.numerics.pytrees import PyTree
+from sgrld.samplers.sampler import step_info
+
+
+class MomentumInfo(NamedTuple):
+    """Diagnostics of one momentum-sampler step (returned, never stored in the state).
+
+    Attributes:
+      potential, grad_norm, learning_rate, gamma_norm, drift_fallback, metric_fallbacks,
+      is_finite, nonfinite_leaf: as in :class:`~sgrld.SGRLDInfo`.
+      kinetic: ``‖v‖²/(D·lr/N)``, the kinetic temperature (D coordinates): T at equilibrium.
+      noise_clipped: True where the minibatch-noise estimate β̂ exceeded α·T in some coordinate
+        and was clipped (SGHMC's ``gradient_noise``).
+      thermostat: SGNHT's ξ (SGHMC: its constant friction α).
+    """
+
+    potential: jax.Array
+    grad_norm: jax.Array
+    learning_rate: jax.Array
+    gamma_norm: jax.Array
+    drift_fallback: jax.Array
+    metric_fallbacks: jax.Array
+    is_finite: jax.Array
+    nonfinite_leaf: jax.Array
+    kinetic: jax.Array
+    noise_clipped: jax.Array
+    thermostat: jax.Array
+
+
+def momentum_info(
+    value: jax.Array,
+    grads: PyTree,
+    lr: jax.Array,
+    new_params: PyTree,
+    momentum: PyTree,
+    *,
+    thermostat: jax.Array,
+    num_data: int,
+    gamma: PyTree | None = None,
+    noise_clipped: jax.Array | None = None,
+    metric_fallbacks: jax.Array | None = None,
+) -> MomentumInfo:
+    """The :class:`MomentumInfo` of a step to ``new_params`` with the new ``momentum`` (a
+    non-finite momentum makes ``new_params`` non-finite: it is checked through them)."""
+    base = step_info(value, grads, lr, new_params, gamma=gamma)
+    size = sum(x.size for x in jax.tree.leaves(momentum))
+    return MomentumInfo(
+        *base._replace(
+            metric_fallbacks=base.metric_fallbacks if metric_fallbacks is None else metric_fallbacks
+        ),
+        kinetic=tree_vdot(momentum, momentum) / size / (lr / num_data),
+        noise_clipped=jnp.zeros((), bool) if noise_clipped is None else noise_clipped,
+        thermostat=jnp.asarray(thermostat, jnp.float32),
+    )
+
+
+def check_friction(friction: float, name: str = "friction") -> float:
+    """``friction`` as a float in (0, 1], or ``ValueError`` naming it."""
+    value = float(friction)
+    if not 0.0 < value <= 1.0:
+        raise ValueError(
+            f"{name} must lie in (0, 1] (α = h·C, the share of the momentum lost per step), "
+            f"got {friction}"
+        )
+    return value
+
+
+def check_potential_size(potential_fn: Callable, num_data: int) -> None:
+    """``ValueError`` where a :class:`~sgrld.Potential`'s N differs from ``num_data``."""
+    if isinstance(potential_fn, Potential) and potential_fn.num_data != num_data:
+        raise ValueError(
+            f"num_data={num_data} differs from the potential's num_data={potential_fn.num_data}; "
+            "the noise scale √(2·α·lr·T/N) and the potential's prior weight 1/N must use the same N"
+        )

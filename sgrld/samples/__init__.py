@@ -1,0 +1,9 @@
+"""Layer 5, samples: what a run leaves and what can be said of it.
+
+The files of a results folder (written atomically, read back), the ArviZ export, convergence
+diagnostics, the kernel Stein discrepancy and test targets with known answers.
+"""
+
+from sgrld.samples import arviz_export, atomic, diagnostics, results, stein, targets
+
+__all__ = ["arviz_export", "atomic", "diagnostics", "results", "stein", "targets"]

@@ -1,0 +1,126 @@
+"""Have the chains mixed? Split R-hat and bulk/tail ESS (ArviZ) of a few traces of a run.
+
+The traces (:func:`traces`) are the potential (``sample_stats.potential``, Û(θ)/N on each draw's
+minibatch), each draw's own mean log-likelihood on the evaluation sets when the run stored it
+(``sample_stats.test_log_likelihood``, ...: a results folder) and a fixed random subset of
+scalar parameters (one coordinate of one leaf each, chosen with ``numpy.random.default_rng(seed)``
+among all coordinates, so the same run and seed always give the same ones). :func:`convergence`
+gives each trace's rank-normalised split R-hat (Vehtari et al. 2021) and its bulk and tail
+effective sample sizes, computed by ``arviz_stats``.
+An R-hat above 1.01 says the chains have not mixed (Vehtari et al.'s threshold).
+
+References:
+    Vehtari, Gelman, Simpson, Carpenter, Bürkner (2021), Rank-normalization, folding, and
+    localization: an improved R-hat for assessing convergence of MCMC, Bayesian Analysis 16(2).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from sgrld.chains.sampling import Samples
+from sgrld.samples.arviz_export import to_arviz
+from sgrld.samples.results import RunSamples, load_samples
+
+
+def traces(source: Any, *, num_params: int = 8, seed: int = 0) -> dict[str, np.ndarray]:
+    """The potential, the per-draw log-likelihoods (``*_log_likelihood``) and ``num_params``
+    random scalar parameters, each ``[chains, draws]``.
+
+    Args:
+        source: what :func:`sgrld.to_arviz` takes (:func:`sgrld.sample`'s output or a results
+            folder).
+        num_params: how many scalar parameters (all of them if there are fewer).
+        seed: seed of their choice.
+
+    Returns:
+        Trace name -> values; a parameter is named ``LEAF[i, j]`` (``LEAF`` for a scalar leaf).
+    """
+    tree = to_arviz(source)
+    out = {}
+    if "potential" in tree.sample_stats:
+        out["potential"] = tree.sample_stats["potential"].values
+    for name, var in tree.sample_stats.data_vars.items():
+        if name.endswith("_log_likelihood"):
+            out[name] = var.values
+    arrays = {name: var.values for name, var in tree.posterior.data_vars.items()}
+    sizes = np.array([x[0, 0].size for x in arrays.values()])
+    total = int(sizes.sum())
+    picks = np.sort(np.random.default_rng(seed).choice(total, min(num_params, total), False))
+    bounds = np.cumsum(sizes)
+    for flat in picks:
+        leaf = int(np.searchsorted(bounds, flat, side="right"))
+        name, x = list(arrays.items())[leaf]
+        index = np.unravel_index(flat - (bounds[leaf] - sizes[leaf]), x.shape[2:])
+        label = f"{name}[{', '.join(str(int(i)) for i in index)}]" if index else name
+        out[label] = x[(slice(None), slice(None), *index)]
+    return out
+
+
+def pooled_draws(source: Samples | RunSamples | str | Path) -> Any:
+    """The valid draws of all chains stacked into one sample, leaves ``[n, ...]`` (chain-major).
+
+    The input of :func:`sgrld.samples.stein.ksd`. Draws that are no samples are left out: a results
+    folder's draws that are not ``valid``, and :func:`sgrld.sample`'s draws from the first kept
+    step whose update was not finite on.
+
+    Args:
+        source: the output of :func:`sgrld.sample`, a results folder of a run with
+            ``run.save_samples = true``, or :func:`sgrld.load_samples` of one.
+
+    Returns:
+        The parameter pytree with leaves ``[n, ...]`` (numpy).
+
+    Example:
+        >>> import jax, sgrld
+        >>> t = sgrld.samples.targets.standard_normal()
+        >>> s = sgrld.sgrld(t.potential, sgrld.metrics.identity(), learning_rate=0.1, num_data=1)
+        >>> out = sgrld.sample(jax.random.key(0), s, t.init_params, t.batch_fn,
+        ...                    num_samples=50, thin=5, num_chains=2)
+        >>> pooled_draws(out).shape
+        (100,)
+    """
+    if isinstance(source, str | Path):
+        source = load_samples(source)
+    if isinstance(source, RunSamples):
+        params, valid = source.params, source.valid
+    else:
+        params, finite = source.params, np.asarray(source.info.is_finite)
+        if np.ndim(source.diverged_at) == 0:  # one chain: no chain axis
+            params, finite = jax.tree.map(lambda x: np.asarray(x)[None], params), finite[None]
+        valid = ~np.logical_or.accumulate(~finite, axis=1)
+    return jax.tree.map(lambda x: np.asarray(x)[valid], params)
+
+
+def convergence(series: dict[str, np.ndarray]) -> list[dict[str, Any]]:
+    """Split R-hat and bulk/tail ESS of each trace ``[chains, draws]`` (``arviz_stats``).
+
+    Returns:
+        One row per trace: ``{"trace", "r_hat", "ess_bulk", "ess_tail"}``.
+
+    Example:
+        >>> rng = np.random.default_rng(0)
+        >>> mixed = rng.normal(size=(4, 500))
+        >>> apart = rng.normal(size=(4, 500)) + np.arange(4)[:, None]  # chains 1 sd apart
+        >>> [round(r["r_hat"], 2) for r in convergence({"mixed": mixed, "apart": apart})]
+        [1.0, 1.56]
+    """
+    import arviz_base
+    import arviz_stats
+
+    data = arviz_base.dict_to_dataset(series)
+    r_hat = arviz_stats.rhat(data)
+    bulk, tail = (arviz_stats.ess(data, method=m) for m in ("bulk", "tail"))
+    return [
+        {
+            "trace": name,
+            "r_hat": float(r_hat[name]),
+            "ess_bulk": float(bulk[name]),
+            "ess_tail": float(tail[name]),
+        }
+        for name in series
+    ]
