@@ -20,16 +20,16 @@
   does not keep the pointwise values (n of them per draw).
 * ``observed_data`` (regression runs): ``y``, the training targets in their own units, dim
   ``y_dim_0``. For a results folder they are not stored with the samples but rebuilt from its
-  ``config.toml`` by loading the data set (:func:`sgrld.run.from_config.training_targets`; a data set
-  that cannot be found there is a warning and no group); :func:`sgrld.sample`'s output has them
+  ``config.toml`` by loading the data set (:func:`sgrld.run.from_config.training_targets`; a data
+  set that cannot be found there is a warning and no group); :func:`sgrld.sample`'s output has them
   only when given (``observed_data={"y": y}``).
 
 :func:`export` writes a results folder's samples as Zarr or netCDF (h5netcdf) **streamed**: one
-epoch file at a time (:func:`sgrld.samples.results.iter_samples`) is appended along ``draw`` to a Zarr
-store, chunked by epoch, so memory holds about one epoch whatever the run's length (50 epochs of
-``benchmarks/sample_memory.py``: 368 MiB peak against 320 for 5, 251 for the imports, 517 for
-:func:`to_arviz`); a netCDF export is then copied from that store one variable at a time, so its
-peak grows with the largest variable (619 MiB). The export is written beside its target and
+epoch file at a time (:func:`sgrld.samples.results.iter_samples`) is appended along ``draw`` to a
+Zarr store, chunked by epoch, so memory holds about one epoch whatever the run's length (against
+:func:`to_arviz`, which holds every draw); a netCDF export is then copied from that store one
+variable at a time, so its peak grows with the largest variable (the peaks are in
+``benchmarks/RESULTS.md`` §18). The export is written beside its target and
 renamed into place when whole. ``xarray.open_datatree(PATH, engine="zarr")`` opens a Zarr export
 lazily: only what is indexed is read. ArviZ is imported on first use, so ``import sgrld`` stays
 light.

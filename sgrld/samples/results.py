@@ -1,8 +1,8 @@
 """Files of a results folder: ``metrics.jsonl``, ``summary.json`` and the saved samples.
 
 JSON is strict (no NaN: a non-finite float is written as ``null``). Every file but
-``metrics.jsonl`` (appended line by line) is written atomically (:mod:`sgrld.samples.atomic`). Samples
-are written one ``samples/epoch_EEEE.npz`` per epoch, holding the global ``step`` of each sample
+``metrics.jsonl`` (appended line by line) is written atomically (:mod:`sgrld.samples.atomic`).
+Samples are written one ``samples/epoch_EEEE.npz`` per epoch, holding the global ``step`` of each sample
 ``[S]``, its ``valid`` mask ``[S, chains]``, one array ``params/NAME`` ``[S, chains, ...]`` per
 parameter leaf and one array ``stats/FIELD`` ``[S, chains]`` per field of the sampler's ``info``
 at the kept step and per evaluation set ``NAME``: ``stats/NAME_log_likelihood``, the draw's own
@@ -12,19 +12,15 @@ the parameters with no template.
 
 Why one file per epoch and not one Zarr store appended to: the writer already streams (the
 engine hands over one epoch's samples, which are written and dropped), each file is whole or
-absent after a kill (:mod:`sgrld.samples.atomic`), and a resume cuts later epochs back by deleting their
-files (:func:`sgrld.run.run_folder.cut_back`). A Zarr append resizes the array's metadata and writes
-chunk files separately, so a kill between them leaves draws that read back as fill values, and
-cutting back means resizing the store. Measured with ``benchmarks/sample_memory.py`` (digits,
-a 64-100-10 MLP, 4 chains, thin 1; 22 MiB of samples for 5 epochs, 224 MiB for 50; one CPU run):
-peak RSS of ``sgrld run`` 642/638 MiB for 5 epochs and 640/673 MiB for 50 (median ratio of the
-rounds 1.03, range 1.00-1.06; acceptance <= 1.10). Memory that grows with the run is on the
-reading side, which is therefore streamed: :func:`iter_samples` reads one epoch at a time (200
-MiB peak for either run, ``import sgrld`` alone 194), :func:`load_samples` copies the epochs into
-arrays of the run's size (peak = the samples + one epoch: 424 MiB for the 50-epoch run; it
-was 576 when it concatenated a list of loaded epochs), and :func:`sgrld.samples.arviz_export.export`
-appends epoch by epoch to a Zarr store that xarray opens lazily (320 and 368 MiB, against 251 for
-the imports).
+absent after a kill (:mod:`sgrld.samples.atomic`), and a resume cuts later epochs back by deleting
+their files (:func:`sgrld.run.run_folder.cut_back`). A Zarr append resizes the array's metadata and
+writes chunk files separately, so a kill between them leaves draws that read back as fill values, and
+cutting back means resizing the store. So the writer's memory does not grow with the run's
+length; what grows is on the reading side, which is therefore streamed: :func:`iter_samples` reads
+one epoch at a time, :func:`load_samples` copies the epochs into arrays of the run's size (its peak
+is the samples plus one epoch), and :func:`sgrld.samples.arviz_export.export` appends epoch by
+epoch to a Zarr store that xarray opens lazily. The peaks of each are in ``benchmarks/RESULTS.md``
+(§18, ``benchmarks/sample_memory.py``).
 """
 
 from __future__ import annotations
