@@ -29,7 +29,7 @@ from timing import environment, fmt_spread, paired, rotated, table
 
 from sgrld.run import checkpoint, runner
 from sgrld.run.config import load_config
-from sgrld.run.from_config import build_experiment, schedule_of
+from sgrld.run.from_config import build_experiment, run_plan_of
 
 SECONDS = (0.0, 60.0)
 """``run.checkpoint_seconds`` compared: every epoch, and the default."""
@@ -83,7 +83,7 @@ def main() -> int:
             "sampler.learning_rate=0.05",
         ],
     )
-    experiment, schedule = build_experiment(config), schedule_of(config)
+    experiment, schedule = build_experiment(config), run_plan_of(config)
     print(environment())
     print(
         f"digits, MLP 64-{args.width}-{args.width}-10, {args.chains} chains, {args.epochs} epochs "

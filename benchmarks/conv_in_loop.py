@@ -2,8 +2,8 @@
 
 XLA's CPU backend runs a convolution, above all its backward pass, many times slower inside a loop
 body (``lax.scan``, ``while``) than at the top level of a jitted function; sgrld's runner runs each
-epoch as one ``lax.scan``. ``sgrld.bnn.models.CONVOLUTIONS`` offers ``conv="im2col"`` (strided
-slices and one matrix product, :func:`sgrld.bnn.models.im2col_conv`), the default (``"auto"``) on
+epoch as one ``lax.scan``. ``sgrld.bnn.convolutions.CONVOLUTIONS`` offers ``conv="im2col"`` (strided
+slices and one matrix product, :func:`sgrld.bnn.convolutions.im2col_conv`), the default (``"auto"``) on
 a CPU. Two measurements:
 
 **epoch** (the default): sgrld's Identity SGLD (``sgrld.sgrld``, Gaussian prior, N = 50,000) on
@@ -44,7 +44,7 @@ from timing import Candidate, environment, fmt_spread, interleave, paired, table
 
 import sgrld
 from sgrld import bnn
-from sgrld.bnn.models import conv_layer
+from sgrld.bnn.convolutions import conv_layer
 
 NUM_DATA = 50_000
 LR = 1e-3

@@ -34,7 +34,7 @@ from pathlib import Path
 from timing import environment, fmt_spread, paired, rotated, table
 
 from sgrld.run import runner
-from sgrld.run.from_config import build_experiment, schedule_of
+from sgrld.run.from_config import build_experiment, run_plan_of
 from sgrld_reproductions import mnist_mlp
 
 TARGETS = {"monge": 1.15, "shampoo": 1.6, "rmsprop": 1.15, "wenzel": 1.15}
@@ -48,7 +48,7 @@ def experiments(metrics, args) -> dict:
             config = mnist_mlp.config(
                 "horseshoe", 400, metric, Path(tmp), epochs=args.epochs, data_dir=args.data_dir
             )
-            schedule = dataclasses.replace(schedule_of(config), burn_in=0)
+            schedule = dataclasses.replace(run_plan_of(config), burn_in=0)
             out[metric] = (build_experiment(config), schedule)
     return out
 

@@ -31,7 +31,8 @@ import jax
 import jax.numpy as jnp
 
 import sgrld
-from sgrld.run.from_config import build_experiment, run_config, sampler_of
+from sgrld.run.from_config import build_experiment, run_config
+from sgrld.run.sampler_from_config import sampler_of
 from sgrld.samplers.isgd import noise_estimate
 from sgrld_reproductions import isgd_uci_runs as runs
 

@@ -36,7 +36,7 @@ from fisher_step import log_prior, problem
 from timing import Candidate, environment, fmt_spread, interleave, paired, table
 
 import sgrld
-from sgrld.bnn.models import resolve_conv
+from sgrld.bnn.convolutions import resolve_conv
 
 LR = 1e-3
 """lr = h·N of every chain (small enough that none diverges on the benchmark's minibatch)."""

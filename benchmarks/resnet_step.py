@@ -20,7 +20,7 @@ On CPU, jaxlib 0.10.2 runs a convolution's backward pass inside a loop body (``l
 bodies, jax-ml/jax#12868). The hand-written step keeps Flax's ``nn.Conv`` (XLA's convolution);
 sgrld runs twice, with ``conv="xla"`` (the like-for-like comparison: both scanned steps pay the
 slowdown alike, the Python-loop rows show its cost) and with ``conv="auto"``, which on a CPU is
-the im2col convolution that does not pay it (``sgrld.bnn.models.CONVOLUTIONS``): that ratio is
+the im2col convolution that does not pay it (``sgrld.bnn.convolutions.CONVOLUTIONS``): that ratio is
 what a user gets against the hand-written step, not the library's overhead.
 
 Usage::
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         *hand_written(model, prior, net, batch, args.chunk),
         *library(model, prior, net, batch, args.chunk),
     ]
-    auto = bnn.models.resolve_conv("auto")
+    auto = bnn.convolutions.resolve_conv("auto")
     if auto == "im2col":  # elsewhere "auto" is XLA's convolution, timed already
         fast = model.clone(conv="auto")
         cands += library(fast, prior, net, batch, args.chunk, ", conv=auto (im2col)", loop=False)

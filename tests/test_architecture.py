@@ -38,6 +38,9 @@ The package's ``__init__`` and ``__main__`` stand above every layer; the reprodu
 MAX_MODULE_LINES = 500
 MAX_FUNCTION_CODE_LINES = 60
 DATA_TABLES = {"sgrld.data.uci_checksums"}
+SCAFFOLDING = f"{REPRODUCTIONS}.scaffolding"
+"""The one module every reproduction may share; otherwise a reproduction (a subpackage of
+``sgrld_reproductions``) imports only the library and its own modules."""
 """Modules that are data, not code: exempt from the module size limit."""
 
 
@@ -111,7 +114,26 @@ def upward_imports(known: dict[str, Module]) -> list[str]:
             if target == module.name or target.startswith(module.name + "."):
                 continue
             same_layer = layer(target) is not None and layer(target) == layer(module.name)
+            if target.split(".")[0] == REPRODUCTIONS == module.name.split(".")[0]:
+                continue  # between reproductions: borrowed_reproductions
             if not same_layer and rank(target) >= rank(module.name):
+                found.append(f"{module.where}:{line}: {module.name} -> {target}")
+    return found
+
+
+def borrowed_reproductions(known: dict[str, Module]) -> list[str]:
+    """Imports of another reproduction's modules: a reproduction is ``sgrld_reproductions.NAME``
+    (a subpackage); it may import the library, :data:`SCAFFOLDING` and its own subpackage."""
+    found = []
+    for module in known.values():
+        parts = module.name.split(".")
+        if parts[0] != REPRODUCTIONS or module.name == SCAFFOLDING:
+            continue
+        own = ".".join(parts[:2])
+        for target, _, line in imports(module, known):
+            if target.split(".")[0] != REPRODUCTIONS or target == SCAFFOLDING:
+                continue
+            if module.name == REPRODUCTIONS or not (target == own or target.startswith(own + ".")):
                 found.append(f"{module.where}:{line}: {module.name} -> {target}")
     return found
 
@@ -207,6 +229,10 @@ def project() -> dict[str, Module]:
 
 def test_no_upward_imports(project):
     assert upward_imports(project) == []
+
+
+def test_reproductions_share_only_the_scaffolding(project):
+    assert borrowed_reproductions(project) == []
 
 
 def test_no_import_cycles(project):

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from sgrld.run import cli
+from sgrld.run.arguments import reproductions
 
 TINY = """
 [data]
@@ -57,8 +58,10 @@ def test_subcommand_help(argv, words, capsys):
         assert word in text
 
 
-def test_registry_keeps_every_reproduction():
-    assert {"funnel", "mnist-mlp"} <= set(cli.REPRODUCTIONS)
+def test_every_reproduction_is_found_through_its_entry_point():
+    found = reproductions()
+    assert {"funnel", "mnist-mlp", "natural-langevin", "stationary-1d"} <= set(found)
+    assert all(r.summary and callable(r.add_arguments) and callable(r.run) for r in found.values())
 
 
 def test_run_writes_every_file(tmp_path: Path, capsys):

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import sgrld
-from sgrld.bnn import likelihoods, models, priors
+from sgrld.bnn import convolutions, likelihoods, models, priors
 from sgrld.run import config as sgrld_config
 from sgrld.run.config.registries import CONVOLUTIONS
 from sgrld.run.from_config import _model
@@ -65,7 +65,7 @@ def test_im2col_conv_and_its_gradients_equal_xla_convolution(name):
         y, vjp = jax.vjp(lambda a, b: conv(a, b, strides, padding), x, w)
         return y, vjp(jax.random.normal(kc, y.shape))
 
-    y, grads = jax.jit(lambda: outputs_and_gradients(models.im2col_conv))()
+    y, grads = jax.jit(lambda: outputs_and_gradients(convolutions.im2col_conv))()
     y_ref, grads_ref = jax.jit(lambda: outputs_and_gradients(lax_conv))()
     assert y.shape == y_ref.shape
     assert_close(y, y_ref)
@@ -75,11 +75,11 @@ def test_im2col_conv_and_its_gradients_equal_xla_convolution(name):
 def test_im2col_conv_rejects_what_it_does_not_compute():
     x, w = jnp.ones((1, 5, 5, 2)), jnp.ones((3, 3, 2, 4))
     with pytest.raises(NotImplementedError, match="dilation"):
-        models.im2col_conv(x, w, (1, 1), "SAME", rhs_dilation=(2, 2))
+        convolutions.im2col_conv(x, w, (1, 1), "SAME", rhs_dilation=(2, 2))
     with pytest.raises(NotImplementedError, match="feature_group_count=2"):
-        models.im2col_conv(x, w, (1, 1), "SAME", feature_group_count=2)
+        convolutions.im2col_conv(x, w, (1, 1), "SAME", feature_group_count=2)
     with pytest.raises(NotImplementedError, match="channels-last"):
-        models.im2col_conv(x, w, (1, 1), "SAME", dimension_numbers=("NCHW", "OIHW", "NCHW"))
+        convolutions.im2col_conv(x, w, (1, 1), "SAME", dimension_numbers=("NCHW", "OIHW", "NCHW"))
 
 
 MODELS = {
@@ -142,12 +142,12 @@ def test_sgld_samples_of_a_cnn_are_the_same_with_either_convolution():
 
 
 def test_auto_is_im2col_on_cpu_and_xla_elsewhere(monkeypatch):
-    assert CONVOLUTIONS == models.CONVOLUTIONS
+    assert CONVOLUTIONS == convolutions.CONVOLUTIONS
     monkeypatch.setattr(jax, "default_backend", lambda: "cpu")
-    assert models.resolve_conv("auto") == "im2col"
+    assert convolutions.resolve_conv("auto") == "im2col"
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
-    assert models.resolve_conv("auto") == "xla"
-    assert models.resolve_conv("im2col") == "im2col"
+    assert convolutions.resolve_conv("auto") == "xla"
+    assert convolutions.resolve_conv("im2col") == "im2col"
     with pytest.raises(ValueError, match="conv must be one of auto, xla, im2col, got 'fast'"):
         models.init_params(models.CNN(conv="fast"), jax.random.key(0), (1, 28, 28, 1))
 

@@ -24,7 +24,8 @@ from jax.flatten_util import ravel_pytree
 
 import sgrld
 from sgrld.bnn import likelihoods
-from sgrld.bnn.models import MLP, apply_fn, conv_layer, init_params
+from sgrld.bnn.convolutions import conv_layer
+from sgrld.bnn.models import MLP, apply_fn, init_params
 from sgrld.numerics.per_example import FallbackWarning, QuasiDiagonal, bias_pairs, observation_fn
 from sgrld.parts.correction import basis_like, gamma_from_probes
 from sgrld.samplers.sampler import gradient_fn

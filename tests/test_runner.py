@@ -284,7 +284,7 @@ def test_regression_config_scores_in_the_targets_units(tmp_path: Path, noise):
     potential = float(runner_potential(experiment, params, batch))
     np.testing.assert_allclose(potential, expected, rtol=1e-5)
 
-    result = runner.run(experiment, from_config.schedule_of(config))
+    result = runner.run(experiment, from_config.run_plan_of(config))
     assert result.status == "completed"
     final = result.records[-1]
     assert set(final) >= {"test_rmse", "test_nll"} and "test_accuracy" not in final

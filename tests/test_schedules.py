@@ -151,7 +151,8 @@ TINY_RUN = [
 def test_config_cyclical_schedule_keeps_only_sampling_phase_steps():
     """``[schedule] kind = "cyclical"``: the run keeps exactly the sampling-phase steps of its
     cycles, and its learning rate follows the cosine of each cycle."""
-    from sgrld.run.from_config import build_experiment, cyclical_of, run_config
+    from sgrld.run.from_config import build_experiment, run_config
+    from sgrld.run.sampler_from_config import cyclical_of
 
     cfg = sgrld.run.config.load_config(
         None, [*TINY_RUN, "schedule.kind=cyclical", "schedule.cycles=3", "schedule.exploration=0.6"]
@@ -167,7 +168,7 @@ def test_config_cyclical_schedule_keeps_only_sampling_phase_steps():
 
 
 def test_config_polynomial_schedule_decays_the_learning_rate():
-    from sgrld.run.from_config import sampler_of
+    from sgrld.run.sampler_from_config import sampler_of
 
     cfg = sgrld.run.config.load_config(
         None, ["schedule.kind=polynomial", "schedule.offset=10", "schedule.power=1"]

@@ -18,7 +18,7 @@ Example:
     ((4,), ())
 """
 
-from sgrld.bnn import likelihoods, models, priors
+from sgrld.bnn import convolutions, dropout, likelihoods, models, priors
 from sgrld.bnn.models import CNN, MLP, ResNet20, apply_fn, init_params, regression_mlp
 from sgrld.bnn.priors import Prior, logprior_fn
 
@@ -28,6 +28,8 @@ __all__ = [
     "Prior",
     "ResNet20",
     "apply_fn",
+    "convolutions",
+    "dropout",
     "init_params",
     "likelihoods",
     "logprior_fn",

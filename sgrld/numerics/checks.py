@@ -29,7 +29,7 @@ def check_params(params: PyTree) -> PyTree:
 
 def is_traced(value: Any) -> bool:
     """Whether ``value`` is traced: a per-chain hyperparameter inside a jitted, vmapped step
-    (:func:`sgrld.run.sweep.swept`), whose number Python cannot check; the configuration that chose
+    (:func:`sgrld.samplers.swept.swept`), whose number Python cannot check; the configuration that chose
     it checks it instead (:func:`sgrld.run.sweep.parse_grid`).
 
     Example:
@@ -77,7 +77,7 @@ def check_temperature(temperature: float) -> float:
 
 def as_temperature(temperature: float | Schedule) -> Schedule:
     """A schedule ``step -> T`` (float32) from a number (checked ``>= 0``; a traced one, a
-    per-chain value of :func:`sgrld.run.sweep.swept`, is taken as it is) or a schedule such as
+    per-chain value of :func:`sgrld.samplers.swept.swept`, is taken as it is) or a schedule such as
     :func:`sgrld.numerics.schedules.cyclical`'s ``temperature``.
 
     Example:

@@ -11,7 +11,7 @@ output signals δ, from one forward and backward pass.
   p on the patch ``Pᵢₚ`` of the padded input under the window (:func:`sgrld.numerics.im2col.
   im2col_patches`), with the kernel ``W [*window, C, O]`` reshaped to ``[K·C, O]``:
   ``gᵢ[W] = Σₚ Pᵢₚ δᵢₚᵀ``, ``gᵢ[b] = Σₚ δᵢₚ``, whichever way the convolution itself is computed
-  (XLA's or im2col, :data:`sgrld.bnn.models.CONVOLUTIONS`).
+  (XLA's or im2col, :data:`sgrld.bnn.convolutions.CONVOLUTIONS`).
 
 The layers' calls are intercepted (``flax.linen.intercept_methods``): each input is recorded and
 a zero perturbation added to each output, whose gradient is δ, so one forward and backward pass

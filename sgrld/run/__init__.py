@@ -3,6 +3,7 @@ reports and the ``sgrld`` command line; nothing below imports it.
 """
 
 from sgrld.run import (
+    arguments,
     checkpoint,
     cli,
     config,
@@ -14,11 +15,14 @@ from sgrld.run import (
     report,
     run_folder,
     runner,
+    sampler_from_config,
     scoring,
     sweep,
+    sweep_resume,
 )
 
 __all__ = [
+    "arguments",
     "checkpoint",
     "cli",
     "config",
@@ -30,6 +34,8 @@ __all__ = [
     "report",
     "run_folder",
     "runner",
+    "sampler_from_config",
     "scoring",
     "sweep",
+    "sweep_resume",
 ]

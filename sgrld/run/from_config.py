@@ -15,9 +15,8 @@ Example:
 from __future__ import annotations
 
 import json
-import math
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
@@ -28,24 +27,20 @@ import numpy as np
 from sgrld import bnn
 from sgrld.chains import devices
 from sgrld.data import DATASETS, DataError, load_dataset
-from sgrld.numerics import schedules
 from sgrld.numerics.potential import Potential
 from sgrld.numerics.potential import potential as make_potential
 from sgrld.numerics.pytrees import PyTree
 from sgrld.run import checkpoint, run_folder
 from sgrld.run.config import (
-    METRICS,
     PRIORS,
-    SAMPLERS,
     Config,
     ConfigError,
     load_config,
     write_config,
 )
-from sgrld.run.config.schema import SamplerConfig, ScheduleConfig
 from sgrld.run.runner import Experiment, Result, RunPlan, first_kept_window, run, sample_steps
+from sgrld.run.sampler_from_config import check_exact_size, cyclical_of, sampler_of
 from sgrld.samplers.sampler import Sampler
-from sgrld.samplers.sampler import sgrld as langevin_sgrld
 from sgrld.samples.results import ResultsError
 
 
@@ -68,7 +63,7 @@ def build_experiment(
     Args:
         config: a validated configuration.
         sampler: ``(potential, N) -> sampler`` in place of the configuration's own
-            (:func:`sampler_of`), e.g. one with per-chain hyperparameters (:mod:`sgrld.run.sweep`).
+            (:func:`sgrld.run.sampler_from_config.sampler_of`), e.g. one with per-chain hyperparameters (:mod:`sgrld.run.sweep`).
 
     Returns:
         The :class:`Experiment`, with ``meta = {"config": config.to_dict()}``.
@@ -218,25 +213,6 @@ def check_schedule(config: Config, num_train: int) -> None:
         )
 
 
-EXACT_MAX_BYTES = 2**30
-"""The largest [D, D] float32 Jacobian ``correction = "exact"`` may need (D parameters)."""
-
-
-def check_exact_size(config: Config, params: PyTree) -> None:
-    """Refuse ``sampler.correction = "exact"`` when its D × D matrix of Hessian-vector products
-    would exceed :data:`EXACT_MAX_BYTES`, with the size it would need (before compiling)."""
-    if config.sampler.correction != "exact":
-        return
-    size = sum(math.prod(leaf.shape) for leaf in jax.tree.leaves(params))
-    need = 4 * size**2
-    if need > EXACT_MAX_BYTES:
-        raise ConfigError(
-            f'sampler.correction = "exact" takes D = {size:,} Hessian-vector products a step and '
-            f"a {size:,} x {size:,} matrix ({need / 2**30:,.0f} GiB in float32); use "
-            '"hutchinson" (one product a step, unbiased) for a model this size'
-        )
-
-
 def _experiment(ds, apply, regression: bool, fixed: float | None, **common) -> Experiment:
     """The experiment's predictor and evaluation sets: logits, or the Gaussian predictive in the
     targets' own units (σ fixed, or sampled as ``params["likelihood"]["log_noise"]``)."""
@@ -252,51 +228,6 @@ def _experiment(ds, apply, regression: bool, fixed: float | None, **common) -> E
 
     units = {name: (x, y * scale + shift) for name, (x, y) in eval_sets.items()}
     return Experiment(**common, predict_fn=predict_fn, eval_sets=units, kind="regression")
-
-
-def sampler_of(
-    s: SamplerConfig,
-    potential: Potential,
-    num_data: int,
-    values: Mapping[str, Any] | None = None,
-    schedule: ScheduleConfig | None = None,
-    num_steps: int | None = None,
-) -> Sampler:
-    """The sampler of ``[sampler]``: ``sampler.kind``'s factory with its options; the metric of
-    sgrld, and of sghmc unless it is the identity without options (plain SGHMC).
-
-    Args:
-        s: the ``[sampler]`` section.
-        potential: the potential ``Û/N``.
-        num_data: the training-set size N.
-        values: options replaced by other values, by key within ``[sampler]``
-            (``"learning_rate"``, ``"metric_params.alpha2"``); they may be traced, one per chain
-            (:func:`sgrld.run.sweep.swept`).
-        schedule: the ``[schedule]`` section (``None``: constant), applied to the learning rate
-            and temperature (:func:`schedule_options`).
-        num_steps: the run's steps, which a cyclical schedule divides into cycles.
-
-    Example:
-        >>> import jax, jax.numpy as jnp, sgrld
-        >>> u = sgrld.potential(lambda p, b: -0.5 * jnp.sum((p - b) ** 2, -1),
-        ...                     lambda p: 0.0, num_data=4)
-        >>> s = sampler_of(SamplerConfig(), u, 4, {"learning_rate": 0.5})
-        >>> float(s.step(jax.random.key(0), s.init(jnp.zeros(2)), jnp.zeros((4, 2)))[1]
-        ...       .learning_rate)
-        0.5
-    """
-    options, metric_params = s.sampler_options(), dict(s.metric_params)
-    for key, value in (values or {}).items():
-        section, _, name = key.rpartition(".")
-        (metric_params if section == "metric_params" else options)[name] = value
-    if schedule is not None:
-        options |= schedule_options(schedule, options, num_steps)
-    metric = METRICS[s.metric](**metric_params)
-    if s.kind == "sgrld":
-        return langevin_sgrld(potential, metric, num_data=num_data, **options)
-    if s.kind == "sghmc" and (s.metric != "identity" or metric_params):
-        options["metric"] = metric
-    return SAMPLERS[s.kind](potential, num_data=num_data, **options)
 
 
 def _load(config: Config):
@@ -337,59 +268,7 @@ def _model(config: Config, num_classes: int, regression: bool):
     return bnn.MLP(features=m.widths, num_outputs=1 if regression else num_classes)
 
 
-def cyclical_of(
-    schedule: ScheduleConfig, num_steps: int | None
-) -> schedules.Cyclical:
-    """The unit cyclical schedule (learning rate from 1, temperature 1 in the sampling phases)
-    of a ``schedule.kind = "cyclical"`` section over ``num_steps`` steps."""
-    if not num_steps:
-        raise ValueError("a cyclical schedule needs the run's number of steps (num_steps)")
-    if schedule.cycles > num_steps:
-        raise ConfigError(
-            f"schedule.cycles = {schedule.cycles} is more than the run's {num_steps} steps"
-        )
-    return schedules.cyclical(
-        1.0, num_steps=num_steps, num_cycles=schedule.cycles, exploration=schedule.exploration
-    )
-
-
-def schedule_options(
-    schedule: ScheduleConfig, options: Mapping[str, Any], num_steps: int | None
-) -> dict[str, Any]:
-    """The ``learning_rate`` (and, cyclical, ``temperature``) options of a sampler under
-    ``[schedule]``: schedules ``step -> value`` scaling the options' own values, which may be
-    traced per-chain values (:func:`sgrld.run.sweep.swept`); ``{}`` for a constant schedule.
-
-    Example:
-        >>> opts = schedule_options(ScheduleConfig(kind="polynomial", offset=10.0, power=1.0),
-        ...                         {"learning_rate": 0.5, "temperature": 1.0}, 100)
-        >>> [float(opts["learning_rate"](t)) for t in (0, 10)]
-        [0.5, 0.25]
-        >>> opts = schedule_options(ScheduleConfig(kind="cyclical", cycles=2, exploration=0.5),
-        ...                         {"learning_rate": 0.5, "temperature": 1.0}, 8)
-        >>> [round(float(opts["learning_rate"](t)), 3) for t in range(4)]
-        [0.5, 0.427, 0.25, 0.073]
-        >>> [float(opts["temperature"](t)) for t in range(4)]
-        [0.0, 0.0, 1.0, 1.0]
-    """
-    if schedule.kind == "constant":
-        return {}
-    lr, temperature = options["learning_rate"], options.get("temperature", 1.0)
-    if schedule.kind == "polynomial":
-        unit = schedules.polynomial(
-            1.0, offset=schedule.offset, power=schedule.power
-        )
-        return {"learning_rate": lambda t: lr * unit(t)}
-    if schedule.kind == "cyclical":
-        unit = cyclical_of(schedule, num_steps)
-        return {
-            "learning_rate": lambda t: lr * unit.learning_rate(t),
-            "temperature": lambda t: temperature * unit.temperature(t),
-        }
-    raise ValueError(f"unknown schedule.kind {schedule.kind!r}")
-
-
-def schedule_of(config: Config) -> RunPlan:
+def run_plan_of(config: Config) -> RunPlan:
     """The :class:`RunPlan` of a configuration's ``[data]`` and ``[run]`` sections."""
     r = config.run
     return RunPlan(r.epochs, config.data.batch_size, r.burn_in, r.thin, r.chains, r.seed)
@@ -457,7 +336,7 @@ def run_config(
         progress: show a progress bar.
         label: the progress bar's description (default: the metric's name).
         build: ``config -> (experiment, schedule)`` in place of :func:`build_experiment` and
-            :func:`schedule_of` (a sweep's chains, :func:`sgrld.run.sweep.sweep_experiment`).
+            :func:`run_plan_of` (a sweep's chains, :func:`sgrld.run.sweep.sweep_experiment`).
         stop_on_divergence: see :func:`sgrld.run.runner.run`.
         mesh: the device mesh (``"config"``: :func:`mesh_of` the configuration; a sweep's chains
             are not ``run.chains``, :func:`sgrld.run.sweep.sweep_mesh`).
@@ -527,7 +406,7 @@ def mesh_of(config: Config) -> jax.sharding.Mesh | None:
 
 
 def _build(config: Config) -> tuple[Experiment, RunPlan]:
-    return build_experiment(config), schedule_of(config)
+    return build_experiment(config), run_plan_of(config)
 
 
 def observed_targets(folder: str | Path) -> dict[str, np.ndarray]:

@@ -152,7 +152,7 @@ class Experiment:
         kind: ``"classification"`` or ``"regression"``.
         meta: anything JSON-serialisable to store in ``summary.json`` (e.g. the configuration).
         chain_args: further arguments of ``sampler.init`` after the parameters, each with a
-            leading chain axis (e.g. the per-chain hyperparameters of :func:`sgrld.run.sweep.swept`).
+            leading chain axis (e.g. the per-chain hyperparameters of :func:`sgrld.samplers.swept.swept`).
         keep: a predicate ``step -> bool`` that a kept step must also pass (``None``: burn-in
             and thinning alone), e.g. the sampling phases of a cyclical schedule
             (:attr:`sgrld.numerics.schedules.Cyclical.keep`, :class:`sgrld.chains.engine.Engine`).

@@ -5,7 +5,7 @@ Yu et al. choose each metric's learning rate on the validation log-likelihood an
 process and compilation. ``sgrld sweep`` runs all of them as the chains of one compiled program:
 
 * **per-chain hyperparameters**: :func:`swept` wraps a sampler whose state carries the chain's
-  hyperparameters (:class:`SweptState`); its step builds the inner sampler from those (traced)
+  hyperparameters (:class:`sgrld.samplers.swept.SweptState`); its step builds the inner sampler from those (traced)
   values, so the engine's ``jax.vmap`` over chains gives every chain its own learning rate (or
   Monge α², or temperature: :data:`SWEEPABLE`) in one program. The samplers accept a traced
   value (:func:`sgrld.numerics.checks.is_traced`); the value is checked here instead, as the
@@ -46,8 +46,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
@@ -56,12 +55,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from sgrld.chains.devices import check_mesh, make_mesh
-from sgrld.run import checkpoint, report, scoring
+from sgrld.run import report, scoring
 from sgrld.run.config import Config, ConfigError, with_overrides
 from sgrld.run.config.toml_io import parse_override
-from sgrld.run.from_config import build_experiment, run_config, sampler_of, schedule_of
+from sgrld.run.from_config import build_experiment, run_config, run_plan_of
 from sgrld.run.runner import Experiment, Result, RunPlan
-from sgrld.samplers.sampler import Sampler
+from sgrld.run.sampler_from_config import sampler_of
+from sgrld.run.sweep_resume import check_resumable_grid
+from sgrld.samplers.swept import swept
 from sgrld.samples import results
 
 SWEEPABLE: dict[str, tuple[str, str | None]] = {
@@ -139,62 +140,6 @@ def parse_grid(text: str, config: Config) -> Grid:
     return Grid(key, tuple(float(v) for v in values))
 
 
-class SweptState(NamedTuple):
-    """The state of a :func:`swept` sampler: the inner sampler's state and this chain's
-    hyperparameters (fixed: no step changes them)."""
-
-    inner: Any
-    hyper: dict[str, jax.Array]
-
-    @property
-    def params(self) -> Any:
-        """The inner state's parameters (the sample)."""
-        return self.inner.params
-
-    @property
-    def step(self) -> jax.Array:
-        """The inner state's step counter."""
-        return self.inner.step
-
-
-def swept(build: Callable[[Mapping[str, jax.Array]], Sampler]) -> Sampler:
-    """A sampler whose hyperparameters are part of each chain's state.
-
-    ``init(params, hyper)`` stores ``hyper`` (name -> scalar) next to ``build(hyper).init(params)``;
-    ``step(key, state, batch)`` runs ``build(state.hyper).step``, the hyperparameters traced, so
-    under ``jax.vmap`` every chain steps with its own values in one compiled program. ``build``
-    must accept traced values (:func:`sgrld.run.from_config.sampler_of` does).
-
-    Args:
-        build: ``hyper -> sampler``.
-
-    Returns:
-        The :class:`~sgrld.Sampler`; its state is a :class:`SweptState`.
-
-    Example:
-        >>> import jax, jax.numpy as jnp, sgrld
-        >>> t = sgrld.samples.targets.standard_normal()
-        >>> s = swept(lambda h: sgrld.sgrld(t.potential, sgrld.metrics.identity(),
-        ...     learning_rate=h["learning_rate"], num_data=1, temperature=0.0))
-        >>> lrs = {"learning_rate": jnp.array([0.1, 0.5])}
-        >>> state = jax.vmap(s.init, (None, 0))(t.init_params, lrs)  # θ = 1 in both chains
-        >>> step = jax.jit(jax.vmap(s.step, (None, 0, None)))
-        >>> state, _ = step(jax.random.key(0), state, t.batch_fn(jax.random.key(1)))
-        >>> state.params.round(3).tolist()  # θ − lr·θ at T = 0
-        [0.9, 0.5]
-    """
-
-    def init(params, hyper: Mapping[str, Any]) -> SweptState:
-        hyper = {name: jnp.asarray(value, jnp.float32) for name, value in hyper.items()}
-        return SweptState(build(hyper).init(params), hyper)
-
-    def step(key, state: SweptState, batch):
-        inner, info = build(state.hyper).step(key, state.inner, batch)
-        return SweptState(inner, state.hyper), info
-
-    return Sampler(init, step)
-
-
 def settings(grids: Sequence[Grid]) -> list[dict[str, float]]:
     """Every combination of the grids' values (the first grid varies slowest), key -> value.
 
@@ -241,7 +186,7 @@ def sweep_experiment(
     experiment = dataclasses.replace(experiment, chain_args=(hyper,))
     seeds = tuple(config.run.seed + r for _ in points for r in range(replicates))
     chains = len(points) * per_setting
-    schedule = dataclasses.replace(schedule_of(config), chains=chains, seeds=seeds)
+    schedule = dataclasses.replace(run_plan_of(config), chains=chains, seeds=seeds)
     return experiment, schedule
 
 
@@ -334,6 +279,32 @@ def _table(
     return cols, rows
 
 
+def _check_sweep(config: Config, grids: Sequence[Grid], replicates: int) -> None:
+    """Refuse replicates below 1, a key swept twice, or a data set without a validation split."""
+    if isinstance(replicates, bool) or int(replicates) != replicates or replicates < 1:
+        raise ConfigError(f"--replicates must be an integer >= 1, got {replicates!r}")
+    keys = [g.key for g in grids]
+    if len(set(keys)) < len(keys):
+        raise ConfigError(f"--grid: a key is given twice in {keys}")
+    if config.data.validation_size == 0:
+        raise ConfigError(_NO_VALIDATION.format(name=config.data.name))
+
+
+def _setting_scores(
+    result: Result, experiment: Experiment, points: int, replicates: int, config: Config
+) -> list[dict[str, Any]]:
+    """Each setting's per-replicate scores and its number of diverged chains."""
+    labels = {name: jnp.asarray(y) for name, (_, y) in experiment.eval_sets.items()}
+    per_group = scoring.group_scores(experiment.kind, result.scores, labels, points * replicates)
+    per_setting = (replicates * config.run.chains,)
+    diverged = (result.diverged_step >= 0).reshape(points, *per_setting).sum(axis=1)
+    return [
+        {name: values[i * replicates : (i + 1) * replicates] for name, values in per_group.items()}
+        | {"diverged": int(diverged[i])}
+        for i in range(points)
+    ]
+
+
 def run_sweep(
     config: Config,
     grids: Sequence[Grid],
@@ -369,13 +340,7 @@ def run_sweep(
             that does not fit, or a sweep to resume with another configuration, grid or
             replicates (naming them).
     """
-    if isinstance(replicates, bool) or int(replicates) != replicates or replicates < 1:
-        raise ConfigError(f"--replicates must be an integer >= 1, got {replicates!r}")
-    keys = [g.key for g in grids]
-    if len(set(keys)) < len(keys):
-        raise ConfigError(f"--grid: a key is given twice in {keys}")
-    if config.data.validation_size == 0:
-        raise ConfigError(_NO_VALIDATION.format(name=config.data.name))
+    _check_sweep(config, grids, replicates)
     points = settings(grids)
     grid = {g.key: list(g.values) for g in grids}
     folder = Path(config.out.folder) if out == "config" else out
@@ -404,16 +369,8 @@ def run_sweep(
         stop_on_divergence=False,
         mesh=mesh,
     )
-    kind, eval_sets = built["experiment"].kind, built["experiment"].eval_sets
-    labels = {name: jnp.asarray(y) for name, (_, y) in eval_sets.items()}
-    per_group = scoring.group_scores(kind, result.scores, labels, len(points) * replicates)
-    per_setting = (replicates * config.run.chains,)
-    diverged = (result.diverged_step >= 0).reshape(len(points), *per_setting).sum(axis=1)
-    scores = [
-        {name: values[i * replicates : (i + 1) * replicates] for name, values in per_group.items()}
-        | {"diverged": int(diverged[i])}
-        for i in range(len(points))
-    ]
+    kind = built["experiment"].kind
+    scores = _setting_scores(result, built["experiment"], len(points), replicates, config)
     best = _best(kind, scores)
     cols, rows = _table(kind, points, scores, best)
     caption = (
@@ -461,72 +418,6 @@ def sweep_mesh(
             f"replicates x run.chains), data.batch_size = {config.data.batch_size}: {err}"
         ) from None
     return mesh
-
-
-def stored_sweep(folder: Path) -> dict[str, Any] | None:
-    """The grid and replicates of the sweep in ``folder``, ``{"grid": {key: values},
-    "replicates": R}``, from the run's ``meta`` in its ``summary.json`` (written when a run
-    starts, resumed or not) or else in its newest checkpoint.
-
-    Returns:
-        ``None`` if there is neither: the sweep stopped before its run started, so resuming
-        starts it over.
-
-    Raises:
-        ConfigError: the run in ``folder`` is not a sweep.
-
-    Example:
-        >>> import tempfile
-        >>> stored_sweep(Path(tempfile.mkdtemp())) is None
-        True
-    """
-    try:
-        meta = json.loads((folder / "summary.json").read_text()).get("meta", {})
-    except FileNotFoundError:
-        saved = checkpoint.latest(folder)
-        if saved is None:
-            return None
-        meta = saved.info["meta"]
-    if "sweep" not in meta:
-        raise ConfigError(
-            f"--resume {folder}: the run there is not a sweep (sgrld run --resume continues it)"
-        )
-    return meta["sweep"]
-
-
-def check_resumable_grid(folder: Path, grid: Mapping[str, list[float]], replicates: int) -> None:
-    """Refuse to resume the sweep in ``folder`` with another grid or number of replicates (the
-    configuration is checked by :func:`sgrld.run.from_config.check_resumable`).
-
-    Raises:
-        ConfigError: naming each ``--grid`` key and ``--replicates`` that differ.
-
-    Example:
-        >>> import tempfile
-        >>> folder = Path(tempfile.mkdtemp())
-        >>> sweep = {"grid": {"sampler.learning_rate": [0.1, 0.2]}, "replicates": 2}
-        >>> _ = (folder / "summary.json").write_text(json.dumps({"meta": {"sweep": sweep}}))
-        >>> check_resumable_grid(folder, {"sampler.learning_rate": [0.1, 0.2]}, 2)
-        >>> check_resumable_grid(folder, {"sampler.learning_rate": [0.1, 0.3]}, 2)
-        Traceback (most recent call last):
-        ...
-        sgrld.run.config.key_checks.ConfigError: --resume ...: the sweep there has another grid: --grid
-        sampler.learning_rate (was [0.1, 0.2], now [0.1, 0.3]). Resume with ...
-    """
-    before = stored_sweep(folder)
-    if before is None:
-        return
-    now = {"grid": dict(grid), "replicates": replicates}
-    differ = [
-        f"--{d}" if d.startswith("replicates") else f"--grid {d.removeprefix('grid.')}"
-        for d in checkpoint.differences(before, now)
-    ]
-    if differ:
-        raise ConfigError(
-            f"--resume {folder}: the sweep there has another grid: {'; '.join(differ)}. Resume "
-            "with its --grid and --replicates (give none: they are used), or start afresh with "
-            "--overwrite"
-        )
 
 
 _NO_VALIDATION = (

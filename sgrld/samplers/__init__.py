@@ -4,6 +4,6 @@ SGRLD and its :class:`~sgrld.samplers.sampler.Sampler` contract, SGHMC, SGNHT, i
 Adam-SGLD and the approximate-inference baselines.
 """
 
-from sgrld.samplers import adam_sgld, baselines, isgd, momentum, sampler, sghmc, sgnht
+from sgrld.samplers import adam_sgld, baselines, isgd, momentum, sampler, sghmc, sgnht, swept
 
-__all__ = ["adam_sgld", "baselines", "isgd", "momentum", "sampler", "sghmc", "sgnht"]
+__all__ = ["adam_sgld", "baselines", "isgd", "momentum", "sampler", "sghmc", "sgnht", "swept"]

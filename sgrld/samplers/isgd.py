@@ -84,7 +84,7 @@ from sgrld.numerics.per_example import at_least_float32, gradient_variance
 from sgrld.numerics.potential import Potential
 from sgrld.numerics.pytrees import PyTree
 from sgrld.samplers.momentum import check_potential_size
-from sgrld.samplers.sampler import Sampler, step_info
+from sgrld.samplers.sampler import Sampler, info_type, step_info
 
 NOISE_ESTIMATES = ("per_example", "square")
 """The estimates of B's diagonal (``gradient_noise``)."""
@@ -152,7 +152,9 @@ class ISGDState(NamedTuple):
     lambdas: PyTree
 
 
-class ISGDInfo(NamedTuple):
+ISGDInfo = info_type(
+    "ISGDInfo",
+    ("noise_clipped", "clipped_share", "warming_up"),
     """Diagnostics of one i-SGD step (returned, never stored in the state).
 
     Attributes:
@@ -163,19 +165,8 @@ class ISGDInfo(NamedTuple):
       clipped_share: the share of coordinates clipped.
       warming_up: True while the rule's λ still adapts (during the warm-up, without a
         ``learning_rate``).
-    """
-
-    potential: jax.Array
-    grad_norm: jax.Array
-    learning_rate: jax.Array
-    gamma_norm: jax.Array
-    drift_fallback: jax.Array
-    metric_fallbacks: jax.Array
-    is_finite: jax.Array
-    nonfinite_leaf: jax.Array
-    noise_clipped: jax.Array
-    clipped_share: jax.Array
-    warming_up: jax.Array
+    """,
+)
 
 
 class _Options(NamedTuple):

@@ -10,7 +10,6 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -18,10 +17,11 @@ import jax.numpy as jnp
 from sgrld.metrics.metric import tree_vdot
 from sgrld.numerics.potential import Potential
 from sgrld.numerics.pytrees import PyTree
-from sgrld.samplers.sampler import step_info
+from sgrld.samplers.sampler import info_type, step_info
 
-
-class MomentumInfo(NamedTuple):
+MomentumInfo = info_type(
+    "MomentumInfo",
+    ("kinetic", "noise_clipped", "thermostat"),
     """Diagnostics of one momentum-sampler step (returned, never stored in the state).
 
     Attributes:
@@ -31,19 +31,8 @@ class MomentumInfo(NamedTuple):
       noise_clipped: True where the minibatch-noise estimate β̂ exceeded α·T in some coordinate
         and was clipped (SGHMC's ``gradient_noise``).
       thermostat: SGNHT's ξ (SGHMC: its constant friction α).
-    """
-
-    potential: jax.Array
-    grad_norm: jax.Array
-    learning_rate: jax.Array
-    gamma_norm: jax.Array
-    drift_fallback: jax.Array
-    metric_fallbacks: jax.Array
-    is_finite: jax.Array
-    nonfinite_leaf: jax.Array
-    kinetic: jax.Array
-    noise_clipped: jax.Array
-    thermostat: jax.Array
+    """,
+)
 
 
 def momentum_info(

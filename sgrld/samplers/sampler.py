@@ -28,6 +28,7 @@ Extension points (none needs an edit of the existing samplers):
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from functools import partial
 from typing import Any, NamedTuple
@@ -89,6 +90,21 @@ class SGRLDInfo(NamedTuple):
     metric_fallbacks: jax.Array
     is_finite: jax.Array
     nonfinite_leaf: jax.Array
+
+
+def info_type(name: str, extra: tuple[str, ...], doc: str) -> type:
+    """A sampler's own ``info`` type: the fields of :class:`SGRLDInfo` followed by ``extra``,
+    every one a ``jax.Array``, so the engine and the records treat every sampler alike.
+
+    Example:
+        >>> info_type("DemoInfo", ("kinetic",), "A demo.")._fields[-2:]
+        ('nonfinite_leaf', 'kinetic')
+    """
+    fields = [(field, jax.Array) for field in (*SGRLDInfo._fields, *extra)]
+    cls = NamedTuple(name, fields)
+    cls.__doc__ = doc
+    cls.__module__ = sys._getframe(1).f_globals.get("__name__", __name__)
+    return cls
 
 
 class Sampler(NamedTuple):

@@ -58,7 +58,7 @@ class ModelConfig:
         widths: hidden layer widths.
         depth: layers of a ``resnet20`` (``6n + 2``: 20 is ResNet-20, 8 one block per stack).
         conv: how a ``cnn`` or ``resnet20`` computes its convolutions
-            (:data:`sgrld.bnn.models.CONVOLUTIONS`): ``"auto"`` (im2col on a CPU, where XLA's
+            (:data:`sgrld.bnn.convolutions.CONVOLUTIONS`): ``"auto"`` (im2col on a CPU, where XLA's
             convolution is slow inside the runner's ``lax.scan``; XLA's elsewhere), ``"xla"``
             or ``"im2col"``. The parameters and the function do not depend on it.
     """

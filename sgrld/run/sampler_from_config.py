@@ -1,0 +1,130 @@
+"""From a configuration's ``[sampler]`` and ``[schedule]`` sections to a sampler: the factory of
+``sampler.kind`` with its options, the metric, the step-size schedule, and the size check of the
+exact correction."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import jax
+
+from sgrld.numerics import schedules
+from sgrld.numerics.potential import Potential
+from sgrld.numerics.pytrees import PyTree
+from sgrld.run.config import METRICS, SAMPLERS, Config, ConfigError
+from sgrld.run.config.schema import SamplerConfig, ScheduleConfig
+from sgrld.samplers.sampler import Sampler
+from sgrld.samplers.sampler import sgrld as langevin_sgrld
+
+EXACT_MAX_BYTES = 2**30
+"""The largest [D, D] float32 Jacobian ``correction = "exact"`` may need (D parameters)."""
+
+
+def check_exact_size(config: Config, params: PyTree) -> None:
+    """Refuse ``sampler.correction = "exact"`` when its D × D matrix of Hessian-vector products
+    would exceed :data:`EXACT_MAX_BYTES`, with the size it would need (before compiling)."""
+    if config.sampler.correction != "exact":
+        return
+    size = sum(math.prod(leaf.shape) for leaf in jax.tree.leaves(params))
+    need = 4 * size**2
+    if need > EXACT_MAX_BYTES:
+        raise ConfigError(
+            f'sampler.correction = "exact" takes D = {size:,} Hessian-vector products a step and '
+            f"a {size:,} x {size:,} matrix ({need / 2**30:,.0f} GiB in float32); use "
+            '"hutchinson" (one product a step, unbiased) for a model this size'
+        )
+
+
+def sampler_of(
+    s: SamplerConfig,
+    potential: Potential,
+    num_data: int,
+    values: Mapping[str, Any] | None = None,
+    schedule: ScheduleConfig | None = None,
+    num_steps: int | None = None,
+) -> Sampler:
+    """The sampler of ``[sampler]``: ``sampler.kind``'s factory with its options; the metric of
+    sgrld, and of sghmc unless it is the identity without options (plain SGHMC).
+
+    Args:
+        s: the ``[sampler]`` section.
+        potential: the potential ``Û/N``.
+        num_data: the training-set size N.
+        values: options replaced by other values, by key within ``[sampler]``
+            (``"learning_rate"``, ``"metric_params.alpha2"``); they may be traced, one per chain
+            (:func:`sgrld.samplers.swept.swept`).
+        schedule: the ``[schedule]`` section (``None``: constant), applied to the learning rate
+            and temperature (:func:`schedule_options`).
+        num_steps: the run's steps, which a cyclical schedule divides into cycles.
+
+    Example:
+        >>> import jax, jax.numpy as jnp, sgrld
+        >>> u = sgrld.potential(lambda p, b: -0.5 * jnp.sum((p - b) ** 2, -1),
+        ...                     lambda p: 0.0, num_data=4)
+        >>> s = sampler_of(SamplerConfig(), u, 4, {"learning_rate": 0.5})
+        >>> float(s.step(jax.random.key(0), s.init(jnp.zeros(2)), jnp.zeros((4, 2)))[1]
+        ...       .learning_rate)
+        0.5
+    """
+    options, metric_params = s.sampler_options(), dict(s.metric_params)
+    for key, value in (values or {}).items():
+        section, _, name = key.rpartition(".")
+        (metric_params if section == "metric_params" else options)[name] = value
+    if schedule is not None:
+        options |= schedule_options(schedule, options, num_steps)
+    metric = METRICS[s.metric](**metric_params)
+    if s.kind == "sgrld":
+        return langevin_sgrld(potential, metric, num_data=num_data, **options)
+    if s.kind == "sghmc" and (s.metric != "identity" or metric_params):
+        options["metric"] = metric
+    return SAMPLERS[s.kind](potential, num_data=num_data, **options)
+
+
+def cyclical_of(schedule: ScheduleConfig, num_steps: int | None) -> schedules.Cyclical:
+    """The unit cyclical schedule (learning rate from 1, temperature 1 in the sampling phases)
+    of a ``schedule.kind = "cyclical"`` section over ``num_steps`` steps."""
+    if not num_steps:
+        raise ValueError("a cyclical schedule needs the run's number of steps (num_steps)")
+    if schedule.cycles > num_steps:
+        raise ConfigError(
+            f"schedule.cycles = {schedule.cycles} is more than the run's {num_steps} steps"
+        )
+    return schedules.cyclical(
+        1.0, num_steps=num_steps, num_cycles=schedule.cycles, exploration=schedule.exploration
+    )
+
+
+def schedule_options(
+    schedule: ScheduleConfig, options: Mapping[str, Any], num_steps: int | None
+) -> dict[str, Any]:
+    """The ``learning_rate`` (and, cyclical, ``temperature``) options of a sampler under
+    ``[schedule]``: schedules ``step -> value`` scaling the options' own values, which may be
+    traced per-chain values (:func:`sgrld.samplers.swept.swept`); ``{}`` for a constant schedule.
+
+    Example:
+        >>> opts = schedule_options(ScheduleConfig(kind="polynomial", offset=10.0, power=1.0),
+        ...                         {"learning_rate": 0.5, "temperature": 1.0}, 100)
+        >>> [float(opts["learning_rate"](t)) for t in (0, 10)]
+        [0.5, 0.25]
+        >>> opts = schedule_options(ScheduleConfig(kind="cyclical", cycles=2, exploration=0.5),
+        ...                         {"learning_rate": 0.5, "temperature": 1.0}, 8)
+        >>> [round(float(opts["learning_rate"](t)), 3) for t in range(4)]
+        [0.5, 0.427, 0.25, 0.073]
+        >>> [float(opts["temperature"](t)) for t in range(4)]
+        [0.0, 0.0, 1.0, 1.0]
+    """
+    if schedule.kind == "constant":
+        return {}
+    lr, temperature = options["learning_rate"], options.get("temperature", 1.0)
+    if schedule.kind == "polynomial":
+        unit = schedules.polynomial(1.0, offset=schedule.offset, power=schedule.power)
+        return {"learning_rate": lambda t: lr * unit(t)}
+    if schedule.kind == "cyclical":
+        unit = cyclical_of(schedule, num_steps)
+        return {
+            "learning_rate": lambda t: lr * unit.learning_rate(t),
+            "temperature": lambda t: temperature * unit.temperature(t),
+        }
+    raise ValueError(f"unknown schedule.kind {schedule.kind!r}")
