@@ -1,4 +1,4 @@
-"""i-SGD (Franzese et al. 2021, Algorithm 2): the sampler contract, its limits, its moments on the
+"""i-SGD (Franzese et al. 2021, Algorithm 2): its limits (the contract: tests/test_contract.py), its moments on the
 conjugate Gaussian posterior of ``tests/test_conjugate.py`` with minibatches, the λ rule, and the
 clipping of the injected noise where λ lies below the gradient-noise estimate.
 
@@ -34,41 +34,6 @@ pytestmark = pytest.mark.filterwarnings("ignore::sgrld.numerics.per_example.Fall
 def make(**kw):
     kw = {"learning_rate": 0.05, "num_data": 10, **kw}
     return sgrld.isgd(quartic_potential(), **kw)
-
-
-@pytest.mark.parametrize(
-    "kw", [{}, {"learning_rate": None, "warmup": 3}, {"gradient_noise": "square"}]
-)
-def test_contract(kw):
-    sampler = make(**kw)
-    params = {**init_params(), "s": jnp.asarray(0.3, jnp.bfloat16)}
-    state = sampler.init(params)
-    traces = []
-
-    def counted(key, state, b):
-        traces.append(1)
-        return sampler.step(key, state, b)
-
-    step = jax.jit(counted)
-    key = jax.random.key(1)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", NoiseClippingWarning)  # lr = 0.05 is large here
-        new, info = step(key, state, batch())
-        step(jax.random.key(2), new, batch(1))
-        again, _ = step(key, state, batch())
-        other, _ = step(jax.random.key(3), state, batch())
-        keys = jax.random.split(jax.random.key(4), 6)
-        final, infos = jax.lax.scan(lambda s, k: sampler.step(k, s, batch()), state, keys)
-    assert len(traces) == 1  # no recompilation
-    assert jax.tree.structure(new) == jax.tree.structure(state)
-    for a, b in zip(jax.tree.leaves(new), jax.tree.leaves(state), strict=True):
-        assert a.shape == b.shape and a.dtype == b.dtype
-    assert new.params["s"].dtype == jnp.bfloat16
-    for a, b in zip(jax.tree.leaves(new), jax.tree.leaves(again), strict=True):
-        np.testing.assert_array_equal(a, b)
-    assert not np.array_equal(other.params["w"], new.params["w"])
-    assert bool(info.is_finite) and int(info.nonfinite_leaf) == -1
-    assert int(final.step) == 6 and infos.clipped_share.shape == (6,)
 
 
 def test_vmap_over_chains_equals_single_chains():

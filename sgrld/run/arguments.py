@@ -93,29 +93,34 @@ def _run_parser(sub: argparse._SubParsersAction) -> None:
         nargs="?",
         help="the configuration file (left out: the defaults below, changed by --set)",
     )
-    run.add_argument(
+    _output_arguments(
+        run,
+        overrides="override a key, e.g. --set run.epochs=3 or --set model.widths=[800,800] (a TOML "
+        "value; repeatable)",
+        resume="continue the run in OUT from its newest checkpoint (its config.toml unless a "
+        "configuration is given, which must be the same)",
+        overwrite="replace the run already in the results folder (without it, sgrld run refuses)",
+    )
+    device_arguments(run)
+
+
+def _output_arguments(
+    parser: argparse.ArgumentParser, *, overrides: str, resume: str, overwrite: str
+) -> None:
+    """``--set``, ``--out`` and ``--resume`` | ``--overwrite``, with these helps: the flags
+    ``sgrld run`` and ``sgrld sweep`` share."""
+    parser.add_argument(
         "--set",
         dest="overrides",
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="override a key, e.g. --set run.epochs=3 or --set model.widths=[800,800] (a TOML "
-        "value; repeatable)",
+        help=overrides,
     )
-    run.add_argument("--out", help="results folder (default: out.folder of the configuration)")
-    again = run.add_mutually_exclusive_group()
-    again.add_argument(
-        "--resume",
-        metavar="OUT",
-        help="continue the run in OUT from its newest checkpoint (its config.toml unless a "
-        "configuration is given, which must be the same)",
-    )
-    again.add_argument(
-        "--overwrite",
-        action="store_true",
-        help="replace the run already in the results folder (without it, sgrld run refuses)",
-    )
-    device_arguments(run)
+    parser.add_argument("--out", help="results folder (default: out.folder of the configuration)")
+    again = parser.add_mutually_exclusive_group()
+    again.add_argument("--resume", metavar="OUT", help=resume)
+    again.add_argument("--overwrite", action="store_true", help=overwrite)
 
 
 def _demo_parser(sub: argparse._SubParsersAction) -> None:
@@ -220,24 +225,12 @@ def _sweep_parser(sub: argparse._SubParsersAction) -> None:
     sweep.add_argument(
         "--replicates", type=int, help="seeds per setting (default: 1; with --resume: the sweep's)"
     )
-    sweep.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a key of the configuration (as sgrld run)",
-    )
-    sweep.add_argument("--out", help="results folder (default: out.folder of the configuration)")
-    again = sweep.add_mutually_exclusive_group()
-    again.add_argument(
-        "--resume",
-        metavar="OUT",
-        help="continue the sweep in OUT from its newest checkpoint (its config.toml, grid and "
+    _output_arguments(
+        sweep,
+        overrides="override a key of the configuration (as sgrld run)",
+        resume="continue the sweep in OUT from its newest checkpoint (its config.toml, grid and "
         "replicates unless given, which must be the same)",
-    )
-    again.add_argument(
-        "--overwrite", action="store_true", help="replace a run already in the results folder"
+        overwrite="replace a run already in the results folder",
     )
     device_arguments(sweep, hosts=False)
 
@@ -283,7 +276,7 @@ def device_arguments(parser: argparse.ArgumentParser, hosts: bool = True) -> Non
     )
 
 
-def devicedevice_count(text: str) -> int | str:
+def device_count(text: str) -> int | str:
     """``--devices N`` as a number (other text is left for the configuration check)."""
     return int(text) if text.isdigit() else text
 

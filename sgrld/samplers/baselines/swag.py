@@ -179,12 +179,13 @@ def collect(moments: SWAGMoments, params: PyTree) -> SWAGMoments:
       ([2.0, 1.0], [5.0, 2.0], [[0.0, 0.0], [1.0, 1.0]])
     """
     n = moments.count.astype(jnp.float32)
-    mean = jax.tree.map(lambda m, x: (n * m + x) / (n + 1), moments.mean, params)
-    sq_mean = jax.tree.map(lambda m, x: (n * m + x**2) / (n + 1), moments.sq_mean, params)
+    average = lambda m, x: ((n * m + x) / (n + 1)).astype(m.dtype)  # a leaf keeps its dtype
+    mean = jax.tree.map(average, moments.mean, params)
+    sq_mean = jax.tree.map(lambda m, x: average(m, x**2), moments.sq_mean, params)
     rank = jax.tree.leaves(moments.deviations)[0].shape[0]
     row = moments.count % rank
     deviations = jax.tree.map(
-        lambda dev, x, m: dev.at[row].set(x - m), moments.deviations, params, mean
+        lambda dev, x, m: dev.at[row].set((x - m).astype(dev.dtype)), moments.deviations, params, mean
     )
     return SWAGMoments(moments.count + 1, mean, sq_mean, deviations)
 
@@ -206,7 +207,8 @@ def draw(key: jax.Array, moments: SWAGMoments) -> PyTree:
 
     def leaf(mean, sq_mean, dev, z):
         sd = jnp.sqrt(jnp.maximum(sq_mean - mean**2, 0.0))
-        return mean + sd * z / math.sqrt(2.0) + low * jnp.tensordot(z2.astype(dev.dtype), dev, 1)
+        spread = sd * z / math.sqrt(2.0) + low * jnp.tensordot(z2.astype(dev.dtype), dev, 1)
+        return (mean + spread).astype(mean.dtype)
 
     return jax.tree.map(leaf, moments.mean, moments.sq_mean, moments.deviations, z1)
 
