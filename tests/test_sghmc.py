@@ -1,5 +1,5 @@
-"""SGHMC, preconditioned SGHMC with Γ, and SGNHT: their limits (the contract: tests/test_contract.py), and their
-moments on the conjugate Gaussian posterior of ``tests/test_conjugate.py`` with minibatches.
+"""SGHMC, preconditioned SGHMC with Γ, and SGNHT: their limits (the contract:
+tests/test_contract.py), and their moments on the conjugate Gaussian posterior of ``tests/test_conjugate.py`` with minibatches.
 
 SGHMC without a noise estimate is a linear chain in ``z = (θ, v)`` whose coefficients depend on the
 minibatch only, ``z' = M_t z + m_t + e``, so its stationary mean and covariance are exact
