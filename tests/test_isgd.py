@@ -1,8 +1,10 @@
 """i-SGD (Franzese et al. 2021, Algorithm 2): its limits (the contract: tests/test_contract.py), its
 moments on the conjugate Gaussian posterior of ``tests/test_conjugate.py`` with minibatches, the λ
-rule, and the clipping of the injected noise where λ lies below the gradient-noise estimate. Failure
-budgets: means within 5 standard errors over independent chains; the variances' ratios to the
-posterior's within the stated step-size bias plus 5 standard errors (see each test)."""
+rule, and the clipping of the injected noise where λ lies below the gradient-noise estimate.
+
+Failure budgets: means within 5 standard errors over independent chains; the variances' ratios to
+the posterior's within the stated step-size bias plus 5 standard errors (see each test).
+"""
 
 from __future__ import annotations
 

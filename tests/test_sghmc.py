@@ -1,13 +1,18 @@
 """SGHMC, preconditioned SGHMC with Γ, and SGNHT: their limits (the contract:
 tests/test_contract.py), and their moments on the conjugate Gaussian posterior of
-``tests/test_conjugate.py`` with minibatches. SGHMC without a noise estimate is a linear chain in
-``z = (θ, v)`` whose coefficients depend on the minibatch only, ``z' = M_t z + m_t + e``, so its
-stationary mean and covariance are exact (:func:`linear_chain_moments`, as
-``tests/test_conjugate.py`` does for SGLD). SGNHT and the adaptive metric are not linear; they are
-compared with the posterior within a stated step-size bias, measured at these settings. Failure
-budgets: a z-score bound of 5 standard errors (over independent chains, fixed seeds) on each of the
-4 means and 10 covariance entries fails with probability < 2·10⁻⁵ per test for normal errors; the
-bias bounds are stated at each test and hold with a margin of at least 2x at the fixed seeds."""
+``tests/test_conjugate.py`` with minibatches.
+
+SGHMC without a noise estimate is a linear chain in ``z = (θ, v)`` whose coefficients depend on the
+minibatch only, ``z' = M_t z + m_t + e``, so its stationary mean and covariance are exact
+(:func:`linear_chain_moments`, as ``tests/test_conjugate.py`` does for SGLD). SGNHT and the
+adaptive metric are not linear; they are compared with the posterior within a stated step-size
+bias, measured at these settings.
+
+Failure budgets: a z-score bound of 5 standard errors (over independent chains, fixed seeds) on
+each of the 4 means and 10 covariance entries fails with probability < 2·10⁻⁵ per test for normal
+errors; the bias bounds are stated at each test and hold with a margin of at least 2x at the
+fixed seeds.
+"""
 
 from __future__ import annotations
 
