@@ -19,8 +19,11 @@ test: $(BIN)/sgrld  ## the fast test suite (CI)
 test-slow: $(BIN)/sgrld  ## the long tests (-m slow), compiled as a user's run: they are runtime-bound
 	SGRLD_TEST_FULL_OPTIMISATION=1 $(BIN)/python -m pytest -n 2 --dist worksteal -q -m slow
 
-lint: $(BIN)/sgrld
-	$(BIN)/ruff check sgrld tests benchmarks conftest.py
+lint: $(BIN)/sgrld  ## ruff, and no six or more lines copied between places (pylint's duplicate-code)
+	$(BIN)/ruff check sgrld sgrld_reproductions tests benchmarks conftest.py
+	$(BIN)/pylint --disable=all --enable=duplicate-code --min-similarity-lines=6 \
+		--ignore-imports=yes --ignore-signatures=yes --ignore-docstrings=yes --ignore-comments=yes \
+		sgrld sgrld_reproductions
 
 bench: $(BIN)/sgrld
 	$(BIN)/python benchmarks/step_throughput.py

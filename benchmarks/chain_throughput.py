@@ -6,10 +6,10 @@ The MNIST MLP of ``mlp.py`` (784-400-400-10, 478,410 parameters, N(0, 1) prior),
 there), N = 60,000, learning rate h·N = 1e-4 (SGLD: the identity metric). For each number of
 chains K:
 
-* ``sgrld``: the chain engine (:class:`sgrld.chains.engine.Engine`, as ``sgrld.sample`` and the runner
-  run it): ``--steps`` steps per jitted chunk, a ``jax.lax.scan`` over steps of the ``jax.vmap``-ed
-  ``sgrld.sgrld`` step, each chain drawing its own minibatch from its own key, the chunk's last
-  state kept as a sample, its diagnostics summarised;
+* ``sgrld``: the chain engine (:class:`sgrld.chains.engine.Engine`, as ``sgrld.sample`` and the
+  runner run it): ``--steps`` steps per jitted chunk, a ``jax.lax.scan`` over steps of the
+  ``jax.vmap``-ed ``sgrld.sgrld`` step, each chain drawing its own minibatch from its own key, the
+  chunk's last state kept as a sample, its diagnostics summarised;
 * ``blackjax``: ``blackjax.sgld`` with ``blackjax.sgmcmc.gradients.grad_estimator`` of the same
   log-likelihood and prior, vmapped over chains the same way (each chain its own minibatch from its
   own key), ``--steps`` steps per jitted ``jax.lax.scan``. Skipped if ``import blackjax`` fails.

@@ -3,8 +3,8 @@
 XLA's CPU backend runs a convolution, above all its backward pass, many times slower inside a loop
 body (``lax.scan``, ``while``) than at the top level of a jitted function; sgrld's runner runs each
 epoch as one ``lax.scan``. ``sgrld.bnn.convolutions.CONVOLUTIONS`` offers ``conv="im2col"`` (strided
-slices and one matrix product, :func:`sgrld.bnn.convolutions.im2col_conv`), the default (``"auto"``) on
-a CPU. Two measurements:
+slices and one matrix product, :func:`sgrld.bnn.convolutions.im2col_conv`), the default (``"auto"``)
+on a CPU. Two measurements:
 
 **epoch** (the default): sgrld's Identity SGLD (``sgrld.sgrld``, Gaussian prior, N = 50,000) on
 Li et al.'s MNIST CNN (``sgrld.bnn.CNN``: 5x5 convolutions of 32 and 64 channels, dense 200-200;

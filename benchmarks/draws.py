@@ -1,21 +1,21 @@
 """What the random numbers of a step cost: the Langevin noise ξ and the Γ correction's probes.
 
 Every SGLD step draws one standard normal per parameter, and a Γ-corrected step one Rademacher
-probe per parameter. JAX hashes with a rolled threefry loop on CPU; :mod:`sgrld.numerics.noise` draws the
-same numbers with the hash unrolled. This times, in interleaved rounds (``timing.py``), on the
-784-400-400-10 MLP of ``mlp.py``:
+probe per parameter. JAX hashes with a rolled threefry loop on CPU; :mod:`sgrld.numerics.noise`
+draws the same numbers with the hash unrolled. This times, in interleaved rounds (``timing.py``), on
+the 784-400-400-10 MLP of ``mlp.py``:
 
 * the draws alone, 478,410 numbers each (``--calls`` jitted calls per round): the parts of
-  ``jax.random.normal`` (random bits, uniforms, normals, ``erf_inv`` alone), ``sgrld.numerics.noise.normal``,
-  the ``rbg`` and ``unsafe_rbg`` keys, and the signs of ``jax.random.rademacher`` and
-  ``sgrld.numerics.noise.rademacher``;
+  ``jax.random.normal`` (random bits, uniforms, normals, ``erf_inv`` alone),
+  ``sgrld.numerics.noise.normal``, the ``rbg`` and ``unsafe_rbg`` keys, and the signs of
+  ``jax.random.rademacher`` and ``sgrld.numerics.noise.rademacher``;
 * the uncorrected Identity and Monge steps with three noise functions, given to the sampler as
-  ``sgrld.parts.integrators.euler_maruyama(noise_fn=...)``: ``sgrld.numerics.noise.normal_like`` (the default:
-  the draw is kept in memory), the unrolled hash per leaf (XLA recomputes it in every reader of ξ;
-  Monge reads ξ twice) and ``jax.random.normal`` per leaf;
+  ``sgrld.parts.integrators.euler_maruyama(noise_fn=...)``: ``sgrld.numerics.noise.normal_like``
+  (the default: the draw is kept in memory), the unrolled hash per leaf (XLA recomputes it in every
+  reader of ξ; Monge reads ξ twice) and ``jax.random.normal`` per leaf;
 * the corrected RMSprop, Wenzel and Monge steps with the probes of
-  ``sgrld.parts.correction.rademacher_like`` (the default) and of ``jax.random.rademacher``, given as
-  ``sgrld.parts.correction.hutchinson(probe_fn=...)``.
+  ``sgrld.parts.correction.rademacher_like`` (the default) and of ``jax.random.rademacher``, given
+  as ``sgrld.parts.correction.hutchinson(probe_fn=...)``.
 
 Each step runs ``--steps`` at a time inside one jitted ``lax.scan``; printed are the median ms per
 step, the ratio to the default draw of the same metric paired by round, and how many of the compiled

@@ -16,7 +16,7 @@ A failing seed is rerun alone with ``SGRLD_SEED_SWEEP=K pytest TEST -k seed1037`
 Usage::
 
     python benchmarks/flake_budget.py [--seeds 50] [PYTEST_SELECTION ...]
-    python benchmarks/flake_budget.py tests/test_noise.py tests/test_funnel_experiment.py
+    python benchmarks/flake_budget.py tests/reproductions/test_funnel_experiment.py
 
 Without a selection it sweeps ``tests`` (``-m statistical`` is always added): every statistical
 test, the slow ones included, which takes hours on two cores.

@@ -7,8 +7,9 @@ within 1.10. The two runs alternate over ``--rounds`` rounds (the harness's rota
 :func:`timing.rotated`); reported are each round's peaks and the median and range of the
 per-round ratios (:func:`timing.paired`). Then, in fresh subprocesses on each run's folder,
 the peak memory of reading its samples: :func:`sgrld.load_samples`, one epoch at a time with
-:func:`sgrld.samples.results.iter_samples`, :func:`sgrld.to_arviz`, and :func:`sgrld.samples.arviz_export.export`
-to Zarr and to netCDF, against the size of the samples on disk and the memory of the imports.
+:func:`sgrld.samples.results.iter_samples`, :func:`sgrld.to_arviz`, and
+:func:`sgrld.samples.arviz_export.export` to Zarr and to netCDF, against the size of the samples on
+disk and the memory of the imports.
 
 Usage::
 
@@ -40,7 +41,10 @@ READERS = {
     "export netcdf": "sgrld.samples.arviz_export.export(out, 'netcdf', to=tmp / 'a.nc')",
 }
 """What each reading subprocess does after ``import sgrld`` (``out``: a run's folder)."""
-READER = "import pathlib, sgrld, sgrld.samples.arviz_export\nout, tmp = {out!r}, pathlib.Path({tmp!r})\n{code}"
+READER = (
+    "import pathlib, sgrld, sgrld.samples.arviz_export\n"
+    "out, tmp = {out!r}, pathlib.Path({tmp!r})\n{code}"
+)
 """The reading subprocess's script."""
 
 

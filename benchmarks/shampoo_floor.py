@@ -37,7 +37,8 @@ products on identity roots), and the Identity step. Printed:
   and the last ratio is the step without refresh against its products at their shapes plus that
   work: what XLA adds beyond both.
 
-Everything is compiled and timed inside :func:`sgrld.chains.engine.single_threaded_blas`, as the runner
+Everything is compiled and timed inside :func:`sgrld.chains.engine.single_threaded_blas`, as the
+runner
 samples: the refresh's eigendecompositions call LAPACK (OpenBLAS), whose own threads, beside
 XLA's, made a batch of 28 decompositions of 112×112 5-30× slower (0.16-1.1 s against 0.035 s,
 jaxlib 0.10.2, 2 cores, load 7) and the refresh about 24× slower in this script (4.9 s against

@@ -1,13 +1,13 @@
 """SGRLD on the UCI regression benchmarks: test RMSE and NLL over the published splits.
 
-Runs ``sgrld.run.from_config.run_config`` for every data set, sampler and split asked for: a one-hidden-
-layer ReLU network of 50 units (the PBP / MC-dropout setup), the Gaussian prior (std 1.41/√fan_in
-on weights, 1 on biases), the Gaussian likelihood with sampled noise, minibatches of 32, the same
-number of steps for every data set (``--steps``; epochs = steps / steps per epoch, rounded up),
-burn-in ``--burn-in`` steps and a sample every ``--thin`` steps, one chain. Prints, per data set
-and sampler, the mean ± standard error over the splits of the test RMSE and NLL (in the targets'
-units, as the literature reports them), how many splits diverged (left out of the mean; the run's
-message is printed) and the median seconds per epoch of sampling.
+Runs ``sgrld.run.from_config.run_config`` for every data set, sampler and split asked for: a
+one-hidden- layer ReLU network of 50 units (the PBP / MC-dropout setup), the Gaussian prior (std
+1.41/√fan_in on weights, 1 on biases), the Gaussian likelihood with sampled noise, minibatches of
+32, the same number of steps for every data set (``--steps``; epochs = steps / steps per epoch,
+rounded up), burn-in ``--burn-in`` steps and a sample every ``--thin`` steps, one chain. Prints, per
+data set and sampler, the mean ± standard error over the splits of the test RMSE and NLL (in the
+targets' units, as the literature reports them), how many splits diverged (left out of the mean; the
+run's message is printed) and the median seconds per epoch of sampling.
 
     python benchmarks/uci_regression.py --data-dir ../shared/data [--datasets uci_boston ...]
         [--samplers identity monge monge+gamma] [--splits 5] [--steps 20000] [--lr 0.01]

@@ -1,6 +1,6 @@
-"""Tests of the approximate-inference baselines (sgrld.samplers.baselines): SGD's exact steps, vSGD's
-stationary spread, SWAG's moments, draws and rank check, MC dropout's thinned networks and its
-training, and all of them on the engine."""
+"""Tests of the approximate-inference baselines (sgrld.samplers.baselines): SGD's exact steps,
+vSGD's stationary spread, SWAG's moments, draws and rank check, MC dropout's thinned networks and
+its training, and all of them on the engine."""
 
 from __future__ import annotations
 

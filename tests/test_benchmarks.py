@@ -159,7 +159,7 @@ def test_momentum_step_times_every_row(model, capsys):
 def test_isgd_noise_reports_every_layer(tmp_path, capsys):
     """benchmarks/isgd_noise.py (RESULTS §22) on small boston-shaped files: the rule's rate and
     the probed noise of every layer, finite, and the clipping share after the warm-up."""
-    from tests.test_isgd_uci import write_boston_like
+    from tests.reproductions.test_isgd_uci import write_boston_like
 
     isgd_noise = load_benchmark("isgd_noise")
     data = write_boston_like(tmp_path)

@@ -1,4 +1,5 @@
-"""sgrld.numerics.noise draws exactly the numbers of jax.random.normal (it only lowers them differently)."""
+"""sgrld.numerics.noise draws exactly the numbers of jax.random.normal (it only lowers them
+differently)."""
 
 import jax
 import jax.numpy as jnp

@@ -1,5 +1,5 @@
-"""The IMQ kernel Stein discrepancy (sgrld.samples.stein): against a direct double loop, small and falling
-as n^{-1/2} for exact draws, clearly larger for a shifted or over-dispersed sample; and the
+"""The IMQ kernel Stein discrepancy (sgrld.samples.stein): against a direct double loop, small and
+falling as n^{-1/2} for exact draws, clearly larger for a shifted or over-dispersed sample; and the
 pooled draws of a run it takes (sgrld.samples.diagnostics.pooled_draws)."""
 
 from __future__ import annotations

@@ -3,15 +3,15 @@
 A run on several devices uses JAX's own sharding and multi-controller runtime; sgrld adds no
 launcher and no communication of its own.
 
-* **The mesh** (:func:`make_mesh`) has two axes, :data:`CHAINS` and :data:`DATA`, of sizes
-  ``devices / data_parallel`` and ``data_parallel``. The chain engine (:class:`sgrld.chains.engine.Engine`)
-  compiles its chunk with every leaf of the carry and the chain keys sharded over ``chains``
-  (their leading axis) and each step's minibatch, ``[K, B, ...]``, constrained to
-  ``P("chains", "data")``: a chain's ``B`` examples are split over the ``data`` devices of its
-  group, and XLA sums the gradient's partial sums over them (an all-reduce). The chain's noise is
-  drawn once from its own key, the same on every device of its group whatever the mesh, so chains
-  sharded over ``chains`` alone give the unsharded run's samples bit for bit, and
-  ``data_parallel > 1`` differs from it only by the order of the minibatch sums (float rounding).
+* **The mesh** (:func:`make_mesh`) has two axes, :data:`CHAINS` and :data:`DATA`, of sizes ``devices
+  / data_parallel`` and ``data_parallel``. The chain engine (:class:`sgrld.chains.engine.Engine`)
+  compiles its chunk with every leaf of the carry and the chain keys sharded over ``chains`` (their
+  leading axis) and each step's minibatch, ``[K, B, ...]``, constrained to ``P("chains", "data")``:
+  a chain's ``B`` examples are split over the ``data`` devices of its group, and XLA sums the
+  gradient's partial sums over them (an all-reduce). The chain's noise is drawn once from its own
+  key, the same on every device of its group whatever the mesh, so chains sharded over ``chains``
+  alone give the unsharded run's samples bit for bit, and ``data_parallel > 1`` differs from it only
+  by the order of the minibatch sums (float rounding).
 * **Multi-process** (:func:`initialize`): ``jax.distributed.initialize``, which finds the
   coordinator, the number of processes and this process's id itself on SLURM, Open MPI and TPU
   pods, or takes them explicitly. The mesh then spans every process's devices; each process places

@@ -1,7 +1,7 @@
 """Reporting a divergence: which chain produced a NaN/inf, at which step, in which parameter.
 
-The engine (:mod:`sgrld.chains.engine`) marks each chain's first non-finite step and leaf in its carry;
-:func:`first_divergence` reads the earliest, and every message ends with :data:`ADVICE`.
+The engine (:mod:`sgrld.chains.engine`) marks each chain's first non-finite step and leaf in its
+carry; :func:`first_divergence` reads the earliest, and every message ends with :data:`ADVICE`.
 """
 
 from __future__ import annotations

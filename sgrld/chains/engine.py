@@ -33,8 +33,9 @@ chain axis leading in every argument and result, and a checkpoint is the :class:
 global step (the keys of every later step follow from it). Given a device **mesh**
 (:func:`sgrld.chains.devices.make_mesh`), the chunk is compiled with the carry and the chain keys
 sharded over the mesh's ``chains`` axis and each step's minibatches constrained to
-``P("chains", "data")`` (:mod:`sgrld.chains.devices`); the step itself is unchanged, so each chain draws
-its noise from its own key whatever the mesh. Without a mesh, nothing is placed or constrained.
+``P("chains", "data")`` (:mod:`sgrld.chains.devices`); the step itself is unchanged, so each chain
+draws its noise from its own key whatever the mesh. Without a mesh, nothing is placed or
+constrained.
 
 Example:
   >>> import jax, sgrld
@@ -293,7 +294,8 @@ class Engine:
       thin: a sample every ``thin`` steps.
       keep: an optional predicate ``step -> bool`` (jnp operations on the int32 global step,
         independent of the chain) that a kept step must also pass, e.g. the sampling phase of
-        :func:`sgrld.numerics.schedules.cyclical`; ``None`` keeps the burn-in and thinning rule alone.
+        :func:`sgrld.numerics.schedules.cyclical`; ``None`` keeps the burn-in and thinning rule
+        alone.
       mesh: a device mesh (:func:`sgrld.chains.devices.make_mesh`) to shard the chains over its
         ``chains`` axis and each minibatch over its ``data`` axis; ``None``: one device. In a
         multi-process run every result is gathered onto every process (one all-gather of the
@@ -302,8 +304,8 @@ class Engine:
     Attributes:
       compile_s: seconds spent compiling chunk functions.
       device_bytes: the device memory one device needs for the largest compiled chunk
-        (:func:`sgrld.chains.devices.compiled_bytes`), ``None`` before a compile or where the backend
-        does not report it.
+        (:func:`sgrld.chains.devices.compiled_bytes`), ``None`` before a compile or where the
+        backend does not report it.
     """
 
     def __init__(

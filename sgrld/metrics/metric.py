@@ -11,8 +11,8 @@ or, with ``decay="inverse_sqrt"`` (Marceau-Caron & Ollivier's γ_t = 1/√t), th
 the t-th statistic instead of ``1 − decay``.
 
 Because the state exposes ``S`` (``state.stat``) and ``inv`` is a differentiable function of it, the
-correction term Γ (``sgrld.parts.correction``) is derived for every metric by one generic routine: the
-directional derivative of ``S ↦ F(S)·z`` (:func:`inv_tangent`). Metrics that cache quantities
+correction term Γ (``sgrld.parts.correction``) is derived for every metric by one generic routine:
+the directional derivative of ``S ↦ F(S)·z`` (:func:`inv_tangent`). Metrics that cache quantities
 derived from ``S`` (Wenzel's scales, Shampoo's roots) mark the cache with :func:`cached`, whose
 derivative is that of the map that produced it. A metric may also supply that derivative, composed
 with the statistic's, in a cheaper form (``Metric.inv_grad_tangent``; Shampoo does, in the

@@ -1,10 +1,10 @@
 """The Kronecker-factored Shampoo metric of Yu et al. (2023), after Gupta et al. (2018).
 
 For the Γ correction the roots are differentiated through the cached eigendecomposition
-(Daleckii–Krein, :mod:`sgrld.numerics.linalg`); between refreshes Γ is therefore the derivative of the root
-map at the statistic of the last refresh. The derivative is taken in the eigenbases of the factors
-(``Metric.inv_grad_tangent``): the gradient, its change and the probe are rotated in, the result
-rotated out once, 6k blocked products per block instead of the 8k of differentiating ``inv``
+(Daleckii–Krein, :mod:`sgrld.numerics.linalg`); between refreshes Γ is therefore the derivative of
+the root map at the statistic of the last refresh. The derivative is taken in the eigenbases of the
+factors (``Metric.inv_grad_tangent``): the gradient, its change and the probe are rotated in, the
+result rotated out once, 6k blocked products per block instead of the 8k of differentiating ``inv``
 factor by factor (``benchmarks/shampoo_gamma.py cost``).
 
 With the Γ correction use ``eps`` ≈ 1e-2: Γ contains the derivative of ``λ^{-1/(2k)}`` at the
@@ -78,9 +78,9 @@ def eigenbasis_inv_tangent(
     ``f_i = λ_i^{−1/(2k)}``. In the eigenbasis of factor i the statistic's tangent is
     ``sym(dG̃_(i) G̃_(i)ᵀ)`` for the rotated blocks ``G̃ = Qᵀ g``, ``dG̃ = Qᵀ dg`` (the rotations of
     the other dimensions cancel in the contraction), and the root's tangent is the
-    Daleckii–Krein kernel times it (:func:`sgrld.numerics.linalg.power_tangent_in_eigenbasis`). So: rotate
-    ``z``, ``g``, ``dg`` in (k blocked products each), one product per factor for the tangent and
-    one for applying it with the other factors' ``diag f_j``, rotate out once (k): 6k products
+    Daleckii–Krein kernel times it (:func:`sgrld.numerics.linalg.power_tangent_in_eigenbasis`). So:
+    rotate ``z``, ``g``, ``dg`` in (k blocked products each), one product per factor for the tangent
+    and one for applying it with the other factors' ``diag f_j``, rotate out once (k): 6k products
     where differentiating ``inv`` factor by factor takes about 8k.
 
     Args:

@@ -29,8 +29,8 @@ def check_params(params: PyTree) -> PyTree:
 
 def is_traced(value: Any) -> bool:
     """Whether ``value`` is traced: a per-chain hyperparameter inside a jitted, vmapped step
-    (:func:`sgrld.samplers.swept.swept`), whose number Python cannot check; the configuration that chose
-    it checks it instead (:func:`sgrld.run.sweep.parse_grid`).
+    (:func:`sgrld.samplers.swept.swept`), whose number Python cannot check; the configuration that
+    chose it checks it instead (:func:`sgrld.run.sweep.parse_grid`).
 
     Example:
         >>> import jax

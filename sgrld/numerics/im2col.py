@@ -1,5 +1,6 @@
 """The patches of a convolution as one matrix (im2col): what an im2col convolution multiplies by
-its kernel, and the per-example gradient of a convolution's kernel (:mod:`sgrld.numerics.layer_taps`).
+its kernel, and the per-example gradient of a convolution's kernel
+(:mod:`sgrld.numerics.layer_taps`).
 """
 
 from __future__ import annotations

@@ -18,7 +18,8 @@ a zero perturbation added to each output, whose gradient is δ, so one forward a
 yields the minibatch gradient and every layer's ``a`` and δ without rewriting the model
 (:func:`signals`). A call is on the fast path when its parameters are leaves of ``params`` that
 enter the likelihood through that call only (:func:`layer_taps`); the others are left to
-:mod:`sgrld.numerics.per_example`'s ``vmap(grad)`` fallback. Used by :mod:`sgrld.numerics.per_example`.
+:mod:`sgrld.numerics.per_example`'s ``vmap(grad)`` fallback. Used by
+:mod:`sgrld.numerics.per_example`.
 
 In a model whose layers couple the examples (batch normalisation over the minibatch, as
 :class:`sgrld.bnn.ResNet20`), δᵢ is the gradient of the minibatch's summed log-likelihood at

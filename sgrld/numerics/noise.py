@@ -102,7 +102,8 @@ def normal(
     Example:
         >>> import jax, jax.numpy as jnp, sgrld
         >>> key = jax.random.key(0)
-        >>> bool(jnp.all(sgrld.numerics.noise.normal(key, (3, 4)) == jax.random.normal(key, (3, 4))))
+        >>> drawn = sgrld.numerics.noise.normal(key, (3, 4))
+        >>> bool(jnp.all(drawn == jax.random.normal(key, (3, 4))))
         True
     """
     shape, size = _checked_shape(shape)

@@ -1,9 +1,9 @@
 """Integrators: how a sampler turns drift, noise and Γ̂ into the next sample.
 
-An :class:`Integrator` is a part of a sampler (:func:`sgrld.samplers.sampler.riemannian_langevin`). It owns
-the draw of the Langevin noise ξ and the update of the parameters. The scales follow the README's
-conventions, written once in :func:`langevin_scales`: with ``lr = h·N`` and temperature ``T``, the
-noise is ``√(2·lr·T/N)·G^{−1/2}ξ`` and Γ̂ enters as ``c·(lr/N)·T·Γ̂``.
+An :class:`Integrator` is a part of a sampler (:func:`sgrld.samplers.sampler.riemannian_langevin`).
+It owns the draw of the Langevin noise ξ and the update of the parameters. The scales follow the
+README's conventions, written once in :func:`langevin_scales`: with ``lr = h·N`` and temperature
+``T``, the noise is ``√(2·lr·T/N)·G^{−1/2}ξ`` and Γ̂ enters as ``c·(lr/N)·T·Γ̂``.
 
 Example:
   >>> import jax, jax.numpy as jnp
@@ -67,8 +67,8 @@ def euler_maruyama(
     with ``d = G⁻¹∇Û/N`` and ``n = G^{−1/2}ξ`` (computed by the sampler), in each leaf's dtype.
 
     Args:
-      noise_fn: ``(key, params) -> ξ``; :func:`sgrld.numerics.noise.normal_like` draws the numbers of
-        ``jax.random.normal``, faster on CPU.
+      noise_fn: ``(key, params) -> ξ``; :func:`sgrld.numerics.noise.normal_like` draws the
+        numbers of ``jax.random.normal``, faster on CPU.
 
     Returns:
       The :class:`Integrator`.

@@ -1,10 +1,10 @@
 """Checkpoints: what :func:`sgrld.run.runner.run` needs to continue a run, in one checksummed file.
 
-A checkpoint is ``OUT/checkpoints/epoch_EEEE.npz``, written atomically (:mod:`sgrld.samples.atomic`), the
-last :data:`KEEP` kept. It is a NumPy ``.npz`` archive holding
+A checkpoint is ``OUT/checkpoints/epoch_EEEE.npz``, written atomically
+(:mod:`sgrld.samples.atomic`), the last :data:`KEEP` kept. It is a NumPy ``.npz`` archive holding
 
-* every leaf of each named pytree (the engine's :class:`~sgrld.chains.engine.Carry`: sampler and metric
-  states, divergence markers; the ensemble accumulators; the chain keys) as ``TREE/i`` in
+* every leaf of each named pytree (the engine's :class:`~sgrld.chains.engine.Carry`: sampler and
+  metric states, divergence markers; the ensemble accumulators; the chain keys) as ``TREE/i`` in
   ``jax.tree.leaves`` order; typed PRNG keys as their raw ``key_data``;
 * ``info.json``: the epoch, the records so far, the schedule, the run's ``meta`` (its
   configuration) with ``meta_sha256``, and each tree's structure;

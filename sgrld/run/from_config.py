@@ -1,6 +1,6 @@
 """Experiments from a configuration: the data, model, prior, potential and sampler of a
-:class:`sgrld.run.config.Config`, and :func:`run_config`, which runs one (``sgrld run``, ``sgrld demo``
-and ``sgrld reproduce mnist-mlp`` use it).
+:class:`sgrld.run.config.Config`, and :func:`run_config`, which runs one (``sgrld run``, ``sgrld
+demo`` and ``sgrld reproduce mnist-mlp`` use it).
 
 Example:
     >>> import sgrld
@@ -63,7 +63,8 @@ def build_experiment(
     Args:
         config: a validated configuration.
         sampler: ``(potential, N) -> sampler`` in place of the configuration's own
-            (:func:`sgrld.run.sampler_from_config.sampler_of`), e.g. one with per-chain hyperparameters (:mod:`sgrld.run.sweep`).
+            (:func:`sgrld.run.sampler_from_config.sampler_of`), e.g. one with per-chain
+            hyperparameters (:mod:`sgrld.run.sweep`).
 
     Returns:
         The :class:`Experiment`, with ``meta = {"config": config.to_dict()}``.
@@ -141,8 +142,9 @@ def log_posterior(config: Config) -> Callable[[PyTree], jax.Array]:
     ``params -> −N · potential(θ, (x, y))`` with the potential of :func:`build_experiment` and
     ``(x, y)`` the whole training set (``N`` examples), i.e. ``Σ_i log p(y_i|x_i, θ) + log p(θ)``.
 
-    The ``log_prob`` that :func:`sgrld.samples.stein.ksd` takes (``sgrld diagnose`` uses it). It loads the
-    data set as :func:`build_experiment` does, so it needs the data files (``data.data_dir``).
+    The ``log_prob`` that :func:`sgrld.samples.stein.ksd` takes (``sgrld diagnose`` uses it). It
+    loads the data set as :func:`build_experiment` does, so it needs the data files
+    (``data.data_dir``).
 
     Raises:
         sgrld.data.DataError: if the data set's files are missing or corrupt.
@@ -183,7 +185,8 @@ def check_schedule(config: Config, num_train: int) -> None:
         >>> check_schedule(cfg, num_train=1000)  # 2 epochs of 10 steps
         Traceback (most recent call last):
         ...
-        sgrld.run.config.key_checks.ConfigError: run.burn_in = 500, run.thin = ... keep no sample ...
+        sgrld.run.config.key_checks.ConfigError: run.burn_in = 500, run.thin = ... keep no sample
+        ...
     """
     d, r = config.data, config.run
     steps = num_train // d.batch_size

@@ -50,8 +50,8 @@ def record(
     groups: dict[str, np.ndarray] | None = None,
 ) -> dict[str, Any]:
     """One line of ``metrics.jsonl``: counts, diagnostics, scores so far, timing and, if given,
-    ``"groups"``: each group of chains' scores so far (:func:`sgrld.run.scoring.group_scores`), a list
-    per score, ``None`` for a group without samples (JSON has no NaN)."""
+    ``"groups"``: each group of chains' scores so far (:func:`sgrld.run.scoring.group_scores`), a
+    list per score, ``None`` for a group without samples (JSON has no NaN)."""
     samples = int(np.sum(np.asarray(scores.samples)))
     rec = {
         "epoch": epoch + 1,

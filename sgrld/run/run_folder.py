@@ -38,8 +38,9 @@ def check_writable(out: Path) -> None:
     anything.
 
     Raises:
-        sgrld.samples.results.ResultsError: ``out`` is a file, lies under one, or cannot be created or
-            written (permissions, a read-only or virtual file system such as ``/proc``).
+        sgrld.samples.results.ResultsError: ``out`` is a file, lies under one, or cannot be
+            created or written (permissions, a read-only or virtual file system such as
+            ``/proc``).
     """
     if out.exists() and not out.is_dir():
         raise results.ResultsError(f"the results folder {out} is a file")
@@ -56,7 +57,8 @@ def clear(out: Path, existing: Existing, names: Sequence[str] = RUN_FILES) -> No
     """Refuse ``out`` if it holds any of ``names`` (``"refuse"``), or remove them (``"overwrite"``).
 
     Raises:
-        sgrld.samples.results.ResultsError: ``"refuse"`` and ``out`` holds a run, naming what it holds.
+        sgrld.samples.results.ResultsError: ``"refuse"`` and ``out`` holds a run, naming what it
+        holds.
     """
     found = [name for name in names if (out / name).exists()]
     if found and existing == "refuse":
@@ -134,8 +136,8 @@ def resume_point(out: Path, meta: Mapping[str, Any]) -> checkpoint.Saved | None:
         ``None`` if ``out`` holds no checkpoint: the run starts afresh.
 
     Raises:
-        sgrld.run.checkpoint.CheckpointError: the run in ``out`` has other settings (naming them), or
-            none of its checkpoints verifies.
+        sgrld.run.checkpoint.CheckpointError: the run in ``out`` has other settings (naming
+            them), or none of its checkpoints verifies.
     """
     saved = checkpoint.latest(out)
     if saved is None:

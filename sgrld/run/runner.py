@@ -2,11 +2,11 @@
 
 How a run works (:func:`run`):
 
-* The steps run on the chain engine (:mod:`sgrld.chains.engine`), **one jitted chunk per epoch** with the
-  data on the device: every chain walks its own permutation of the training set in minibatches of
-  ``batch_size``, the **last incomplete minibatch dropped** (an epoch is ``n_train // batch_size``
-  steps, each potential an unbiased estimate of ``U/N`` with the same variance). ``chains = K``
-  chains are ``jax.vmap``-ed, each with its own initialisation, shuffling and noise.
+* The steps run on the chain engine (:mod:`sgrld.chains.engine`), **one jitted chunk per epoch**
+  with the data on the device: every chain walks its own permutation of the training set in
+  minibatches of ``batch_size``, the **last incomplete minibatch dropped** (an epoch is ``n_train //
+  batch_size`` steps, each potential an unbiased estimate of ``U/N`` with the same variance).
+  ``chains = K`` chains are ``jax.vmap``-ed, each with its own initialisation, shuffling and noise.
 * Burn-in and thinning count minibatches over the whole run (global step ``s``, from 0), as in
   the authors' code: ``s`` is a sample when ``s >= burn_in and (s + 1) % thin == 0``
   (:func:`sample_steps`).
@@ -152,7 +152,8 @@ class Experiment:
         kind: ``"classification"`` or ``"regression"``.
         meta: anything JSON-serialisable to store in ``summary.json`` (e.g. the configuration).
         chain_args: further arguments of ``sampler.init`` after the parameters, each with a
-            leading chain axis (e.g. the per-chain hyperparameters of :func:`sgrld.samplers.swept.swept`).
+            leading chain axis (e.g. the per-chain hyperparameters of
+            :func:`sgrld.samplers.swept.swept`).
         keep: a predicate ``step -> bool`` that a kept step must also pass (``None``: burn-in
             and thinning alone), e.g. the sampling phases of a cyclical schedule
             (:attr:`sgrld.numerics.schedules.Cyclical.keep`, :class:`sgrld.chains.engine.Engine`).
@@ -252,8 +253,8 @@ def _prepare(
 
 
 def _chain_roots(schedule: RunPlan) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """Each chain's initialisation key, chain key (:func:`sgrld.chains.engine.chain_keys`) and curvature
-    key, from ``schedule.seed`` or per group from ``schedule.seeds``."""
+    """Each chain's initialisation key, chain key (:func:`sgrld.chains.engine.chain_keys`) and
+    curvature key, from ``schedule.seed`` or per group from ``schedule.seeds``."""
     seeds = (schedule.seed,) if schedule.seeds is None else schedule.seeds
     k = schedule.chains // len(seeds)
     groups = []
@@ -356,7 +357,8 @@ def _run_epochs(
 
 def _device_summary(engine: eng.Engine, chains: int) -> dict[str, Any]:
     """The summary's ``devices``: the mesh, and the device memory of the epoch's chunk function
-    (XLA's ``memory_analysis``, :func:`sgrld.chains.devices.compiled_bytes`) per device and per chain."""
+    (XLA's ``memory_analysis``, :func:`sgrld.chains.devices.compiled_bytes`) per device and per
+    chain."""
     need, per_device = engine.device_bytes, devices.chains_per_device(engine.mesh, chains)
     return {
         **devices.describe(engine.mesh),
@@ -386,8 +388,8 @@ def run(
 
     See the module docstring for the scheme. Files written to ``out`` (if given):
     ``metrics.jsonl`` (one JSON line per epoch, appended as each completes,
-    :func:`sgrld.run.records.record`), ``summary.json`` (``"running"`` until the run ends, also after
-    a divergence or an interruption), checkpoints (:mod:`sgrld.run.checkpoint`); with
+    :func:`sgrld.run.records.record`), ``summary.json`` (``"running"`` until the run ends, also
+    after a divergence or an interruption), checkpoints (:mod:`sgrld.run.checkpoint`); with
     ``save_samples``, ``samples/epoch_EEEE.npz``. SIGINT and SIGTERM stop the run after the
     epoch in flight (:mod:`sgrld.run.interrupts`), with a checkpoint and the summary.
     Each record's ``epoch_s`` (wall time of the epoch) = ``sample_s`` (the sampling chunk) +
@@ -409,7 +411,8 @@ def run(
         label: the progress bar's description.
         existing: what to do with an earlier run's files in ``out``: ``"refuse"`` or
             ``"overwrite"`` (remove them first; :mod:`sgrld.run.run_folder`).
-        resume: continue the run in ``out`` from this checkpoint (:func:`sgrld.run.checkpoint.latest`)
+        resume: continue the run in ``out`` from this checkpoint
+        (:func:`sgrld.run.checkpoint.latest`)
             instead; the records and samples are those of an uninterrupted run.
         checkpoint_every: write a checkpoint after every this many epochs (and when the run ends).
         checkpoint_seconds: skip a due checkpoint until this many seconds have passed since the
@@ -419,8 +422,8 @@ def run(
             the message counting the diverged chains, ``Result.diverged_step`` saying which).
         mesh: a device mesh (:func:`sgrld.chains.devices.make_mesh`) to shard the chains and each
             minibatch over; ``None``: one device. In a multi-process run
-            (:func:`sgrld.chains.devices.initialize`) only process 0 writes ``out``; the others write
-            nothing. ``summary.json``'s ``devices`` gives the mesh and the device memory per
+            (:func:`sgrld.chains.devices.initialize`) only process 0 writes ``out``; the others
+            write nothing. ``summary.json``'s ``devices`` gives the mesh and the device memory per
             chain of the epoch's chunk.
 
     Returns:
@@ -431,7 +434,8 @@ def run(
         ValueError: for ``save_samples`` or ``resume`` without ``out``, a batch larger than the
             training set, or ``curvature`` without a ``"test"`` set.
         sgrld.samples.results.ResultsError: ``out`` holds a run and ``existing="refuse"``
-            (:class:`sgrld.run.checkpoint.CheckpointError`: ``resume`` is of another schedule or model).
+            (:class:`sgrld.run.checkpoint.CheckpointError`: ``resume`` is of another schedule or
+            model).
     """
     for name, value in (("save_samples=True", save_samples), ("resume", resume)):
         if value and out is None:

@@ -2,10 +2,10 @@
 is folded into the per-chain ensembles of :mod:`sgrld.evaluation`.
 
 :func:`score_function` builds the jitted half of an epoch that follows the sampling chunk
-(:class:`sgrld.chains.engine.Chunk`): one slot of the chunk's sample buffer after the other, all chains
-at once, unused slots skipped, diverged chains' slots not added. The same predictions give each
-kept draw's own mean log-likelihood on every evaluation set (``NAME_log_likelihood``, saved with
-the samples by :func:`sgrld.samples.results.write_samples`): no second forward pass.
+(:class:`sgrld.chains.engine.Chunk`): one slot of the chunk's sample buffer after the other, all
+chains at once, unused slots skipped, diverged chains' slots not added. The same predictions give
+each kept draw's own mean log-likelihood on every evaluation set (``NAME_log_likelihood``, saved
+with the samples by :func:`sgrld.samples.results.write_samples`): no second forward pass.
 """
 
 from __future__ import annotations

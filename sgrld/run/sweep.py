@@ -5,9 +5,9 @@ Yu et al. choose each metric's learning rate on the validation log-likelihood an
 process and compilation. ``sgrld sweep`` runs all of them as the chains of one compiled program:
 
 * **per-chain hyperparameters**: :func:`swept` wraps a sampler whose state carries the chain's
-  hyperparameters (:class:`sgrld.samplers.swept.SweptState`); its step builds the inner sampler from those (traced)
-  values, so the engine's ``jax.vmap`` over chains gives every chain its own learning rate (or
-  Monge α², or temperature: :data:`SWEEPABLE`) in one program. The samplers accept a traced
+  hyperparameters (:class:`sgrld.samplers.swept.SweptState`); its step builds the inner sampler from
+  those (traced) values, so the engine's ``jax.vmap`` over chains gives every chain its own learning
+  rate (or Monge α², or temperature: :data:`SWEEPABLE`) in one program. The samplers accept a traced
   value (:func:`sgrld.numerics.checks.is_traced`); the value is checked here instead, as the
   configuration it comes from (:func:`parse_grid`);
 * **replicates**: replicate ``r`` of every setting has the seed ``run.seed + r``: its chains get the
@@ -388,9 +388,9 @@ def sweep_mesh(
     config: Config, chains: int, devices: int | str | None, data_parallel: int | None
 ) -> jax.sharding.Mesh | None:
     """The device mesh of a sweep of ``chains`` chains (settings × replicates × ``run.chains``):
-    ``devices`` and ``data_parallel`` as :func:`sgrld.chains.devices.make_mesh` takes them (``None``:
-    the configuration's ``run.devices`` and ``run.data_parallel``), checked against the sweep's
-    chains, not ``run.chains``, and the batch size.
+    ``devices`` and ``data_parallel`` as :func:`sgrld.chains.devices.make_mesh` takes them
+    (``None``: the configuration's ``run.devices`` and ``run.data_parallel``), checked against the
+    sweep's chains, not ``run.chains``, and the batch size.
 
     Raises:
         ConfigError: ``--data-parallel`` without devices, or a mesh that does not fit, naming

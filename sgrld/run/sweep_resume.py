@@ -59,8 +59,8 @@ def check_resumable_grid(folder: Path, grid: Mapping[str, list[float]], replicat
         >>> check_resumable_grid(folder, {"sampler.learning_rate": [0.1, 0.3]}, 2)
         Traceback (most recent call last):
         ...
-        sgrld.run.config.key_checks.ConfigError: --resume ...: the sweep there has another grid: --grid
-        sampler.learning_rate (was [0.1, 0.2], now [0.1, 0.3]). Resume with ...
+        sgrld.run.config.key_checks.ConfigError: --resume ...: the sweep there has another grid:
+        --grid sampler.learning_rate (was [0.1, 0.2], now [0.1, 0.3]). Resume with ...
     """
     before = stored_sweep(folder)
     if before is None:

@@ -6,11 +6,12 @@ piece that exists once:
 
 * a **metric** (:mod:`sgrld.metrics`): ``G⁻¹`` and ``G^{−1/2}`` from a moving average of a
   gradient statistic;
-* a **correction** (:mod:`sgrld.parts.correction`): the gradient, the metric's update and Γ̂ of a step,
-  with its Hessian-vector products, reduction and warm-up;
-* a **preconditioner** (:mod:`sgrld.parts.preconditioning`): drift and noise through the metric, with
-  safeguards as wrappers (:func:`~sgrld.parts.preconditioning.limit_drift`);
-* an **integrator** (:mod:`sgrld.parts.integrators`): the noise draw and the update (Euler–Maruyama).
+* a **correction** (:mod:`sgrld.parts.correction`): the gradient, the metric's update and Γ̂ of a
+  step, with its Hessian-vector products, reduction and warm-up;
+* a **preconditioner** (:mod:`sgrld.parts.preconditioning`): drift and noise through the metric,
+  with safeguards as wrappers (:func:`~sgrld.parts.preconditioning.limit_drift`);
+* an **integrator** (:mod:`sgrld.parts.integrators`): the noise draw and the update
+  (Euler–Maruyama).
 
 :func:`sgrld` is the convenient constructor: options by name, validated, turned into parts.
 
@@ -350,8 +351,8 @@ def sgrld(
       learning_rate: ``lr = h·N``, a float or a schedule ``step -> lr``.
       num_data: N, the training-set size.
       temperature: T ≥ 0; 0 gives the deterministic preconditioned gradient step. A schedule
-        ``step -> T`` (e.g. :func:`sgrld.numerics.schedules.cyclical`'s, 0 in each cycle's exploration)
-        is evaluated at each step; Γ̂ is then computed at every step, also where T = 0.
+        ``step -> T`` (e.g. :func:`sgrld.numerics.schedules.cyclical`'s, 0 in each cycle's
+        exploration) is evaluated at each step; Γ̂ is then computed at every step, also where T = 0.
       adapt_until: freeze the metric after this many steps (``None``: adapt forever).
       correction: ``"none"`` (or ``None``: Γ dropped, as published), ``"hutchinson"`` or
         ``"exact"`` (:mod:`sgrld.parts.correction`).

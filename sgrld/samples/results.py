@@ -258,7 +258,8 @@ def load_samples(folder: str | Path) -> RunSamples:
         >>> load_samples("no/such/folder")
         Traceback (most recent call last):
         ...
-        sgrld.samples.results.ResultsError: no samples in no/such/folder/samples: not a results folder ...
+        sgrld.samples.results.ResultsError: no samples in no/such/folder/samples: not a results
+        folder ...
     """
     _, files, paths, empty = _index(folder)
     return _as_run(_concatenate(files, draws_per_epoch(folder)), paths, empty)

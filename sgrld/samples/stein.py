@@ -125,7 +125,8 @@ def ksd(
     Args:
         draws: the parameters, leaves ``[n, ...]``.
         log_prob: ``params -> log p(θ)`` of one draw, up to a constant (e.g. a
-            :class:`sgrld.samples.targets.Target`'s ``log_prob``, or ``−N·potential(θ, full data)``).
+            :class:`sgrld.samples.targets.Target`'s ``log_prob``, or ``−N·potential(θ, full
+            data)``).
         max_draws: above this many draws, ``max_draws`` evenly spaced ones are used (the cost is
             O(n²)); ``None`` keeps all.
         c: the kernel's scale.

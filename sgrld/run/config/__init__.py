@@ -87,8 +87,8 @@ option set for a kind that does not take it is an error.
 The package: :mod:`~sgrld.run.config.schema` (the sections, building from dicts, overrides),
 :mod:`~sgrld.run.config.key_checks` (type and value checks, :class:`ConfigError`),
 :mod:`~sgrld.run.config.registries` (the metric, prior and model names),
-:mod:`~sgrld.run.config.validation` (one check per section) and :mod:`~sgrld.run.config.toml_io` (reading
-and writing TOML).
+:mod:`~sgrld.run.config.validation` (one check per section) and :mod:`~sgrld.run.config.toml_io`
+(reading and writing TOML).
 
 Example:
     >>> cfg = load_config(None, ["sampler.metric=monge", "sampler.metric_params.alpha2=0.5"])

@@ -155,7 +155,8 @@ def check_kwargs(key: str, factory: Callable[..., Any], params: Mapping[str, Any
         >>> check_kwargs("prior.params", gaussian, {"scael": 2.0})
         Traceback (most recent call last):
         ...
-        sgrld.run.config.key_checks.ConfigError: unknown key 'prior.params.scael' (did you mean 'scale'?)...
+        sgrld.run.config.key_checks.ConfigError: unknown key 'prior.params.scael' (did you mean
+        'scale'?)...
     """
     signature = inspect.signature(factory)
     valid = [p.name for p in signature.parameters.values()]

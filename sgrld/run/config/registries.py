@@ -95,4 +95,5 @@ MODEL_KINDS = ("mlp", "cnn", "regression_mlp", "resnet20")
 """``model.kind``: built by :mod:`sgrld.run.from_config`."""
 
 CONVOLUTIONS = ("auto", "xla", "im2col")
-"""``model.conv``: :data:`sgrld.bnn.convolutions.CONVOLUTIONS`, named here without importing Flax."""
+"""``model.conv``: :data:`sgrld.bnn.convolutions.CONVOLUTIONS`, named here without importing
+Flax."""

@@ -114,7 +114,8 @@ class SamplerConfig:
     error. :meth:`sampler_options` passes the kind's options on.
 
     Attributes:
-        kind: a name of :data:`sgrld.run.config.SAMPLERS`: ``sgrld``, ``sghmc``, ``sgnht``, ``isgd``.
+        kind: a name of :data:`sgrld.run.config.SAMPLERS`: ``sgrld``, ``sghmc``, ``sgnht``,
+        ``isgd``.
         metric: a name of :data:`sgrld.run.config.METRICS` (sgrld, sghmc).
         metric_params: keyword arguments of the metric factory.
         learning_rate: ``lr = h·N`` (> 0); ``"rule"``: i-SGD's λ rule (isgd only); ``None``:

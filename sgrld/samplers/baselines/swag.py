@@ -1,12 +1,12 @@
 """SWAG (Maddox et al. 2019): a Gaussian fitted to the SGD iterates, with a diagonal plus low-rank
 covariance, sampled for the ensemble.
 
-SGD (:func:`sgrld.samplers.baselines.sgd`'s step, with or without weight decay) runs for ``train_steps``
-steps. From step ``swa_start`` on, every ``collect_every``-th iterate θ_i (i = 1..n) is folded into
-the first two moments and the last K deviations::
+SGD (:func:`sgrld.samplers.baselines.sgd`'s step, with or without weight decay) runs for
+``train_steps`` steps. From step ``swa_start`` on, every ``collect_every``-th iterate θ_i (i = 1..n)
+is folded into the first two moments and the last K deviations::
 
-    θ̄ = (1/n) Σ_i θ_i,    \\overline{θ²} = (1/n) Σ_i θ_i²,    Σ_diag = max(\\overline{θ²} − θ̄², 0),
-    D = [θ_i − θ̄_i]  for the last K collections (θ̄_i: the mean after collecting θ_i).
+    θ̄ = (1/n) Σ_i θ_i,    \\overline{θ²} = (1/n) Σ_i θ_i²,    Σ_diag = max(\\overline{θ²} − θ̄²,
+    0), D = [θ_i − θ̄_i]  for the last K collections (θ̄_i: the mean after collecting θ_i).
 
 After ``train_steps`` every step is an independent draw (the chain's ``params``) from
 ``N(θ̄, ½Σ_diag + DDᵀ/(2(K−1)))``::
@@ -185,7 +185,10 @@ def collect(moments: SWAGMoments, params: PyTree) -> SWAGMoments:
     rank = jax.tree.leaves(moments.deviations)[0].shape[0]
     row = moments.count % rank
     deviations = jax.tree.map(
-        lambda dev, x, m: dev.at[row].set((x - m).astype(dev.dtype)), moments.deviations, params, mean
+        lambda dev, x, m: dev.at[row].set((x - m).astype(dev.dtype)),
+        moments.deviations,
+        params,
+        mean,
     )
     return SWAGMoments(moments.count + 1, mean, sq_mean, deviations)
 

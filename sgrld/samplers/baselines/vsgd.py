@@ -7,9 +7,9 @@ with covariance ``Σ`` solving ``AΣ + ΣA = (lr/b)·C`` (their Eq. 9). For the 
 Bayesian model, the posterior's covariance is ``A⁻¹/N``; Σ matches it when ``C ≈ A`` (the Fisher
 identity) and ``lr = 2b/N`` (their Theorem 1 with a scalar rate, Eq. 15's isotropic case). The
 method: run SGD at a constant ``lr``, discard a burn-in, then keep every ``k``-th iterate; the
-kept iterates are the ensemble. Here the sampler is :func:`sgrld.samplers.baselines.sgd` with a constant
-rate, and the keeping is the engine's and the runner's ``burn_in`` / ``thin``, so vSGD's ensemble
-is scored exactly as a sampler's samples are.
+kept iterates are the ensemble. Here the sampler is :func:`sgrld.samplers.baselines.sgd` with a
+constant rate, and the keeping is the engine's and the runner's ``burn_in`` / ``thin``, so vSGD's
+ensemble is scored exactly as a sampler's samples are.
 
 The learning rate is a hyperparameter (tuned on validation data by ``sgrld reproduce isgd-uci``,
 as Franzese et al. did); ``2b/N`` is the value at which the iterates' spread is the posterior's
