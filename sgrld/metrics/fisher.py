@@ -37,7 +37,7 @@ _TINY = 1e-12  # the authors' floor on QDOP's Schur complement J_ii − J_0i²/J
 
 
 def _metric(kind, labels, eps, decay, examples, init_stat, inv, inv_sqrt, **extra) -> Metric:
-    """A Fisher metric of ``kind`` on the per-example observation of :mod:`sgrld.numerics.per_example`."""
+    """A Fisher metric of ``kind`` on the observation of :mod:`sgrld.numerics.per_example`."""
     if labels not in per_example.LABELS:
         raise ValueError(f"labels must be one of {per_example.LABELS}, got {labels!r}")
     eps = check_nonnegative(eps, "eps")
@@ -80,17 +80,12 @@ def fisher_diag(
       The metric.
 
     Example:
-      >>> import jax.numpy as jnp, flax.linen as nn, sgrld
-      >>> layer = nn.Dense(1)
-      >>> loglik = lambda p, b: -0.5 * (b[1] - layer.apply({"params": p}, b[0])[:, 0]) ** 2
-      >>> u = sgrld.potential(loglik, None, num_data=2)
+      >>> import jax.numpy as jnp, sgrld
       >>> m = sgrld.metrics.fisher_diag(eps=0.0)
-      >>> params = {"bias": jnp.zeros(1), "kernel": jnp.ones((1, 1))}
-      >>> batch = (jnp.array([[1.0], [2.0]]), jnp.zeros(2))
-      >>> _, _, observation = m.observation_fn(u)(params, batch, None)
-      >>> state = m.update(m.init(params), observation)  # γ_1 = 1: J = (1/B) Σ gᵢ²
-      >>> m.inv(state, {"bias": jnp.ones(1), "kernel": jnp.full((1, 1), 8.5)})["kernel"].item()
-      1.0
+      >>> j = jnp.array([4.0, 0.25])  # a minibatch's (1/B) Σ gᵢ ⊙ gᵢ
+      >>> state = m.update(m.init(jnp.zeros(2)), j)  # γ_1 = 1: J = j
+      >>> m.inv_sqrt(state, jnp.ones(2)).tolist()  # ξ / √J
+      [0.5, 2.0]
 
     References:
       Marceau-Caron & Ollivier (2017), Alg. 3 with the diagonal of J.
@@ -167,12 +162,7 @@ def fisher_qdiag(
     Every other parameter gets DOP's diagonal.
 
     Args:
-      labels: ``"empirical"`` (ỹ = y) or ``"model"`` (ỹ ~ p_θ(ỹ|x)).
-      eps: ε ≥ 0 added to the diagonal.
-      decay: a constant EMA decay in [0, 1), or ``"inverse_sqrt"`` (γ_t = 1/√t).
-      examples: J averages the outer products of each minibatch's first ``examples`` examples
-        only (``None``: all): an unbiased, cheaper, noisier statistic (the drift still uses the
-        whole minibatch's gradient).
+      labels, eps, decay, examples: as for :func:`fisher_diag`.
 
     Returns:
       The metric; its statistic is a :class:`sgrld.numerics.per_example.QuasiDiagonal`.
@@ -210,12 +200,7 @@ def fisher_full(
     ``state.fallbacks``. Memory is D² and each update costs O(D³) and B per-example gradients.
 
     Args:
-      labels: ``"empirical"`` (ỹ = y) or ``"model"`` (ỹ ~ p_θ(ỹ|x)).
-      eps: ε ≥ 0 added to the diagonal.
-      decay: a constant EMA decay in [0, 1), or ``"inverse_sqrt"`` (γ_t = 1/√t).
-      examples: J averages the outer products of each minibatch's first ``examples`` examples
-        only (``None``: all): an unbiased, cheaper, noisier statistic (the drift still uses the
-        whole minibatch's gradient).
+      labels, eps, decay, examples: as for :func:`fisher_diag`.
 
     Returns:
       The metric; its statistic is the [D, D] matrix J.

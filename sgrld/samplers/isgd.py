@@ -48,8 +48,8 @@ What is approximated:
 * B's diagonal only: the minibatch noise's correlations between coordinates are left as they are
   (the paper's Algorithm 2).
 * B̂ from one minibatch: ``gradient_noise="per_example"`` uses ``½N²·s²/b``, ``s²`` the sample
-  variance of the b per-example log-likelihood gradients (:mod:`sgrld.numerics.per_example`: about the cost
-  of a backward pass for Flax Dense layers, ``vmap(grad)`` for other leaves);
+  variance of the b per-example log-likelihood gradients (:mod:`sgrld.numerics.per_example`:
+  about the cost of a backward pass for Flax Dense layers, ``vmap(grad)`` for other leaves);
   ``gradient_noise="square"`` uses Algorithm 2's ``½(N·g_j)²``, which also counts the mean
   gradient, so it injects less noise than needed away from a mode.
 * Clipping: where a step's B̂_j exceeds T·λ^(p), C_j is clipped to 0 (that coordinate is hotter
@@ -256,14 +256,11 @@ def noise_estimate(potential_fn: Callable, num_data: int, kind: str = "per_examp
     likelihood does not see) or ``½(N·g)²`` (``"square"``).
 
     Example:
-      >>> import jax.numpy as jnp, flax.linen as nn, sgrld
-      >>> layer = nn.Dense(1)
-      >>> loglik = lambda p, b: -0.5 * (b[1] - layer.apply({"params": p}, b[0])[:, 0]) ** 2
-      >>> u = sgrld.potential(loglik, None, num_data=10)
-      >>> params = {"bias": jnp.zeros(1), "kernel": jnp.zeros((1, 1))}
-      >>> b_hat = noise_estimate(u, 10)(params, (jnp.ones((2, 1)), jnp.array([0.0, 2.0])))[2]
-      >>> b_hat["bias"].item()  # ½·N²·s²/b = ½·100·2/2
-      50.0
+      >>> import jax.numpy as jnp, sgrld
+      >>> u = sgrld.potential(lambda w, b: -0.5 * (b - w) ** 2, None, num_data=10)
+      >>> _, g, b_hat = noise_estimate(u, 10, "square")(jnp.zeros(()), jnp.array([0.0, 2.0]))
+      >>> g.item(), b_hat.item()  # ½(N·g)² = ½·(10·(−1))²
+      (-1.0, 50.0)
     """
     if kind not in NOISE_ESTIMATES:
         raise ValueError(f"gradient_noise must be one of {NOISE_ESTIMATES}, got {kind!r}")

@@ -84,11 +84,11 @@ def sgnht(
 
     Example:
       >>> import jax, jax.numpy as jnp, sgrld
-      >>> u = sgrld.potential(lambda w, b: -0.5 * (b - w) ** 2, lambda w: -0.5 * w**2, 4)
-      >>> s = sgrld.sgnht(u, learning_rate=0.01, num_data=4, diffusion=0.1)
-      >>> state, info = jax.jit(s.step)(jax.random.key(0), s.init(jnp.zeros(())), jnp.ones(2))
-      >>> int(state.step), bool(info.is_finite), state.thermostat.dtype
-      (1, True, dtype('float32'))
+      >>> u = sgrld.potential(lambda w, b: -0.5 * (b - w) ** 2, None, 4)
+      >>> s = sgrld.sgnht(u, learning_rate=0.5, num_data=4, temperature=0.0)
+      >>> state, _ = s.step(jax.random.key(0), s.init(jnp.zeros(())), jnp.ones(2))
+      >>> float(state.params), float(state.thermostat)  # v = −lr·g = 0.5, ξ = 0.1 + v²/D
+      (0.5, 0.35)
 
     References:
       Ding, Fang, Babbush, Chen, Skeel & Neven (NeurIPS 2014), Sec. 3 and its algorithm.

@@ -111,11 +111,10 @@ def to_arviz(
         >>> import jax, sgrld
         >>> t = sgrld.samples.targets.standard_normal()
         >>> s = sgrld.sgrld(t.potential, sgrld.metrics.identity(), learning_rate=0.1, num_data=1)
-        >>> out = sgrld.sample(jax.random.key(0), s, t.init_params, t.batch_fn,
-        ...                    num_samples=50, thin=5, num_chains=2)
-        >>> idata = to_arviz(out)
+        >>> out = sgrld.sample(jax.random.key(0), s, t.init_params, t.batch_fn, num_samples=50)
+        >>> idata = to_arviz(out)  # one chain: a chain axis of size 1
         >>> dict(idata.posterior.sizes), sorted(idata.sample_stats.data_vars)[:3]
-        ({'chain': 2, 'draw': 50}, ['diverging', 'drift_fallback', 'gamma_norm'])
+        ({'chain': 1, 'draw': 50}, ['diverging', 'drift_fallback', 'gamma_norm'])
     """
     import arviz_base
 

@@ -76,13 +76,10 @@ def pooled_draws(source: Samples | RunSamples | str | Path) -> Any:
         The parameter pytree with leaves ``[n, ...]`` (numpy).
 
     Example:
-        >>> import jax, sgrld
-        >>> t = sgrld.samples.targets.standard_normal()
-        >>> s = sgrld.sgrld(t.potential, sgrld.metrics.identity(), learning_rate=0.1, num_data=1)
-        >>> out = sgrld.sample(jax.random.key(0), s, t.init_params, t.batch_fn,
-        ...                    num_samples=50, thin=5, num_chains=2)
-        >>> pooled_draws(out).shape
-        (100,)
+        >>> valid = np.array([[True, True, True], [True, False, False]])  # chain 1 diverged
+        >>> run = RunSamples(np.arange(3), valid, np.arange(6.0).reshape(2, 3), {}, ["w"])
+        >>> pooled_draws(run).tolist()
+        [0.0, 1.0, 2.0, 3.0]
     """
     if isinstance(source, str | Path):
         source = load_samples(source)

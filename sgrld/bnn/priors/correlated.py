@@ -9,15 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sgrld.bnn.priors.prior import (
-    ConvFanIn,
-    Prior,
-    Scaling,
-    check_config,
-    gaussian_leaf,
-    leafwise_log_prob,
-    no_prior_params,
-)
+from sgrld.bnn.priors.prior import ConvFanIn, Prior, check_config, gaussian_leaf, leafwise_prior
 
 
 @functools.lru_cache(maxsize=64)
@@ -108,9 +100,5 @@ def conv_correlated(
     check_config(
         conv_fan_in, weight_scale=weight_scale, lengthscale=lengthscale, bias_scale=bias_scale
     )
-    log_prob = functools.partial(
-        leafwise_log_prob,
-        functools.partial(_leaf_logpdf, lengthscale),
-        Scaling(weight_scale, bias_scale, conv_fan_in),
-    )
-    return Prior(init=no_prior_params, log_prob=log_prob)
+    leaf_log_prob = functools.partial(_leaf_logpdf, lengthscale)
+    return leafwise_prior(leaf_log_prob, weight_scale, bias_scale, conv_fan_in)

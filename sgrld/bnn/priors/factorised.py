@@ -9,14 +9,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy import stats
 
-from sgrld.bnn.priors.prior import (
-    ConvFanIn,
-    Prior,
-    Scaling,
-    check_config,
-    leafwise_log_prob,
-    no_prior_params,
-)
+from sgrld.bnn.priors.prior import ConvFanIn, Prior, check_config, leafwise_prior
 
 
 def _summed(logpdf: Callable[[jax.Array, float], jax.Array], x: jax.Array, scale: float):
@@ -29,10 +22,9 @@ def _factorised(
     bias_scale: float,
     conv_fan_in: ConvFanIn,
 ) -> Prior:
-    """Prior with i.i.d. elements ``logpdf(x, scale)``, scale from :class:`Scaling`."""
-    scaling = Scaling(weight_scale, bias_scale, conv_fan_in)
-    log_prob = functools.partial(leafwise_log_prob, functools.partial(_summed, logpdf), scaling)
-    return Prior(init=no_prior_params, log_prob=log_prob)
+    """The :func:`~sgrld.bnn.priors.prior.leafwise_prior` of i.i.d. ``logpdf(x, scale)``."""
+    leaf_log_prob = functools.partial(_summed, logpdf)
+    return leafwise_prior(leaf_log_prob, weight_scale, bias_scale, conv_fan_in)
 
 
 def gaussian(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Literal, NamedTuple
@@ -126,3 +127,17 @@ def leafwise_log_prob(
     return sum_terms(
         [leaf_log_prob(leaf, scaling.of(leaf)) for leaf in jax.tree.leaves(net_params)]
     )
+
+
+def leafwise_prior(
+    leaf_log_prob: Callable[[jax.Array, float], jax.Array],
+    weight_scale: float,
+    bias_scale: float,
+    conv_fan_in: ConvFanIn,
+) -> Prior:
+    """The :class:`Prior` without sampled hyper-parameters whose log density is
+    :func:`leafwise_log_prob`, each leaf's scale from :class:`Scaling` of these arguments."""
+    log_prob = functools.partial(
+        leafwise_log_prob, leaf_log_prob, Scaling(weight_scale, bias_scale, conv_fan_in)
+    )
+    return Prior(init=no_prior_params, log_prob=log_prob)

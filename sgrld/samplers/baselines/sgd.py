@@ -62,8 +62,8 @@ def descent(
     loss_fn: Loss,
     learning_rate: float | Callable,
     *,
-    momentum: float = 0.0,
-    weight_decay: float = 0.0,
+    momentum: float,
+    weight_decay: float,
     takes_key: bool = False,
 ) -> Descent:
     """The :class:`Descent` of ``θ ← θ − lr·v``, ``v ← μ·v + ∇loss + wd·θ`` (checked options).
@@ -77,7 +77,7 @@ def descent(
 
     Example:
       >>> import jax.numpy as jnp
-      >>> d = descent(lambda w, b: jnp.sum((w - b) ** 2), 0.25)
+      >>> d = descent(lambda w, b: jnp.sum((w - b) ** 2), 0.25, momentum=0.0, weight_decay=0.0)
       >>> float(d.loss(jnp.zeros(()), 1.0, None)), float(d.schedule(0))
       (1.0, 0.25)
     """
@@ -118,7 +118,8 @@ def sgd(
     Args:
       loss_fn: ``(params, batch) -> scalar``, e.g. a :func:`sgrld.potential` (MAP) or a
         likelihood-only potential (ML); with ``takes_key``, ``(params, batch, key)``.
-      learning_rate: ``lr``, a float > 0 or a schedule ``step -> lr`` (:mod:`sgrld.numerics.schedules`).
+      learning_rate: ``lr``, a float > 0 or a schedule ``step -> lr``
+        (:mod:`sgrld.numerics.schedules`).
       momentum: μ ∈ [0, 1).
       weight_decay: wd ≥ 0.
       takes_key: ``loss_fn`` takes the step's PRNG key (e.g. for dropout masks).
