@@ -57,7 +57,7 @@ def test_rule_fixes_lambda_after_the_warmup():
     """λ^(p) = margin·max_j B̄_j/T, B̄ the mean of B̂ over the first ``warmup`` steps, then fixed."""
     pot = quartic_potential()
     sampler = sgrld.isgd(pot, num_data=10, warmup=3, margin=2.0, temperature=0.5)
-    estimate = sgrld.samplers.isgd.__globals__["noise_estimate"](pot, 10)
+    estimate = sgrld.samplers.isgd.noise_estimate(pot, 10)
     state = sampler.init(init_params())
     seen = []
     for k in range(5):
@@ -79,7 +79,7 @@ def test_noise_window_averages_the_last_estimates_of_the_warmup():
     1/K, fixed after the warm-up; λ follows it (here K = 2 over a warm-up of 5 steps)."""
     pot = quartic_potential()
     sampler = sgrld.isgd(pot, num_data=10, warmup=5, noise_window=2, margin=2.0)
-    estimate = sgrld.samplers.isgd.__globals__["noise_estimate"](pot, 10)
+    estimate = sgrld.samplers.isgd.noise_estimate(pot, 10)
     state = sampler.init(init_params())
     expected = None
     for k in range(7):
@@ -126,11 +126,11 @@ def test_a_run_warns_once_where_the_noise_outgrows_lambda(clipping):
     shares = [r["clipped_share"] for r in result.records]
     epochs = [w for w in caught if "i-SGD clipped the injected noise" in str(w.message)]
     if clipping:
-        assert min(shares) > sgrld.samplers.isgd.__globals__["CLIPPED_SHARE_WARN"], shares
+        assert min(shares) > sgrld.samplers.isgd.CLIPPED_SHARE_WARN, shares
         assert len(epochs) == 1 and epochs[0].category is NoiseClippingWarning
         assert "in epoch 1:" in str(epochs[0].message)  # the first, as metrics.jsonl counts
     else:
-        assert max(shares[1:]) < sgrld.samplers.isgd.__globals__["CLIPPED_SHARE_WARN"], shares
+        assert max(shares[1:]) < sgrld.samplers.isgd.CLIPPED_SHARE_WARN, shares
         assert not epochs, [str(w.message) for w in epochs]
 
 
@@ -217,7 +217,7 @@ def test_fast_path_on_dense_layers_gives_the_fallbacks_estimate():
     params = layer.init(jax.random.key(0), jnp.ones((1, 3)))["params"]
     kx, ky = jax.random.split(jax.random.key(1))
     b = (jax.random.normal(kx, (6, 3)), jax.random.normal(ky, (6, 2)))
-    estimate = sgrld.samplers.isgd.__globals__["noise_estimate"]
+    estimate = sgrld.samplers.isgd.noise_estimate
     with warnings.catch_warnings():
         warnings.simplefilter("error", FallbackWarning)
         fast = estimate(sgrld.potential(loglik, None, 50), 50)(params, b)[2]
