@@ -25,8 +25,8 @@ import numpy as np
 
 import sgrld
 from sgrld.samples.diagnostics import convergence, pooled_draws
+from sgrld.samples.distances import w1_to_normal
 from sgrld.samples.stein import ksd
-from sgrld_reproductions.scores import w1_to_normal
 
 SIGMA2, LEARNING_RATE = 4.0, 1e-3
 SAMPLERS = {

@@ -34,7 +34,8 @@ import sgrld
 from sgrld.run.from_config import build_experiment, run_config
 from sgrld.run.sampler_from_config import sampler_of
 from sgrld.samplers.isgd import noise_estimate
-from sgrld_reproductions import isgd_uci_runs as runs
+from sgrld_reproductions.isgd_uci import runs
+from sgrld_reproductions.scaffolding import ISGD_METHODS
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-verify-checksums", action="store_true", help="files of one's own")
     args = parser.parse_args(argv)
     plan = runs.Plan(args.steps, 20, args.data_dir, 0, not args.no_verify_checksums)
-    method = next(m for m in runs.METHODS if m.key == "isgd")
+    method = next(m for m in ISGD_METHODS if m.key == "isgd")
     validation = max(round(0.1 * runs.train_size(args.dataset, args.split, plan)), 1)
     config = runs.config_of(method, args.dataset, args.split, None, plan, validation)
     config = config.with_overrides(args.set)  # after the reproduction's own: they win

@@ -1,7 +1,7 @@
 """pSGLD on Li et al.'s 2-D Gaussian with and without the Γ correction, at the paper's settings.
 
 The target, start and step sizes are those of ``sgrld reproduce psgld --parts gaussian``
-(:mod:`sgrld_reproductions.psgld_runs`): N(0, diag(0.16, 1)), exact gradients, the RMSprop metric
+(:mod:`sgrld_reproductions.psgld.runs`): N(0, diag(0.16, 1)), exact gradients, the RMSprop metric
 with α = 0.99 and λ = 1e-5, ``lr = ε/2`` (the paper's Eq. 2, N = 1), chains started at a draw of
 the target. For each ε it runs the same keys without Γ and with the Hutchinson Γ, and prints the
 covariance error ``‖Σ̂ − Σ‖_F/‖Σ‖_F`` and the two sample variances (targets 0.16 and 1).
@@ -17,8 +17,8 @@ import jax
 import numpy as np
 
 import sgrld
-from sgrld_reproductions import psgld_runs as runs
-from sgrld_reproductions.reproduction import sample_timed
+from sgrld_reproductions.psgld import runs
+from sgrld_reproductions.scaffolding import sample_timed
 
 STEPS = (0.01, 0.03, 0.1, 0.3)
 """The paper's ε (noise variance), the smaller half of ``sgrld reproduce psgld``'s grid."""

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from timing import environment, fmt_spread, interleave, paired, table
 
-from sgrld_reproductions import demo
+from sgrld.run import demo
 
 LEARNING_RATES = (0.05, 0.1, 0.25, 0.5)
 REPLICATES = 3

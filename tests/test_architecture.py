@@ -299,3 +299,28 @@ def test_rules_find_their_faults(tmp_path):
         "sgrld.run.cli <- sgrld.run.other._hidden"
     ]
     assert [f.split(": ", 1)[1] for f in oversized(known)] == ["g has 62 lines of code"]
+
+
+def test_borrowed_reproductions_finds_an_import_of_another_reproduction(tmp_path):
+    """A reproduction may import the library, the scaffolding and its own subpackage; an import of
+    another reproduction's module (or of the other reproduction itself) is found."""
+    root = tmp_path / "tree"
+    _tree(
+        root,
+        {
+            "sgrld_reproductions/__init__.py": "",
+            "sgrld_reproductions/scaffolding.py": "import sgrld\n",
+            "sgrld_reproductions/one/__init__.py": (
+                "from sgrld_reproductions.one import runs\n"
+                "from sgrld_reproductions.scaffolding import Reproduction\n"
+            ),
+            "sgrld_reproductions/one/runs.py": "from sgrld_reproductions.two.runs import helper\n",
+            "sgrld_reproductions/two/__init__.py": "from sgrld_reproductions import one\n",
+            "sgrld_reproductions/two/runs.py": "import sgrld.numerics\nhelper = 1\n",
+        },
+    )
+    known = modules(root, (REPRODUCTIONS,))
+    assert [f.split(": ")[1] for f in borrowed_reproductions(known)] == [
+        "sgrld_reproductions.one.runs -> sgrld_reproductions.two.runs",
+        "sgrld_reproductions.two -> sgrld_reproductions.one",
+    ]

@@ -201,7 +201,8 @@ def test_mnist_mlp_replicates_run_as_one_sweep(tmp_path, monkeypatch):
     from types import SimpleNamespace
 
     from sgrld_reproductions import mnist_mlp
-    from tests.test_reproduction import _result
+    from sgrld_reproductions.scaffolding import yu_mnist
+    from tests.reproductions.test_reproduction import _result
 
     calls = []
 
@@ -211,7 +212,7 @@ def test_mnist_mlp_replicates_run_as_one_sweep(tmp_path, monkeypatch):
         over |= {"test_accuracy": np.array([0.983, 0.984, 0.985]), "test_ece": np.ones(3) / 100}
         return SimpleNamespace(result=_result(), scores=[over])
 
-    monkeypatch.setattr(mnist_mlp, "run_sweep", fake_sweep)
+    monkeypatch.setattr(yu_mnist, "run_sweep", fake_sweep)
     parser = argparse.ArgumentParser()
     mnist_mlp.REPRODUCTION.add_arguments(parser)
     argv = ["--metrics", "identity", "--replicates", "3", "--seed", "5", "--out", str(tmp_path)]

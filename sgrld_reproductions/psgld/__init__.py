@@ -1,0 +1,479 @@
+"""``sgrld reproduce psgld``: the experiments of Li, Chen, Carlson & Carin (AAAI 2016),
+"Preconditioned stochastic gradient Langevin dynamics for deep neural networks", SGLD beside pSGLD
+(:mod:`sgrld_reproductions.psgld.runs`), with the correct noise, with the authors' code's, and
+without noise (the optimisers SGD and RMSprop the paper compares with).
+
+Parts (``--parts``):
+
+* ``blr``: Bayesian logistic regression on **a9a** (Table 1: N = 32,561, the 16,281 rows of
+  ``a9a.t`` as the test set, d = 123 binary features and an intercept; σ² = 10, minibatches of
+  50, 15,000 iterations, burn-in 500, thinning 50, ε = 0.05 for both samplers) and on
+  **australian** (Fig. 2: d = 14 standardised features and an intercept, σ² = 100, minibatches
+  of 5, 5,000 iterations, ε = 1e-4, the largest of the paper's range 1e-7 … 1e-4). Test error and
+  test log-likelihood of each chain's averaged predictive (mean ± std over chains), time per
+  iteration of one chain, the smallest ESS over θ's coordinates per second (the paper's "time
+  per minimum ESS", inverted), and θ's posterior spread.
+* ``gaussian``: the 2-D Gaussian N(0, diag(0.16, 1)) with exact gradients at step sizes ε ∈
+  {0.01, 0.03, 0.1, 0.3, 0.5}, 2×10⁵ draws each (4 chains of 50,000 after 1,000 burn-in): the
+  covariance reconstruction error, the integrated autocorrelation time and ESS per second (Fig.
+  1a); the figure ``psgld_gaussian.png`` shows the first 600 draws at ε = 0.3 (Fig. 1b) and the
+  autocorrelations.
+* ``fnn``: MNIST 784-W-W-10 ReLU networks (Table 2: W = 400, 800, 1200), all 60,000 training
+  images, minibatches of 100, 100 epochs with the step size halved every 20, burn-in 300 and
+  thinning 100 iterations; pSGLD (ε = 5e-4) with σ² = 1 and σ² = 100, SGLD (ε = 0.5) with σ² = 1;
+  RMSprop and SGD (``none``, below).
+* ``cnn``: Li et al.'s CNN (Table 3, :class:`sgrld.bnn.CNN`), 20 epochs, the step size halved
+  every 10, σ² = 1; the paper gives no CNN step sizes, so the FNN's are used.
+
+The ``bug`` rows (``--noise``) rerun each setting with the noise of the authors' public code,
+variance 2η/N² instead of 2η/N (:func:`sgrld_reproductions.psgld.runs.temperature`: T = 1/N). The
+2-D Gaussian has N = 1, so it has none. The ``none`` rows (FNN and CNN only) run the same updates
+at T = 0, SGD (SGLD's step size) and RMSprop (pSGLD's), and score their last iterate: Tables 2
+and 3's optimiser rows.
+
+Each FNN and CNN run writes its folder ``<out>/<part>/<arch>-<method>-var<σ²>-<noise>/``
+(:mod:`sgrld.run.runner`, a checkpoint every epoch). ``--resume`` continues a stopped command: each
+of these runs from its newest checkpoint (a finished one is read back), while the BLR and
+Gaussian parts, which take minutes, are run again.
+
+**Settings the text does not give, and our choices.**
+
+* The step size ε. Li et al.'s Eq. 2 writes ``Δθ = ε/2·∇log p + N(0, ε)``, i.e. h = ε/2 on U
+  (``lr = εN/2``); their MATLAB code writes ``θ ← θ − ε·G⁻¹ḡ + …`` on the per-datum gradient ḡ,
+  i.e. ``lr = ε`` (h = ε/N). The FNN's ε = 0.5 (SGLD) and 5e-4 (pSGLD) and a9a's ε = 0.05 only
+  make sense in the code's convention: on a9a, h = ε/2 = 0.025 on U is far beyond the stable
+  step (N·max eig of the per-datum Hessian ≈ 32,561·0.25·14 ≈ 10⁵). We take ``lr = ε`` there.
+  australian's range 1e-7 … 1e-4 only moves the chains in 5,000 iterations in the paper's Eq. 2
+  convention (``lr = εN/2``, N·h·λ_min ≪ 1 otherwise); we take that one there. The 2-D Gaussian
+  (N = 1) uses Eq. 2's, h = ε/2.
+* australian has no test set: 138 rows (20 %, seeded) are held out, N = 552. Burn-in 1,000 and
+  thinning 1 (not given); 50 chains, as the paper's 50 runs. a9a: 10 chains (the paper: one).
+* pSGLD: V₀ = 0 (Algorithm 1; the code starts from the first ḡ²), α = 0.99, λ = 1e-5, the prior
+  in the metric's statistic (as the code), the Γ term dropped (the paper's practical pSGLD).
+* Initialisation: θ = 0 for BLR, at the mean for the Gaussian, He-normal for the networks.
+* The prior N(0, σ²I) covers every parameter, biases included.
+* The networks' ensembles average probabilities (the code averages log-softmax outputs).
+* The optimisers (``none``): the paper gives their step sizes (SGD ε = 0.5, RMSprop 5e-4, the
+  samplers') but not their loss; we minimise the samplers' potential at σ² = 1 (the prior as
+  weight decay) with the same halving, and score the last iterate.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from sgrld.run import report, runner
+from sgrld.run.config import ConfigError
+from sgrld_reproductions.psgld import figure, runs
+from sgrld_reproductions.psgld.figure import FIGURE_STEP
+from sgrld_reproductions.scaffolding import (
+    OnResult,
+    Reproduction,
+    Results,
+    choices_option,
+    data_dir_option,
+    positive_int,
+    quick_note,
+)
+
+PARTS = ("blr", "gaussian", "fnn", "cnn")
+GAUSSIAN_STEPS = (0.01, 0.03, 0.1, 0.3, 0.5)
+GAUSSIAN = runs.GaussianSettings(chains=4, draws=50_000, burn_in=1_000)
+ARCHS = ("400-400", "800-800", "1200-1200")
+FNN_EPOCHS, FNN_HALVE = 100, 20
+CNN_EPOCHS, CNN_HALVE = 20, 10
+BURN_IN, THIN = 300, 100
+LR = {"sgld": 0.5, "psgld": 5e-4}
+"""The FNN's step sizes ε (= our lr), used for the CNN too."""
+
+PAPER_FNN = {
+    ("psgld", 100.0): (1.40, 1.26, 1.14),
+    ("psgld", 1.0): (1.45, 1.32, 1.24),
+    ("sgld", 1.0): (1.64, 1.41, 1.40),
+}
+"""Table 2: test error (%) at 400-400, 800-800, 1200-1200, by (method, σ²)."""
+PAPER_CNN = {"psgld": 0.45, "sgld": 0.71}
+"""Table 3: test error (%)."""
+PAPER_OPTIMISERS = {
+    "fnn": {"psgld": (1.59, 1.43, 1.39), "sgld": (1.72, 1.47, 1.47)},
+    "cnn": {"psgld": (0.65,), "sgld": (0.82,)},
+}
+"""Tables 2 and 3: test error (%) of RMSprop (``psgld`` without noise) and SGD (``sgld``)."""
+FNN_CASES = (("psgld", 100.0), ("psgld", 1.0), ("sgld", 1.0))
+"""Table 2's sampler rows, in its order; the bug and noise-free rows use σ² = 1."""
+
+QUICK_BLR = {"chains": 2, "steps": 600, "burn_in": 100}
+QUICK_GAUSSIAN = runs.GaussianSettings(chains=2, draws=2_000, burn_in=100)
+QUICK_STEPS = (0.1, FIGURE_STEP)
+QUICK_NETWORK = {"train_size": 500, "epochs": 2, "burn_in": 4, "thin": 2}
+"""``--quick``: short chains, and the networks on 500 images for 2 epochs, 400-400 only."""
+
+COLUMNS = report.columns("""
+    part       part
+    data       data
+    method     method
+    noise      noise
+    lr         lr
+    error      test err. %      {:>}
+    paper      paper            {:>}
+    loglik     test log-lik.    {:>}
+    ms         ms/iter          {:.3g}
+    ess        min ESS/s        {:.3g}
+    spread     post. std        {:.3g}
+    cov_error  cov. err.        {:.3f}
+    iat        IAT              {:.1f}
+    status     status
+""")
+"""The table's columns: ours beside the paper's test error."""
+
+NOTES = (
+    "lr: our learning_rate = h·N (θ ← θ − lr·G⁻¹∇Û/N + √(2·lr·T/N)·G^{-1/2}ξ); the paper's ε is "
+    "lr on a9a and MNIST (its code's convention), 2·lr/N on australian and 2·lr on the Gaussian "
+    "(its Eq. 2). noise: correct (T = 1), bug (the public code's variance 2η/N², T = 1/N) or "
+    "none (T = 0: SGD and RMSprop, the paper's optimisers, at their last iterate). test "
+    "err. %, test log-lik.: of the averaged predictive (BLR: each chain's own, mean ± std over "
+    "chains; MNIST: one run's ensemble of the samples after burn-in 300, every 100th iteration); "
+    "log-lik. is the mean over test points of log p̄(y|x). paper: Li et al. (2016) Tables 1-3 "
+    "(australian and the Gaussian: figures only, no numbers). ms/iter: one chain's time per "
+    "iteration, compilation excluded (BLR, Gaussian: a scan of up to 2,000 iterations; MNIST: the "
+    "median epoch's sampling time per iteration). min ESS/s: the smallest bulk ESS (ArviZ) over "
+    "θ's coordinates, per chain, per second of one chain's iterations (burn-in included). post. "
+    "std: the median over θ's coordinates of their std across the chains' last draws (all chains "
+    "start at θ = 0). cov. err.: "
+    "‖Σ̂ − Σ‖_F/‖Σ‖_F. IAT: draws per effective sample (the worse coordinate). —: not measured, "
+    "not in the paper, or diverged."
+)
+
+
+def _spread(values: list[float | None], fmt: str) -> str:
+    """``mean ± std`` (ddof 0) of the values, the value alone for one, or —."""
+    values = [v for v in values if v is not None]
+    if not values:
+        return report.MISSING
+    mean = fmt.format(float(np.mean(values)))
+    return mean if len(values) < 2 else f"{mean} ± {fmt.format(float(np.std(values)))}"
+
+
+def _paper(value: float | None) -> str:
+    return report.MISSING if value is None else f"{value:.2f}"
+
+
+def blr_row(data: str, method: runs.Method, noise: str, run: dict[str, Any]) -> dict[str, Any]:
+    """A BLR table row from :func:`~sgrld_reproductions.psgld.runs.blr_run`'s result.
+
+    Example:
+      >>> run = {"status": "completed", "errors": [14.8, 15.0], "log_likelihoods": [-0.3, -0.3],
+      ...        "step_seconds": 2e-5, "min_ess_per_s": 5.0, "posterior_std": 0.1, "seconds": 9}
+      >>> row = blr_row("a9a", runs.METHODS[1], "correct", run)
+      >>> row["error"], row["paper"], row["method"], row["ms"]
+      ('14.90 ± 0.10', '14.85', 'pSGLD', 0.02)
+    """
+    settings = runs.BLR[data]
+    return {
+        "part": "blr",
+        "data": data,
+        "method": method.name,
+        "noise": noise,
+        "lr": f"{settings.learning_rate:.3g}",
+        "error": _spread(run["errors"], "{:.2f}"),
+        "paper": _paper(settings.paper_error if noise == "correct" else None),
+        "loglik": _spread(run["log_likelihoods"], "{:.4f}"),
+        "ms": 1e3 * run["step_seconds"],
+        "ess": run["min_ess_per_s"],
+        "spread": run["posterior_std"],
+        "cov_error": None,
+        "iat": None,
+        "status": run["status"],
+        "run": run,
+    }
+
+
+def gaussian_row(method: runs.Method, step: float, run: dict[str, Any]) -> dict[str, Any]:
+    """A 2-D Gaussian table row from :func:`~sgrld_reproductions.psgld.runs.gaussian_run`'s row.
+
+    Example:
+      >>> run = {"status": "completed", "step_seconds": 2e-6, "cov_error": 0.1, "iat": 12.0,
+      ...        "min_ess_per_s": 3e4, "seconds": 9.0}
+      >>> row = gaussian_row(runs.METHODS[1], 0.3, run)
+      >>> row["data"], row["lr"], row["cov_error"], row["error"]
+      ('2-D Gaussian, ε = 0.3', '0.15', 0.1, '—')
+    """
+    return {
+        "part": "gaussian",
+        "data": f"2-D Gaussian, ε = {step:g}",
+        "method": method.name,
+        "noise": "correct",
+        "lr": f"{step / 2:g}",
+        "error": report.MISSING,
+        "paper": report.MISSING,
+        "loglik": report.MISSING,
+        "ms": 1e3 * run["step_seconds"],
+        "ess": run.get("min_ess_per_s"),
+        "spread": None,
+        "cov_error": run.get("cov_error"),
+        "iat": run.get("iat"),
+        "status": run["status"],
+        "run": run,
+    }
+
+
+def paper_error(part: str, key: str, prior_var: float, noise: str, arch: str) -> float | None:
+    """The paper's test error (%) beside a network row: the sampler's with the correct noise,
+    the optimiser's (Tables 2, 3) without noise, none for the bug or an architecture not in
+    Table 2.
+
+    Example:
+      >>> paper_error("fnn", "psgld", 1.0, "correct", "800-800")
+      1.32
+      >>> paper_error("fnn", "psgld", 1.0, "none", "800-800")
+      1.43
+      >>> paper_error("cnn", "sgld", 1.0, "none", "CNN")
+      0.82
+      >>> paper_error("fnn", "sgld", 1, "bug", "400-400"), paper_error("fnn", "sgld", 1, "none", "")
+      (None, None)
+    """
+    if noise == "bug" or (part == "fnn" and arch not in ARCHS):
+        return None
+    index = ARCHS.index(arch) if part == "fnn" else 0
+    if noise == "none":
+        return PAPER_OPTIMISERS[part][key][index]
+    return PAPER_FNN[key, prior_var][index] if part == "fnn" else PAPER_CNN[key]
+
+
+def network_row(
+    part: str, label: str, method: runs.Method, prior_var: float, noise: str, paper: float | None,
+    run: dict[str, Any],
+) -> dict[str, Any]:  # fmt: skip
+    """An MNIST table row from :func:`~sgrld_reproductions.psgld.runs.network_run`'s result.
+
+    Example:
+      >>> run = {"status": "completed", "error": 1.5, "log_likelihood": -0.05, "samples": 3,
+      ...        "step_seconds": 0.012, "seconds": 700.0, "message": ""}
+      >>> row = network_row("fnn", "400-400", runs.METHODS[0], 1.0, "correct", 1.64, run)
+      >>> row["data"], row["lr"], row["error"], row["paper"], row["ms"]
+      ('400-400, σ² = 1', '0.5', '1.50', '1.64', 12.0)
+      >>> network_row("fnn", "400-400", runs.METHODS[0], 1.0, "none", 1.72, run)["method"]
+      'SGD'
+    """
+    fmt = lambda v, f: report.MISSING if v is None else f.format(v)
+    return {
+        "part": part,
+        "data": f"{label}, σ² = {prior_var:g}",
+        "method": method.label(noise),
+        "noise": noise,
+        "lr": f"{LR[method.key]:g}",
+        "error": fmt(run["error"], "{:.2f}"),
+        "paper": _paper(paper),
+        "loglik": fmt(run["log_likelihood"], "{:.4f}"),
+        "ms": None if run["step_seconds"] is None else 1e3 * run["step_seconds"],
+        "ess": None,
+        "spread": None,
+        "cov_error": None,
+        "iat": None,
+        "status": run["status"],
+        "run": run,
+    }
+
+
+def arch(text: str) -> str:
+    """An ``--archs`` entry: hidden widths joined by ``-``, each a positive integer.
+
+    Example:
+      >>> arch("400-400")
+      '400-400'
+    """
+    parts = text.split("-")
+    if not all(p.isdigit() and int(p) > 0 for p in parts):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected hidden widths joined by '-', e.g. 400-400"
+        )
+    return text
+
+
+def options(parser: argparse.ArgumentParser) -> None:
+    parts = f"the experiments to run (default: all): {', '.join(PARTS)}"
+    choices_option(parser, "--parts", PARTS, parts, metavar="PART")
+    keys = [m.key for m in runs.METHODS]
+    methods = f"samplers to run (default: both): {', '.join(keys)} (without noise: SGD, RMSprop)"
+    choices_option(parser, "--methods", keys, methods, metavar="METHOD")
+    noise = (
+        "correct (variance 2η/N), bug (the public code's 2η/N²) and/or none (T = 0: SGD "
+        "and RMSprop, the paper's optimisers; FNN and CNN only) (default: all three)"
+    )
+    choices_option(parser, "--noise", runs.NOISES, noise, metavar="NOISE")
+    parser.add_argument(
+        "--archs",
+        nargs="+",
+        type=arch,
+        metavar="W-W",
+        help=f"FNN hidden widths (default: {' '.join(ARCHS)}; {ARCHS[0]} with --quick)",
+    )
+    parser.add_argument(
+        "--epochs",
+        type=positive_int,
+        help=f"FNN and CNN epochs (default {FNN_EPOCHS} and {CNN_EPOCHS}); the step size is "
+        "halved after every fifth (FNN) or half (CNN) of them, as the paper's L",
+    )
+    parser.add_argument(
+        "--train-size",
+        type=positive_int,
+        help="FNN and CNN: the first N training images (default: all 60,000)",
+    )
+    data_dir_option(parser, "base folder with libsvm_a9a/, libsvm_australian/ and mnist/")
+
+
+def _network_plan(args: argparse.Namespace, part: str) -> runs.NetworkPlan:
+    """The epochs, halving, burn-in, thinning and images of the FNN or CNN runs."""
+    paper_epochs, paper_halve = (
+        (FNN_EPOCHS, FNN_HALVE) if part == "fnn" else (CNN_EPOCHS, CNN_HALVE)
+    )
+    q = QUICK_NETWORK if args.quick else {}
+    epochs = args.epochs or q.get("epochs", paper_epochs)
+    halve = max(1, round(epochs * paper_halve / paper_epochs))
+    train_size = args.train_size or q.get("train_size")
+    burn_in, thin = q.get("burn_in", BURN_IN), q.get("thin", THIN)
+    return runs.NetworkPlan(epochs, halve, burn_in, thin, train_size, args.data_dir, args.seed)
+
+
+def _blr_settings(args: argparse.Namespace, data: str) -> runs.BLRSettings:
+    settings = runs.BLR[data]
+    if args.quick:
+        settings = settings._replace(**QUICK_BLR)
+    return settings
+
+
+def header(args: argparse.Namespace) -> str:
+    return (
+        f"pSGLD (Li et al. 2016): {', '.join(args.parts)}; {', '.join(args.methods)}; noise "
+        f"{', '.join(args.noise)}{quick_note(args)}"
+    )
+
+
+def _methods(args: argparse.Namespace) -> list[runs.Method]:
+    return [m for m in runs.METHODS if m.key in args.methods]
+
+
+def _blr(args: argparse.Namespace, results: Results, on_result: OnResult) -> None:
+    for data in runs.BLR:
+        settings = _blr_settings(args, data)
+        problem = runs.load_blr(settings, args.data_dir, args.seed)
+        for noise in (n for n in args.noise if n != "none"):  # Table 1 has no optimisers
+            for method in _methods(args):
+                key = jax.random.fold_in(jax.random.key(args.seed), runs.METHODS.index(method))
+                run = runs.blr_run(key, method, noise, settings, problem)
+                results["rows"].append(blr_row(data, method, noise, run))
+                on_result(results)
+
+
+def _gaussian(args: argparse.Namespace, results: Results, on_result: OnResult) -> None:
+    settings = QUICK_GAUSSIAN if args.quick else GAUSSIAN
+    for step in QUICK_STEPS if args.quick else GAUSSIAN_STEPS:
+        for method in _methods(args):
+            key = jax.random.fold_in(jax.random.key(args.seed), runs.METHODS.index(method))
+            run, draws = runs.gaussian_run(key, method, step, settings)
+            if step == FIGURE_STEP:
+                results["figure"][method.name] = draws[0]
+            results["rows"].append(gaussian_row(method, step, run))
+            on_result(results)
+
+
+def _networks(args: argparse.Namespace, part: str, results: Results, on_result: OnResult) -> bool:
+    """Run the FNN or CNN rows; False if a run was interrupted."""
+    plan = _network_plan(args, part)
+    if part == "fnn":
+        archs = args.archs or (ARCHS[:1] if args.quick else ARCHS)
+        nets = [runs.Network(a, "mlp", tuple(int(w) for w in a.split("-"))) for a in archs]
+    else:
+        nets = [runs.Network("CNN", "cnn", (200, 200))]
+    methods = {m.key: m for m in runs.METHODS}
+    for net in nets:
+        for noise in args.noise:
+            cases = FNN_CASES if part == "fnn" else (("psgld", 1.0), ("sgld", 1.0))
+            for key, prior_var in cases:
+                if (noise != "correct" and prior_var != 1.0) or key not in args.methods:
+                    continue
+                paper = paper_error(part, key, prior_var, noise, net.label)
+                method = methods[key]
+                folder = Path(args.out) / part / f"{net.label}-{key}-var{prior_var:g}-{noise}"
+                run = runs.network_run(
+                    method, net, prior_var, noise, LR[key], plan, folder, progress=True,
+                    resume=args.resume,
+                )  # fmt: skip
+                row = network_row(part, net.label, method, prior_var, noise, paper, run)
+                results["rows"].append(row)
+                on_result(results)
+                if run["status"] == "interrupted":
+                    return False
+    return True
+
+
+def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
+    """Run the parts asked for, in :data:`PARTS` order (``ConfigError`` if that is nothing)."""
+    if set(args.parts) == {"blr"} and set(args.noise) == {"none"}:
+        raise ConfigError(
+            "--noise none runs the optimisers of the fnn and cnn parts (Li et al.'s Tables 2 "
+            "and 3) and BLR has none: nothing to run with --parts blr"
+        )
+    config: dict[str, Any] = {"title": header(args), "quick": args.quick, "seed": args.seed}
+    config |= {"parts": args.parts, "methods": args.methods, "noise": args.noise}
+    parts = [p for p in PARTS if p in args.parts]
+    if "blr" in parts:
+        config["blr"] = {d: _blr_settings(args, d)._asdict() for d in runs.BLR}
+    if "gaussian" in parts:
+        config["gaussian"] = (QUICK_GAUSSIAN if args.quick else GAUSSIAN)._asdict()
+    for part in ("fnn", "cnn"):
+        if part in parts:
+            config[part] = _network_plan(args, part)._asdict()
+    results: Results = {"config": config, "rows": [], "figure": {}}
+    for part in parts:
+        if part == "blr":
+            _blr(args, results, on_result)
+        elif part == "gaussian":
+            _gaussian(args, results, on_result)
+        elif not _networks(args, part, results, on_result):
+            break
+    return results
+
+
+def progress(results: Results) -> str:
+    """The last row in a line."""
+    row, fmt = results["rows"][-1], report.format_value
+    return (
+        f"{row['data']} {row['method']} ({row['noise']} noise): test err. {row['error']}, "
+        f"log-lik. {row['loglik']}, {fmt(row['ms'], '{:.3g}')} ms/iter, min ESS/s "
+        f"{fmt(row['ess'], '{:.3g}')} ({row['status']}, {row['run']['seconds']:.0f} s)"
+    )
+
+
+def caption(results: Results) -> str:
+    return f"{results['config']['title']}. Ours beside the paper's test error (paper)."
+
+
+def exit_code(results: Results) -> int:
+    """130 if a run was interrupted, 1 if one diverged, else 0.
+
+    Example:
+      >>> exit_code({"rows": [{"status": "completed"}, {"status": "diverged"}]})
+      1
+    """
+    statuses = {row["status"] for row in results["rows"]}
+    if "interrupted" in statuses:
+        return runner.EXIT_CODES["interrupted"]
+    return int("diverged" in statuses)
+
+
+REPRODUCTION = Reproduction.from_module(
+    globals(),
+    plot=figure.plot,
+    summary="Li et al. (2016): SGLD and pSGLD on BLR, a 2-D Gaussian, MNIST FNNs and the CNN",
+    stem="psgld",
+    quick_help="a smoke test: short BLR chains, 2 step sizes of the Gaussian, the networks on "
+    f"{QUICK_NETWORK['train_size']} images for {QUICK_NETWORK['epochs']} epochs",
+    out="results/psgld",
+    resumable=True,
+)

@@ -1,0 +1,474 @@
+"""The skeleton every ``sgrld reproduce NAME`` shares: its options, its run, its table and files.
+
+A reproduction is described by a :class:`Reproduction`: how its options become a run
+(``options``, ``header``, ``compute``), what it prints after each row (``progress``), its table
+(``rows``, ``columns``, ``caption``, ``notes``) and its figure (``plot``). The driver
+(:meth:`Reproduction.add_arguments`, :meth:`Reproduction.run`) does the rest the same way for all:
+
+* options: ``--quick``, the reproduction's own options, ``--seed`` and ``--out``;
+* run: print the header; compute, and after each row print its progress line and write
+  ``<stem>.md`` and ``<stem>.json`` (so an interrupted run leaves what it has);
+* end: write the tables, draw the figure, print the table with ``rich`` and the files written.
+
+The results are a dict with a ``"config"`` entry (what was run, written to the JSON as is) and
+whatever else the reproduction keeps; ``rows(results)`` makes its JSON-ready table rows, written to
+the JSON under ``rows_key``.
+
+To add a reproduction: a package that defines the parts under the names of :data:`MODULE_NAMES`
+(``COLUMNS``, ``NOTES``, ``caption``, ``table_rows``, ``options``, ``header``, ``compute``,
+``progress``, and ``plot`` or ``exit_code`` where it has them), ends with
+``REPRODUCTION = Reproduction.from_module(globals(), summary=..., stem=..., ...)``, and names
+that object in the ``sgrld.reproductions`` entry-point group of its ``pyproject.toml``
+(``docs/reproductions/index.md``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jax
+
+import sgrld
+from sgrld.run import report
+
+Results = dict[str, Any]
+OnResult = Callable[[Results], None]
+
+MODULE_NAMES = {
+    "columns": "COLUMNS",
+    "notes": "NOTES",
+    "caption": "caption",
+    "rows": "table_rows",
+    "options": "options",
+    "header": "header",
+    "compute": "compute",
+    "progress": "progress",
+    "plot": "plot",
+    "exit_code": "exit_code",
+}
+"""Field of :class:`Reproduction` -> the name of that part in a reproduction's module."""
+
+
+def ignore(results: Results) -> None:
+    """The default ``on_result`` of a computation: nothing to do after a row."""
+
+
+def stored_rows(results: Results) -> list[dict[str, Any]]:
+    """The default ``rows``: the rows the computation stored as ``results["rows"]``."""
+    return results["rows"]
+
+
+def worst_run_exit_code(results: Results) -> int:
+    """The largest exit code (:data:`sgrld.run.runner.EXIT_CODES`) of the
+    :class:`sgrld.run.runner.Result` objects in ``results["runs"]``, 0 without any."""
+    return max([0] + [sgrld.run.runner.EXIT_CODES[r.status] for r in results["runs"]])
+
+
+def last_run_message(results: Results) -> str | None:
+    """The ``progress`` of a reproduction that keeps its runs as :class:`sgrld.run.runner.Result`
+    objects in ``results["runs"]``: the last one's message if it did not complete (None: nothing
+    to print).
+
+    Example:
+      >>> from types import SimpleNamespace
+      >>> run = SimpleNamespace(status="diverged", message="diverged at step 7")  # a Result's
+      >>> last_run_message({"runs": [run]}), last_run_message({"runs": []})
+      ('diverged at step 7', None)
+    """
+    last = results["runs"][-1] if results["runs"] else None
+    return None if last is None or last.status == "completed" else last.message
+
+
+def record_run(results: Results, run: dict[str, Any], on_result: OnResult) -> bool:
+    """Append a run kept as a JSON-ready dict with a ``"status"`` to ``results["runs"]`` and call
+    ``on_result``; return whether the run was interrupted (the computation then stops).
+
+    Example:
+      >>> results = {"runs": []}
+      >>> record_run(results, {"status": "interrupted"}, ignore), results
+      (True, {'runs': [{'status': 'interrupted'}]})
+    """
+    results["runs"].append(run)
+    on_result(results)
+    return run["status"] == "interrupted"
+
+
+def exit_code_of(results: Results, failed: bool) -> int:
+    """The exit code of runs kept as JSON-ready dicts with a ``"status"`` in ``results["runs"]``:
+    130 (:data:`sgrld.run.runner.EXIT_CODES`' ``"interrupted"``) if one was interrupted, else 1 if
+    ``failed`` (what failure means is the reproduction's), else 0.
+
+    Example:
+      >>> runs = {"runs": [{"status": "completed"}, {"status": "interrupted"}]}
+      >>> exit_code_of(runs, failed=False), exit_code_of({"runs": []}, failed=True)
+      (130, 1)
+    """
+    if any(r["status"] == "interrupted" for r in results["runs"]):
+        return sgrld.run.runner.EXIT_CODES["interrupted"]
+    return int(failed)
+
+
+def run_status(run: Mapping[str, Any]) -> str:
+    """How a run ended, at the end of a progress line: ``(<status>, <seconds> s)``.
+
+    Example:
+      >>> run_status({"status": "diverged", "seconds": 12.6})
+      '(diverged, 13 s)'
+    """
+    return f"({run['status']}, {run['seconds']:.0f} s)"
+
+
+def quick_note(args: argparse.Namespace) -> str:
+    """The end of a header with ``--quick``: ``" (--quick: a smoke test, not a reproduction)"``.
+
+    Example:
+      >>> quick_note(argparse.Namespace(quick=True)), quick_note(argparse.Namespace(quick=False))
+      (' (--quick: a smoke test, not a reproduction)', '')
+    """
+    return " (--quick: a smoke test, not a reproduction)" if args.quick else ""
+
+
+def paper_caption(results: Results) -> str:
+    """The caption of a table of ours beside the paper's: the run's title
+    (``results["config"]["title"]``) and a note that the paper's columns are marked (paper).
+
+    Example:
+      >>> paper_caption({"config": {"title": "Toy run"}})
+      "Toy run. Ours beside the paper's (paper)."
+    """
+    return f"{results['config']['title']}. Ours beside the paper's (paper)."
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reproduction:
+    """How one reproduction runs and reports.
+
+    Attributes:
+      summary: one line, the help of ``sgrld reproduce NAME``.
+      stem: the files' name: ``<stem>.md``, ``<stem>.json`` in ``--out``.
+      options: adds the reproduction's own options to a parser.
+      quick_help: help of ``--quick``.
+      seed: the default random seed.
+      out: the default results folder.
+      header: ``args -> str``, printed before the run.
+      compute: ``(args, on_result) -> results``; calls ``on_result(results)`` after each row.
+      progress: ``results -> str | None``, printed after each row (None: nothing).
+      plot: ``(results, out) -> path(s)`` of the figure(s) it draws, or None.
+      rows_key: key of the rows in the JSON, next to ``"config"``.
+      columns: the table's columns (:func:`sgrld.run.report.columns`).
+      rows: ``results -> rows``, one JSON-ready dict per row (the table and the JSON); default
+        :func:`stored_rows`.
+      caption: ``results -> str``, one line describing the run, above the table.
+      notes: what the columns mean, below the Markdown table.
+      exit_code: ``results -> int``, the command's exit code.
+      resumable: its runs write checkpoints into folders under ``--out``, and it takes
+        ``--resume`` (:func:`resume_option`) to continue them.
+    """
+
+    summary: str
+    stem: str
+    options: Callable[[argparse.ArgumentParser], None]
+    quick_help: str
+    seed: int = 0
+    out: str
+    header: Callable[[argparse.Namespace], str]
+    compute: Callable[[argparse.Namespace, OnResult], Results]
+    progress: Callable[[Results], str | None]
+    plot: Callable[[Results, Path], Path | Sequence[Path]] | None = None
+    rows_key: str = "rows"
+    columns: Sequence[report.Column]
+    rows: Callable[[Results], list[dict[str, Any]]] = stored_rows
+    caption: Callable[[Results], str]
+    notes: str
+    exit_code: Callable[[Results], int] = lambda results: 0
+    resumable: bool = False
+
+    @classmethod
+    def from_module(cls, namespace: Mapping[str, Any], **settings: Any) -> Reproduction:
+        """The reproduction whose parts a module defines under :data:`MODULE_NAMES`.
+
+        Args:
+          namespace: the module's ``globals()``.
+          **settings: the other fields (``stem``, ``quick_help``, ``out``, ...).
+
+        Example:
+          >>> parts = dict(
+          ...     COLUMNS=report.columns("x  x  {:d}"), NOTES="", caption=lambda r: "toy",
+          ...     table_rows=lambda r: [{"x": 1}], options=lambda p: None, header=lambda a: "",
+          ...     compute=lambda a, on_result: {"config": {}}, progress=lambda r: None)
+          >>> toy = Reproduction.from_module(parts, stem="toy", quick_help="", out="results/toy")
+          >>> print(toy.markdown({"config": {}}), end="")
+          toy
+          <BLANKLINE>
+          | x |
+          |---|
+          | 1 |
+        """
+        parts = {
+            field: namespace[name] for field, name in MODULE_NAMES.items() if name in namespace
+        }
+        return cls(**parts, **settings)
+
+    def markdown(self, results: Results) -> str:
+        """The table as Markdown, with its caption and notes."""
+        return report.markdown_table(
+            self.caption(results), self.columns, self.rows(results), self.notes
+        )
+
+    def write_tables(self, results: Results, out: Path) -> tuple[Path, Path]:
+        """Write ``<stem>.md`` and ``<stem>.json`` into ``out``; return their paths."""
+        payload = {"config": results["config"], self.rows_key: self.rows(results)}
+        return report.write_tables(out, self.stem, self.markdown(results), payload)
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """Add ``--quick``, the reproduction's options, ``--seed``, ``--out`` and, if it is
+        ``resumable``, ``--resume`` to ``parser``."""
+        parser.add_argument("--quick", action="store_true", help=self.quick_help)
+        self.options(parser)
+        if self.resumable:
+            resume_option(parser)
+        parser.add_argument(
+            "--seed", type=int, default=self.seed, help="random seed (default: %(default)s)"
+        )
+        parser.add_argument("--out", default=self.out, help="results folder (default: %(default)s)")
+
+    def run(self, args: argparse.Namespace) -> int:
+        """Run from parsed arguments: compute, print, write the files; return the exit code."""
+        con = report.console()
+        out = Path(args.out)
+
+        def on_result(results: Results) -> None:
+            line = self.progress(results)
+            if line is not None:
+                con.print(line)
+            self.write_tables(results, out)
+
+        con.print(self.header(args))
+        if self.resumable and args.resume and out.is_dir():
+            con.print(f"--resume: each run in {out} goes on from its newest checkpoint")
+        elif self.resumable and args.resume:
+            con.print(f"--resume: {out} does not exist yet, so every run starts from the beginning")
+        results = self.compute(args, on_result)
+        files = list(self.write_tables(results, out))
+        if self.plot is not None:
+            figures = self.plot(results, out)
+            files[:0] = [figures] if isinstance(figures, Path) else figures
+        report.print_table(self.caption(results), self.columns, self.rows(results))
+        con.print(f"Wrote {', '.join(map(str, files[:-1]))} and {files[-1]}")
+        return self.exit_code(results)
+
+
+def resume_option(parser: argparse.ArgumentParser) -> None:
+    """Add the switch ``--resume``: continue a stopped command's runs in ``--out``.
+
+    Each run's folder continues from its newest checkpoint (:mod:`sgrld.run.run_folder`); a finished
+    run is read back from its last one (after a compile), not run again; a run not yet started
+    starts. A run that was started with other settings is an error naming them.
+
+    Example:
+      >>> p = argparse.ArgumentParser()
+      >>> resume_option(p)
+      >>> p.parse_args(["--resume"]).resume, p.parse_args([]).resume
+      (True, False)
+    """
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the runs of a stopped command with the same options in --out, each from "
+        "the newest checkpoint in its folder (a finished run is read back, not rerun); runs "
+        "without folders are run again",
+    )
+
+
+def equal_time_epochs(seconds_per_epoch: float, budget: float, epochs: int) -> int:
+    """Epochs of a run that fit in ``budget`` seconds of sampling (at most ``epochs``): Yu et al.'s
+    equal time budget (App. A.6), a run taking ``seconds_per_epoch`` per epoch.
+
+    Example:
+        >>> equal_time_epochs(11.4, 400 * 7.5, 400)  # Shampoo within Wenzel's 400 epochs
+        263
+    """
+    if not seconds_per_epoch > 0:
+        return epochs
+    return min(epochs, math.floor(budget / seconds_per_epoch + 1e-9))
+
+
+def subset_option(
+    parser: argparse.ArgumentParser, flag: str, metavar: str, what: str, names: Sequence[str]
+) -> None:
+    """Add ``flag NAME ...``: run only these of ``names`` (default: all, i.e. None).
+
+    Example:
+      >>> p = argparse.ArgumentParser()
+      >>> subset_option(p, "--only", "ROW", "rows", ["a", "b"])
+      >>> p.parse_args(["--only", "b"]).only, p.parse_args([]).only
+      (['b'], None)
+    """
+    parser.add_argument(
+        flag,
+        nargs="+",
+        default=None,
+        metavar=metavar,
+        help=f"run only these {what}: {', '.join(names)}",
+    )
+
+
+def choices_option(
+    parser: argparse.ArgumentParser,
+    flag: str,
+    choices: Sequence[str],
+    help: str,
+    metavar: str | None = None,
+    nargs: str = "+",
+) -> None:
+    """Add ``flag NAME ...``: some of ``choices``, all of them by default (with ``nargs="*"``,
+    also none).
+
+    Example:
+      >>> p = argparse.ArgumentParser()
+      >>> choices_option(p, "--parts", ("blr", "cnn"), "parts to run", metavar="PART")
+      >>> p.parse_args(["--parts", "cnn"]).parts, p.parse_args([]).parts
+      (['cnn'], ['blr', 'cnn'])
+    """
+    parser.add_argument(
+        flag, nargs=nargs, choices=choices, default=list(choices), metavar=metavar, help=help
+    )
+
+
+def positive_int(text: str) -> int:
+    """An argument that is an integer >= 1, also written like ``2e6``.
+
+    Example:
+      >>> positive_int("2e6"), positive_int("16")
+      (2000000, 16)
+    """
+    value = int(float(text)) if "e" in text.lower() else int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def positive_number(text: str, value: str, name: str) -> float:
+    """``value``, the number in the argument ``text``, as a finite float > 0; an argparse error
+    naming it ``name`` otherwise.
+
+    Example:
+      >>> positive_number("sgld=0.03", "0.03", "LR")
+      0.03
+      >>> positive_number("sgld=-1", "-1", "LR")
+      Traceback (most recent call last):
+      ...
+      argparse.ArgumentTypeError: 'sgld=-1': LR must be finite and > 0
+    """
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: {name} must be a number") from None
+    if not (math.isfinite(number) and number > 0):
+        raise argparse.ArgumentTypeError(f"{text!r}: {name} must be finite and > 0")
+    return number
+
+
+def epochs_option(parser: argparse.ArgumentParser, paper: int, quick: int) -> None:
+    """Add ``--epochs N`` (an integer >= 1; None when not given): epochs per run, ``paper`` by
+    default and ``quick`` with ``--quick``, as the help says.
+
+    Example:
+      >>> p = argparse.ArgumentParser()
+      >>> epochs_option(p, paper=400, quick=4)
+      >>> p.parse_args(["--epochs", "12"]).epochs, p.parse_args([]).epochs
+      (12, None)
+    """
+    parser.add_argument(
+        "--epochs",
+        type=positive_int,
+        help=f"epochs per run (default: {paper} as the paper, {quick} with --quick)",
+    )
+
+
+def replicates_option(parser: argparse.ArgumentParser, help: str) -> None:
+    """Add ``--replicates R`` (an integer >= 1, default 1): independent runs per cell, ``help``
+    saying how they are seeded and summarised.
+
+    Example:
+      >>> p = argparse.ArgumentParser()
+      >>> replicates_option(p, "runs per cell")
+      >>> p.parse_args(["--replicates", "3"]).replicates, p.parse_args([]).replicates
+      (3, 1)
+    """
+    parser.add_argument("--replicates", type=positive_int, default=1, help=help)
+
+
+def data_dir_option(parser: argparse.ArgumentParser, folder: str) -> None:
+    """Add ``--data-dir``: ``folder`` (what it holds), by default ``$SGRLD_DATA_DIR``, else
+    ``~/.cache/sgrld/data`` (:func:`sgrld.data.load_dataset`'s search).
+
+    Example:
+      >>> p = argparse.ArgumentParser()
+      >>> data_dir_option(p, "folder with the four MNIST IDX files")
+      >>> p.parse_args(["--data-dir", "data"]).data_dir, p.parse_args([]).data_dir
+      ('data', None)
+    """
+    parser.add_argument(
+        "--data-dir", help=f"{folder} (default: $SGRLD_DATA_DIR, else ~/.cache/sgrld/data)"
+    )
+
+
+def no_verify_option(parser: argparse.ArgumentParser, help: str) -> None:
+    """Add the switch ``--no-verify-checksums``: do not check the data files' checksums (for
+    files of one's own), ``help`` saying which files and checksums.
+
+    Example:
+      >>> p = argparse.ArgumentParser()
+      >>> no_verify_option(p, "skip the SHA-256 check of the IDX files")
+      >>> p.parse_args(["--no-verify-checksums"]).no_verify_checksums
+      True
+    """
+    parser.add_argument("--no-verify-checksums", action="store_true", help=help)
+
+
+def data_overrides(
+    data_dir: str | None, train_size: int | None = None, verify: bool = True
+) -> list[str]:
+    """The ``data.*`` configuration overrides (:func:`sgrld.run.config.load_config`) of the options
+    ``--train-size``, ``--data-dir`` and ``--no-verify-checksums``; none for their defaults.
+
+    Example:
+      >>> data_overrides("/data", 500, verify=False)
+      ['data.train_size=500', "data.data_dir='/data'", 'data.verify_checksums=false']
+      >>> data_overrides(None)
+      []
+    """
+    overrides = [] if train_size is None else [f"data.train_size={train_size}"]
+    if data_dir is not None:
+        overrides.append(f"data.data_dir={data_dir!r}")
+    if not verify:
+        overrides.append("data.verify_checksums=false")
+    return overrides
+
+
+def sample_timed(
+    key: jax.Array, sampler: sgrld.Sampler, init_params: Any, batch_fn: Callable, **options: Any
+) -> tuple[sgrld.Samples, float]:
+    """:func:`sgrld.sample`, keeping the samples taken before a divergence, and its wall time.
+
+    Args:
+      key, sampler, init_params, batch_fn, **options: as :func:`sgrld.sample`.
+
+    Returns:
+      ``(samples, seconds)``: the samples (of a :class:`sgrld.DivergenceError` if one was
+      raised) and the wall time of the sampling, compilation included.
+    """
+    start = time.perf_counter()
+    try:
+        out = sgrld.sample(key, sampler, init_params, batch_fn, **options)
+    except sgrld.DivergenceError as error:
+        out = error.samples
+    jax.block_until_ready(out.params)
+    return out, time.perf_counter() - start

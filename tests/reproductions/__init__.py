@@ -1,0 +1,1 @@
+"""The reproductions' tests (``sgrld_reproductions``), one module per reproduction."""
