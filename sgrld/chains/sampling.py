@@ -1,12 +1,12 @@
 """Thinned samples from any sampler: :func:`sample`, the simple front end of the chain engine.
 
-Steps run inside ``jax.lax.scan`` and chains inside ``jax.vmap`` (:mod:`sgrld.chains.engine`); step ``t``
-of chain ``c`` uses the key ``fold_in(chain_key_c, t)``, so results do not depend on the chunking.
-A run is split into ``num_chunks`` jitted calls (default: one, or 20 with ``progress``), between
-which a progress bar advances. A chain that produces a NaN/inf stops at its last finite state;
-after the run a :class:`DivergenceError` names the chain, step and parameter leaf and carries the
-samples taken so far. With a device ``mesh`` (:func:`sgrld.chains.devices.make_mesh`) the chains are
-sharded over its devices and each minibatch over its ``data`` axis, with the same samples
+Steps run inside ``jax.lax.scan`` and chains inside ``jax.vmap`` (:mod:`sgrld.chains.engine`); step
+``t`` of chain ``c`` uses the key ``fold_in(chain_key_c, t)``, so results do not depend on the
+chunking. A run is split into ``num_chunks`` jitted calls (default: one, or 20 with ``progress``),
+between which a progress bar advances. A chain that produces a NaN/inf stops at its last finite
+state; after the run a :class:`DivergenceError` names the chain, step and parameter leaf and carries
+the samples taken so far. With a device ``mesh`` (:func:`sgrld.chains.devices.make_mesh`) the chains
+are sharded over its devices and each minibatch over its ``data`` axis, with the same samples
 (:mod:`sgrld.chains.devices`).
 """
 
@@ -148,7 +148,8 @@ def sample(
       num_chunks: number of jitted calls the run is split into.
       keep: an extra predicate ``step -> bool`` on the global step that a kept step must pass
         (:class:`sgrld.chains.engine.Engine`), e.g. a cyclical schedule's sampling phase
-        (:attr:`sgrld.numerics.schedules.Cyclical.keep`); the run lasts until ``num_samples`` are kept.
+        (:attr:`sgrld.numerics.schedules.Cyclical.keep`); the run lasts until ``num_samples`` are
+        kept.
       mesh: a device mesh (:func:`sgrld.chains.devices.make_mesh`): the chains are sharded over its
         ``chains`` axis (``num_chains`` must be a multiple of its size) and each minibatch over
         its ``data`` axis; ``None``: one device. Sharding the chains alone gives the same samples

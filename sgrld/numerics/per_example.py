@@ -18,8 +18,8 @@ minibatch gradient of the potential:
   ``[B, *positions, in]``, an ``nn.Conv`` layer on its patches) sums ``aᵢₚ δᵢₚᵀ`` over the
   positions, so its per-example kernel gradients are formed, ``[B, *kernel.shape]``, in one
   product of the weight gradient's FLOPs. ``a`` and ``δ`` are read without rewriting the model
-  (:mod:`sgrld.numerics.layer_taps`): the layer's calls are intercepted, its input recorded and a zero
-  perturbation added to its output, whose gradient is δ. A layer is on the fast path when its
+  (:mod:`sgrld.numerics.layer_taps`): the layer's calls are intercepted, its input recorded and a
+  zero perturbation added to its output, whose gradient is δ. A layer is on the fast path when its
   parameters are leaves of ``params`` that enter the likelihood only through that call (and, for
   a convolution, it is undilated and ungrouped: :func:`sgrld.numerics.layer_taps.conv_geometry`).
 * **Every other leaf (fallback):** ``jax.vmap(jax.grad)`` of the per-example log-likelihood with

@@ -10,8 +10,8 @@ of Ma, Chen & Fox (2015), ``dz = −(D + Q)∇H dt + TΓ dt + √(2T·D) dW`` wi
 gives ``dθ = G⁻¹r dt`` and ``dr = −G⁻¹∇U dt − C·G⁻¹r dt + TΓ_r dt + √(2TC)·G^{−1/2} dW``. Γ's
 θ-rows vanish (the θ-row of D + Q is ``[0, −G⁻¹]``, which does not depend on r), and its r-rows
 are ``Σ_j ∂(G⁻¹)_ij/∂θ_j`` (the r-row ``[G⁻¹, C·G⁻¹]`` depends on θ only through its first block),
-exactly the Γ of Riemannian Langevin dynamics, so :mod:`sgrld.parts.correction` supplies it for every
-metric. With ``G = I`` it is SGHMC; as ``C → ∞`` (time rescaled by C) it is SGRLD with the
+exactly the Γ of Riemannian Langevin dynamics, so :mod:`sgrld.parts.correction` supplies it for
+every metric. With ``G = I`` it is SGHMC; as ``C → ∞`` (time rescaled by C) it is SGRLD with the
 same G.
 
 The discretisation is Chen et al.'s Eq. 15 form: with a time step ``h``, ``v = h·r``,
