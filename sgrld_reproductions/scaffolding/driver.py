@@ -202,7 +202,8 @@ class Reproduction:
           ...     COLUMNS=report.columns("x  x  {:d}"), NOTES="", caption=lambda r: "toy",
           ...     table_rows=lambda r: [{"x": 1}], options=lambda p: None, header=lambda a: "",
           ...     compute=lambda a, on_result: {"config": {}}, progress=lambda r: None)
-          >>> toy = Reproduction.from_module(parts, stem="toy", quick_help="", out="results/toy")
+          >>> toy = Reproduction.from_module(
+          ...     parts, summary="a toy", stem="toy", quick_help="", out="results/toy")
           >>> print(toy.markdown({"config": {}}), end="")
           toy
           <BLANKLINE>

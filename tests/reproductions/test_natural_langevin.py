@@ -5,6 +5,7 @@ the halving schedule, the posterior-mean average and the dropout baseline."""
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 from pathlib import Path
 
@@ -268,6 +269,7 @@ def test_dropout_is_random_in_training_and_off_at_test_time():
 
 
 def test_registered_with_the_skeleton():
-    assert cli.REPRODUCTIONS["natural-langevin"][0] == nl.__name__
+    (entry,) = importlib.metadata.entry_points(group="sgrld.reproductions", name="natural-langevin")
+    assert entry.module == nl.__name__
     assert nl.REPRODUCTION.out == "results/natural-langevin"
     assert set(nl.PAPER) <= {row.label for row in nl.table_layout()} and len(nl.PAPER) == 10

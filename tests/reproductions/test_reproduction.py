@@ -5,6 +5,7 @@ runs."""
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import math
 from pathlib import Path
@@ -74,6 +75,7 @@ def _toy(**overrides) -> Reproduction:
         return results
 
     parts = dict(
+        summary="a toy",
         stem="toy",
         options=lambda p: p.add_argument("--scale", type=float, default=1.0),
         quick_help="a small run",
@@ -123,7 +125,9 @@ def test_from_module_takes_the_parts_by_name():
     names = {"COLUMNS": toy.columns, "NOTES": toy.notes, "caption": toy.caption}
     names |= {"table_rows": toy.rows, "options": toy.options, "header": toy.header}
     names |= {"compute": toy.compute, "progress": toy.progress, "unrelated": 1}
-    built = Reproduction.from_module(names, stem="toy", quick_help="", out="results/toy")
+    built = Reproduction.from_module(
+        names, summary="a toy", stem="toy", quick_help="", out="results/toy"
+    )
     assert built.rows is toy.rows and built.plot is None and built.exit_code(None) == 0
 
 
@@ -153,8 +157,7 @@ def test_mnist_table_on_stub_runs(tmp_path: Path, monkeypatch, capsys):
     "name", ["funnel", "mnist-mlp", "natural-langevin", "stationary-1d", "stationary-nd"]
 )
 def test_every_reproduction_has_the_skeleton(name):
-    from sgrld.run import cli
-
-    module = __import__(cli.REPRODUCTIONS[name][0], fromlist=["REPRODUCTION"])
+    (entry,) = importlib.metadata.entry_points(group="sgrld.reproductions", name=name)
+    module = __import__(entry.module, fromlist=["REPRODUCTION"])
     assert isinstance(module.REPRODUCTION, Reproduction)
     assert module.REPRODUCTION.out == f"results/{name}"
