@@ -7,7 +7,8 @@ The 2-D funnel of ``sgrld reproduce stationary-nd`` (:func:`sgrld.samples.target
 from the funnel itself (over-dispersed in x). Printed per sampler: the rank-normalised split
 R-hat and bulk/tail ESS of v (:func:`sgrld.samples.diagnostics.convergence`), the Wasserstein-1
 distance of the pooled v to N(0, 4), the IMQ KSD of the pooled draws against the exact score
-(:func:`sgrld.samples.stein.ksd`, thinned to 4,000 draws) and, for scale, the KSD of as many exact draws.
+(:func:`sgrld.samples.stein.ksd`, thinned to 4,000 draws) and, for scale, the KSD of as many exact
+draws.
 
     python benchmarks/funnel_diagnostics.py [--chains 4] [--steps 100000] [--burn-in 10000]
         [--thin 50] [--seed 0]
