@@ -4,8 +4,9 @@ The suite is compile-bound (most tests run a few steps of many distinct programs
 (``PYTEST_ADDOPTS=--durations=0 make test``, before the longest tests moved to ``-m slow``) took
 30.0 min without the first two settings and 22.6 min with them on this project's 2-core machine,
 one run after the other on idle cores, 2026-11-27. The third cut a compile-bound subset
-(``tests/test_sampler.py tests/test_correction.py`` and one frozen-metric test, one core, ``-n 0``)
-from 274 s to 159 s the same day, and left runtime-bound statistical tests as they were:
+(``tests/samplers/test_sampler.py tests/parts/test_correction.py`` and one frozen-metric test, one
+core, ``-n 0``) from 274 s to 159 s the same day, and left runtime-bound statistical tests as they
+were:
 
 - ``JAX_COMPILATION_CACHE_DIR``: a fresh cache for this session, shared by the xdist workers and
   by the ``sgrld`` processes the tests start, so a program compiled by one test is read back by

@@ -2,10 +2,11 @@
 
 The problem, its NUTS reference (``tests/data/australian_blr_nuts.npz``, made by
 ``tests/blr_reference.py``) and the two errors are those of issue 15's acceptance test
-(``tests/test_fisher_blr.py``): australian, 690 rows, 15 parameters, prior N(0, 10²I); the whitened
-mean error ‖L⁻¹(μ̂ − μ)‖₂ and covariance error ‖L⁻¹Σ̂L⁻ᵀ − I‖₂ with Σ = LLᵀ from NUTS. Every case
-runs ``--chains`` full-batch chains from the NUTS mean, ``--burn-in`` steps and then ``--steps``
-kept every 10th, and pools them. "frozen" adapts during the burn-in only (``adapt_until``), so Γ = 0
+(``tests/samplers/test_fisher_blr.py``): australian, 690 rows, 15 parameters, prior N(0, 10²I); the
+whitened mean error ‖L⁻¹(μ̂ − μ)‖₂ and covariance error ‖L⁻¹Σ̂L⁻ᵀ − I‖₂ with Σ = LLᵀ from NUTS.
+Every case runs ``--chains`` full-batch chains from the NUTS mean, ``--burn-in`` steps and then
+``--steps`` kept every 10th, and pools them. "frozen" adapts during the burn-in only
+(``adapt_until``), so Γ = 0
 afterwards: with the identity it shows the floor of the step size and Monte Carlo. ``--scale``
 multiplies every learning rate (run it at 0.5 and 2 to see the discretisation bias); ``--decay``
 is the Fisher metrics' (``inverse_sqrt``, the paper's γ_t = 1/√t, or a constant such as 0.9). The

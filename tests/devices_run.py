@@ -1,4 +1,5 @@
-"""Runs for tests/test_devices.py, each in its own process (the suite's process has one device).
+"""Runs for tests/chains/test_devices.py, each in its own process (the suite's process has one
+device).
 
 ``python -m tests.devices_run CASE ARGS...``; the parent sets ``XLA_FLAGS`` (more CPU devices) and
 reads what the case prints as its last line (JSON) or writes into its results folder.

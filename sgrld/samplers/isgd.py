@@ -94,8 +94,8 @@ CLIPPED_SHARE_WARN = 0.1
 """An epoch whose steps clip more than this share of the coordinates on average warns
 (:func:`warn_if_clipped`). Where λ dominates the noise, only the estimate's own fluctuations clip:
 measured 0.02-0.05 % (UCI protein, batches of 32, the rule), 0.4 % (kin8nm, λ fixed at the end of
-a burn-in long warm-up), up to 4 % with batches of 4 (``tests/test_isgd.py``); where the noise
-outgrew λ, 15 % (kin8nm, the rule fixed after the first 100 steps;
+a burn-in long warm-up), up to 4 % with batches of 4 (``tests/samplers/test_isgd.py``); where the
+noise outgrew λ, 15 % (kin8nm, the rule fixed after the first 100 steps;
 ``benchmarks/isgd_noise.py``)."""
 
 

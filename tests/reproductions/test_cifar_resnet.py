@@ -13,7 +13,7 @@ import pytest
 
 from sgrld.run import cli
 from sgrld_reproductions import cifar_resnet
-from tests.test_data import write_cifar
+from tests.data.test_data import write_cifar
 
 pytestmark = pytest.mark.reproduction
 

@@ -17,8 +17,8 @@ from sgrld.bnn import CNN, dropout, init_params
 from sgrld.run import cli
 from sgrld_reproductions import isgd_mnist
 from sgrld_reproductions.isgd_mnist import runs as mnist_runs
+from tests.data.test_data import write_mnist
 from tests.reproductions.test_natural_langevin import easy_mnist
-from tests.test_data import write_mnist
 
 pytestmark = pytest.mark.reproduction
 

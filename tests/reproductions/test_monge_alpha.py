@@ -17,8 +17,8 @@ from sgrld.run.config import ConfigError
 from sgrld.run.sweep import parse_grid, run_sweep
 from sgrld_reproductions import mnist_mlp
 from sgrld_reproductions.scaffolding import yu_mnist
+from tests.data.test_data import write_mnist
 from tests.reproductions.test_natural_langevin import easy_mnist
-from tests.test_data import write_mnist
 
 pytestmark = pytest.mark.reproduction
 

@@ -21,7 +21,7 @@ from sgrld.run.runner import sample_steps
 from sgrld_reproductions import natural_langevin as nl
 from sgrld_reproductions.natural_langevin import baselines, runs
 from sgrld_reproductions.scaffolding import halving
-from tests.test_data import REAL_MNIST, write_mnist
+from tests.data.test_data import REAL_MNIST, write_mnist
 
 pytestmark = pytest.mark.reproduction
 

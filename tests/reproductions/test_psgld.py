@@ -18,8 +18,8 @@ from sgrld.data import MissingDataError
 from sgrld.run import cli
 from sgrld_reproductions import psgld
 from sgrld_reproductions.psgld import figure, runs
+from tests.data.test_data import write_mnist
 from tests.reproductions.test_natural_langevin import easy_mnist
-from tests.test_data import write_mnist
 
 pytestmark = pytest.mark.reproduction
 

@@ -20,9 +20,9 @@ import pytest
 
 from sgrld.run import checkpoint, cli, run_folder
 from sgrld.run.epoch_writer import EpochWriter
+from tests.data.test_data import write_mnist
 from tests.reproductions.test_natural_langevin import easy_mnist
 from tests.reproductions.test_psgld import _stubs
-from tests.test_data import write_mnist
 
 pytestmark = pytest.mark.reproduction
 

@@ -23,7 +23,7 @@ from sgrld.run.config import ConfigError, load_config
 from sgrld.run.from_config import mesh_of
 from tests.helpers import cpu_env
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 300
 
 

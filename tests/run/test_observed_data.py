@@ -10,8 +10,8 @@ import pytest
 
 import sgrld
 from sgrld.run.from_config import run_config
+from tests.data.test_uci import FEATURES, SPLITS, TABLE, TARGET
 from tests.helpers import write_uci
-from tests.test_uci import FEATURES, SPLITS, TABLE, TARGET
 
 
 @pytest.fixture(scope="module")

@@ -42,7 +42,7 @@ import pytest
 import sgrld
 from tests.blr_reference import DATA_FILE, REFERENCE, load_problem, run_case, whitened_errors
 
-DATA_DIR = Path(__file__).parents[2] / "shared" / "data"
+DATA_DIR = Path(__file__).parents[3] / "shared" / "data"
 BOUND = 0.1
 FISHER_LR, RMSPROP_LR = 0.02, 0.01
 

@@ -351,7 +351,9 @@ def test_diagnose_computes_the_ksd_on_random_coordinates_of_a_larger_run(
 def test_log_posterior_gradient_is_minus_n_times_the_full_batch_potential_gradient(monkeypatch):
     built = []
     make = from_config.make_potential
-    monkeypatch.setattr(from_config, "make_potential", lambda *a: built.append(make(*a)) or built[-1])
+    monkeypatch.setattr(
+        from_config, "make_potential", lambda *a: built.append(make(*a)) or built[-1]
+    )
     config = sgrld.run.config.load_config(None, TINY)
     experiment = from_config.build_experiment(config)  # the potential its sampler steps on
     potential = built[0]

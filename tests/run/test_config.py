@@ -235,7 +235,7 @@ def test_bad_sampler_kind_options_name_the_key(overrides, words):
 )
 def test_sgrld_run_with_another_sampler_kind(tmp_path: Path, kind, extra):
     from sgrld.run import cli
-    from tests.test_cli import TINY
+    from tests.run.test_cli import TINY
 
     config = tmp_path / "tiny.toml"
     config.write_text(TINY)

@@ -24,7 +24,7 @@ from sgrld.run import checkpoint, cli, epoch_writer, from_config, runner
 from sgrld.run.config import load_config, write_config
 from sgrld.samples import results
 from sgrld.samples.results import ResultsError
-from tests.test_runner import SCHEDULE, logistic_experiment
+from tests.run.test_runner import SCHEDULE, logistic_experiment
 
 TINY = """
 [data]

@@ -20,7 +20,7 @@ from sgrld.data.errors import DataError, MissingDataError
 from sgrld.data.registry import UCI_FOLDERS
 from tests.helpers import write_uci
 
-SHARED_BASE = Path(__file__).resolve().parents[2] / "shared" / "data"  # /work/shared/data
+SHARED_BASE = Path(__file__).resolve().parents[3] / "shared" / "data"  # /work/shared/data
 SHARED_UCI = SHARED_BASE / "uci"
 YACHT_SHA = DATASETS["uci_yacht"].checksums
 

@@ -20,7 +20,7 @@ import sgrld
 from sgrld.samplers import baselines
 from sgrld.samplers.isgd import NoiseClippingWarning
 from tests.helpers import METRICS
-from tests.test_sampler import batch, init_params, quartic_potential
+from tests.samplers.test_sampler import batch, init_params, quartic_potential
 
 # the quartic model is not made of Flax Dense layers: per-example gradients (Fisher metrics,
 # i-SGD, SGHMC's noise estimate) use the vmap(grad) fallback, which says so

@@ -18,8 +18,8 @@ import pytest
 import sgrld
 from sgrld.run import checkpoint, cli
 from tests.helpers import cpu_env
-from tests.test_checkpoint import TIMING
-from tests.test_sweep import LRS, TINY
+from tests.run.test_checkpoint import TIMING
+from tests.run.test_sweep import LRS, TINY
 
 SWEEP = [
     "sweep",
@@ -114,10 +114,11 @@ def test_resume_with_overwrite_or_another_folder_is_refused(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_sweep_sharded_over_eight_devices_gives_the_unsharded_table(reference, tmp_path):
-    """``sgrld sweep --devices 8`` in a process with eight CPU devices (as tests/test_devices.py
-    runs them): 2 learning rates x 2 replicates x 2 chains, one chain a device (the mesh divides
-    the sweep's 8 chains, not run.chains = 2). Its table is the unsharded sweep's, its samples
-    agree to 1e-6 (the tolerance test_devices.py states for sharded chains against one unsharded
+    """``sgrld sweep --devices 8`` in a process with eight CPU devices (as
+    tests/chains/test_devices.py runs them): 2 learning rates x 2 replicates x 2 chains, one chain a
+    device (the mesh divides the sweep's 8 chains, not run.chains = 2). Its table is the unsharded
+    sweep's, its samples agree to 1e-6 (the tolerance test_devices.py states for sharded chains
+    against one unsharded
     run: XLA's CPU code for a vmapped gradient depends on how many chains it batches, so the two
     agree to rounding only; measured 8.9e-8) and its scores to 1e-5 relative (measured
     1.8e-7)."""

@@ -1,6 +1,7 @@
-"""i-SGD (Franzese et al. 2021, Algorithm 2): its limits (the contract: tests/test_contract.py), its
-moments on the conjugate Gaussian posterior of ``tests/test_conjugate.py`` with minibatches, the λ
-rule, and the clipping of the injected noise where λ lies below the gradient-noise estimate.
+"""i-SGD (Franzese et al. 2021, Algorithm 2): its limits (the contract:
+tests/samplers/test_contract.py), its moments on the conjugate Gaussian posterior of
+``tests/samplers/test_conjugate.py`` with minibatches, the λ rule, and the clipping of the injected
+noise where λ lies below the gradient-noise estimate.
 
 Failure budgets: means within 5 standard errors over independent chains; the variances' ratios to
 the posterior's within the stated step-size bias plus 5 standard errors (see each test).
@@ -20,9 +21,9 @@ import sgrld
 from sgrld.numerics.per_example import FallbackWarning
 from sgrld.samplers.isgd import NoiseClippingWarning
 from tests.helpers import assert_vmap_equals_single_chains
-from tests.test_conjugate import N, data
-from tests.test_sampler import batch, init_params, quartic_potential
-from tests.test_sghmc import posterior, potential, run_chains, z_scores
+from tests.samplers.test_conjugate import N, data
+from tests.samplers.test_sampler import batch, init_params, quartic_potential
+from tests.samplers.test_sghmc import posterior, potential, run_chains, z_scores
 
 CHAINS = 256
 
@@ -101,7 +102,7 @@ def test_noise_window_averages_the_last_estimates_of_the_warmup():
 
 
 def isgd_experiment(**kw):
-    """The runner's softmax regression (``tests/test_runner.py``) sampled by i-SGD."""
+    """The runner's softmax regression (``tests/run/test_runner.py``) sampled by i-SGD."""
     from sgrld.bnn import likelihoods
     from tests import test_runner as tr
 

@@ -1,5 +1,6 @@
 """SGRLD in every metric: vmapped chains, the T = 0 limit, the noise covariance, the metric frozen
-after adapt_until, schedules and the drift fallback (the contract: tests/test_contract.py)."""
+after adapt_until, schedules and the drift fallback (the contract:
+tests/samplers/test_contract.py)."""
 
 from __future__ import annotations
 

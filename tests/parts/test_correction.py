@@ -11,7 +11,7 @@ from jax.flatten_util import ravel_pytree
 import sgrld
 from sgrld.parts import correction as corr
 from tests.helpers import METRICS, adapted_state, random_tree
-from tests.test_sampler import batch, init_params, quartic_potential
+from tests.samplers.test_sampler import batch, init_params, quartic_potential
 
 ADAPTIVE = [name for name in sorted(METRICS) if name != "identity"]
 

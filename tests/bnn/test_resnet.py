@@ -10,7 +10,7 @@ from sgrld.bnn import models, priors
 from sgrld.data import DataError, load_dataset
 from sgrld.run import config as sgrld_config
 from sgrld.run.from_config import build_experiment
-from tests.test_data import cifar_arrays, write_cifar
+from tests.data.test_data import cifar_arrays, write_cifar
 
 
 def random_params(model, input_shape, seed=0):

@@ -14,7 +14,7 @@ import sgrld
 from sgrld.chains import engine, summaries
 from sgrld.metrics import Metric
 from sgrld.run import runner
-from tests.test_runner import SCHEDULE, logistic_experiment
+from tests.run.test_runner import SCHEDULE, logistic_experiment
 
 
 def identity_sampler(lr=0.1):

@@ -1,10 +1,10 @@
 """SGHMC, preconditioned SGHMC with Γ, and SGNHT: their limits (the contract:
-tests/test_contract.py), and their moments on the conjugate Gaussian posterior of
-``tests/test_conjugate.py`` with minibatches.
+tests/samplers/test_contract.py), and their moments on the conjugate Gaussian posterior of
+``tests/samplers/test_conjugate.py`` with minibatches.
 
 SGHMC without a noise estimate is a linear chain in ``z = (θ, v)`` whose coefficients depend on the
 minibatch only, ``z' = M_t z + m_t + e``, so its stationary mean and covariance are exact
-(:func:`linear_chain_moments`, as ``tests/test_conjugate.py`` does for SGLD). SGNHT and the
+(:func:`linear_chain_moments`, as ``tests/samplers/test_conjugate.py`` does for SGLD). SGNHT and the
 adaptive metric are not linear; they are compared with the posterior within a stated step-size
 bias, measured at these settings.
 
@@ -24,8 +24,8 @@ import pytest
 import sgrld
 from sgrld import bnn
 from tests.helpers import assert_vmap_equals_single_chains
-from tests.test_conjugate import DIM, NOISE, B, N, data
-from tests.test_sampler import batch, init_params, quartic_potential
+from tests.samplers.test_conjugate import DIM, NOISE, B, N, data
+from tests.samplers.test_sampler import batch, init_params, quartic_potential
 
 CHAINS, BURN, SAMPLES, THIN = 128, 300, 200, 5
 # B̂ of the toy models' leaves (not nn.Dense) comes from the vmap(grad) fallback, which warns
