@@ -75,8 +75,12 @@ __all__ = [
     "sgnht",
     "sgrld",
     "to_arviz",
-    *_LAZY,
+    "bnn",
+    "data",
+    "evaluation",
 ]
+"""The API: the samplers, their layers and the BNN stack. The application (``sgrld.run``: the
+command line, configurations, the runner) loads on first use but is not part of it."""
 __version__ = "0.1.0"
 
 
