@@ -108,6 +108,7 @@ def im2col_conv(
         NotImplementedError: dilation, feature groups, or other dimension numbers.
 
     Example:
+        >>> import jax.numpy as jnp
         >>> x = jax.random.normal(jax.random.key(0), (2, 7, 7, 3))
         >>> w = jax.random.normal(jax.random.key(1), (3, 3, 3, 4))
         >>> y = im2col_conv(x, w, (2, 2), "SAME")
@@ -179,6 +180,7 @@ def conv_layer(
         The ``nn.Conv`` module.
 
     Example:
+        >>> import jax.numpy as jnp
         >>> x = jax.random.normal(jax.random.key(0), (2, 8, 8, 3))
         >>> xla, im2col = (conv_layer(4, (3, 3), conv=c) for c in ("xla", "im2col"))
         >>> net = xla.init(jax.random.key(1), x)

@@ -181,7 +181,7 @@ def check_schedule(config: Config, num_train: int) -> None:
     keep no sample, naming the keys.
 
     Example:
-        >>> cfg = sgrld.run.config.load_config(None, ["run.epochs=2", "run.burn_in=500"])
+        >>> cfg = load_config(None, ["run.epochs=2", "run.burn_in=500"])
         >>> check_schedule(cfg, num_train=1000)  # 2 epochs of 10 steps
         Traceback (most recent call last):
         ...
@@ -386,7 +386,7 @@ def mesh_of(config: Config) -> jax.sharding.Mesh | None:
     ``run.devices``), checked against ``run.chains`` and ``data.batch_size``.
 
     Example:
-        >>> cfg = sgrld.run.config.load_config(None, ["run.devices=1", "run.chains=3"])
+        >>> cfg = load_config(None, ["run.devices=1", "run.chains=3"])
         >>> dict(mesh_of(cfg).shape)
         {'chains': 1, 'data': 1}
 

@@ -1,5 +1,6 @@
-"""``observed_data`` of ``sgrld.to_arviz``: a regression run's training targets, rebuilt from its
-results folder's config.toml; none for classification; a warning when the data are gone."""
+"""``observed_data`` in the ArviZ export: a regression run's training targets, rebuilt from its
+results folder's config.toml (``observed_targets``); none for classification; a warning when the
+data are gone."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import numpy as np
 import pytest
 
 import sgrld
-from sgrld.run.from_config import run_config
+from sgrld.run.from_config import observed_targets, run_config
 from tests.data.test_uci import FEATURES, SPLITS, TABLE, TARGET
 from tests.helpers import write_uci
 
@@ -42,7 +43,7 @@ def uci_run(tmp_path_factory):
 
 def test_a_regression_run_has_its_training_targets_in_their_units(uci_run):
     out, _ = uci_run
-    idata = sgrld.to_arviz(out)
+    idata = sgrld.to_arviz(out, observed_data=observed_targets(out))
     y = idata.observed_data["y"]
     assert y.dims == ("y_dim_0",)
     np.testing.assert_allclose(y.values, TABLE[SPLITS[0][0], TARGET], rtol=1e-6)
@@ -60,5 +61,7 @@ def test_observed_data_can_be_given_and_is_left_out_without_data(uci_run, tmp_pa
         (out / "config.toml").read_text().replace(str(base), str(tmp_path / "gone"))
     )
     with pytest.warns(UserWarning, match="observed_data left out: .*yacht"):
-        idata = sgrld.to_arviz(moved)
-    assert "observed_data" not in idata.children
+        observed = observed_targets(moved)
+    assert observed == {}
+    assert "observed_data" not in sgrld.to_arviz(moved, observed_data=observed).children
+    assert "observed_data" not in sgrld.to_arviz(out).children  # only what is given

@@ -104,7 +104,7 @@ def test_noise_window_averages_the_last_estimates_of_the_warmup():
 def isgd_experiment(**kw):
     """The runner's softmax regression (``tests/run/test_runner.py``) sampled by i-SGD."""
     from sgrld.bnn import likelihoods
-    from tests import test_runner as tr
+    from tests.run import test_runner as tr
 
     prior = lambda p: -0.5 * sum(jnp.sum(v**2) for v in jax.tree.leaves(p))
     potential = sgrld.potential(likelihoods.categorical(tr.apply), prior, tr.N_TRAIN)
