@@ -74,7 +74,7 @@ def share_init(params: PyTree) -> ShareState:
 
 
 def share_update(
-    state: ShareState, params: PyTree, *, decay: float | str, window: float, order: int
+    state: ShareState, params: PyTree, *, decay: float | str, window: Any, order: Any
 ) -> ShareState:
     """Fold θ_t into the moments.
 
@@ -88,12 +88,14 @@ def share_update(
     lam = jnp.maximum(1.0 / count.astype(jnp.float32), w / window)
     theta = jax.tree.map(lambda p: p.astype(jnp.float32), params)
     center = jax.tree.map(lambda c, p: c + lam * (p - c), state.center, theta)
-    if order == 1:
-        x = theta
-    elif order == 2:
-        x = jax.tree.map(lambda p, c: jnp.square(p - c), theta, state.center)
-    else:
+    if isinstance(order, int) and order not in (1, 2):
         raise ValueError(f"order must be 1 or 2, got {order}")
+    if isinstance(order, int):
+        x = theta if order == 1 else jax.tree.map(
+            lambda p, c: jnp.square(p - c), theta, state.center)
+    else:  # a traced order (variants side by side)
+        x = jax.tree.map(lambda p, c: jnp.where(order == 2, jnp.square(p - c), p), theta,
+                         state.center)
     first = count == 1
     bar = jax.tree.map(
         lambda b, xi: jnp.where(first, xi, ema_step(decay, count, b, xi)), state.bar, x
@@ -139,12 +141,16 @@ class Config(NamedTuple):
       freeze_at: steps after which the metric is frozen and Γ dropped (a huge number: never).
       freeze_average: at ``freeze_at`` replace the statistic by its plain average over the steps
         ``[freeze_at/2, freeze_at)`` (Stan's windowed warm-up) instead of keeping the last EMA.
+      window: the share's moment window in memories of the metric (``None``: make_step's).
+      order: 1 or 2 (``None``: make_step's).
     """
 
     scale: Any = 1.0
     auto: Any = True
     freeze_at: Any = None
     freeze_average: Any = False
+    window: Any = None
+    order: Any = None
 
 
 class AdaptiveState(NamedTuple):
@@ -224,7 +230,11 @@ def make_step(
         params = state.params
         lr = jnp.asarray(schedule(state.step), jnp.float32)
         temp = temperatures(state.step)
-        share_state = share_update(state.share, params, decay=decay, window=window, order=order)
+        share_state = share_update(
+            state.share, params, decay=decay,
+            window=window if cfg.window is None else cfg.window,
+            order=order if cfg.order is None else cfg.order,
+        )
         if cfg.auto is True:
             c = share_value(share_state, pool)
         else:
