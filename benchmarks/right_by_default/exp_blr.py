@@ -14,11 +14,12 @@ The problem, reference and errors of ``tests/blr_reference.py`` / ``benchmarks/f
 
 Metrics: DOP (``fisher_diag``) and QDOP (``fisher_qdiag``) at lr 0.02, RMSprop (eps 1e-8) at
 0.01, Monge (α² = ``--alpha2``) at 0.5 (fisher_blr's identity lr; G⁻¹ ⪯ I). ``--batch 32`` draws
-32 rows without replacement per step (num_data stays 690).
+32 rows without replacement per step (num_data stays 690). ``--lag`` preconditions each step
+with the metric before it folds in that step's statistic (S_{t−1}; share.py's ``lag``).
 
     python benchmarks/right_by_default/exp_blr.py [--chains 256] [--steps 16000] [--burn-in 1000]
         [--metrics dop qdop rmsprop monge] [--decays 0.9 0.99 inverse_sqrt] [--batch 0 32]
-        [--data PATH_TO_australian]
+        [--data PATH_TO_australian] [--lag]
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ def run(name, decay, batch, args, problem, ref):
     n = len(problem.y)
     u = sgrld.potential(loglik_fn, logprior_fn, n)
     init, step = make_step(u, metric, decay=decay, learning_rate=lr * args.lr_scale, num_data=n,
-                           window=args.window, order=args.order)
+                           window=args.window, order=args.order, lag=args.lag)
     if batch:
         def batch_fn(k):
             idx = jax.random.choice(k, n, (batch,), replace=False)
@@ -131,6 +132,8 @@ def main() -> int:
     parser.add_argument("--lr-scale", type=float, default=1.0)
     parser.add_argument("--window", type=float, default=20.0)
     parser.add_argument("--order", type=int, default=1)
+    parser.add_argument("--lag", action="store_true",
+                        help="precondition with the metric before the step's statistic (S_t−1)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--data", type=Path, default=DATA_FILE)
     parser.add_argument("--json", type=Path, default=None)
@@ -139,7 +142,7 @@ def main() -> int:
     assert as_vector  # the reference's layout: (w_1..w_14, b), as as_vector_jax
     print(f"jax {jax.__version__} {jax.devices()[0].device_kind}; {args.chains} chains x "
           f"{args.steps} steps after {args.burn_in}, thinned by {THIN}; Monge α² {args.alpha2}; "
-          f"share window {args.window}, order {args.order}")
+          f"share window {args.window}, order {args.order}, lagged metric {args.lag}")
     print("| metric | decay | batch | lr | variant | mean err | cov err | ĉ end / run | "
           "diverged | wall s |")
     print("|" + "---|" * 10)

@@ -74,7 +74,8 @@ def share_init(params: PyTree) -> ShareState:
 
 
 def share_update(
-    state: ShareState, params: PyTree, *, decay: float | str, window: Any, order: Any
+    state: ShareState, params: PyTree, *, decay: float | str, window: Any, order: Any,
+    lag: bool = False,
 ) -> ShareState:
     """Fold θ_t into the moments.
 
@@ -82,6 +83,8 @@ def share_update(
     starts at x_1 instead of at 0 (for a constant decay the metric starts from S_0, which only
     its warm-up forgets). The moments use the weight ``max(1/t, w_t/window)``: a plain mean at
     first, then a moving window of ``window`` memories of the metric (``w_t`` its weight).
+    ``lag=True`` pairs x_t with x̄_{t−1} (a metric applied before it folds in the step's
+    statistic: C = Cov(θ_t, θ̄_{t−1})/Var(θ_t)).
     """
     count = state.count + 1
     w = metric_weight(decay, count)
@@ -110,7 +113,8 @@ def share_update(
             (1 - lam) * (c + lam * d * e),
         )
 
-    out = jax.tree.map(moments, state.mean, state.mean_bar, state.var, state.cov, x, bar)
+    paired = jax.tree.map(lambda b, old: jnp.where(first, b, old), bar, state.bar) if lag else bar
+    out = jax.tree.map(moments, state.mean, state.mean_bar, state.var, state.cov, x, paired)
     pick = lambda i: jax.tree.map(lambda t: t[i], out, is_leaf=lambda t: isinstance(t, tuple))
     return ShareState(count, center, bar, pick(0), pick(1), pick(2), pick(3))
 
@@ -198,6 +202,7 @@ def make_step(
     warmup: int | None = None,
     prior_in_metric: bool = True,
     record: bool = False,
+    lag: bool = False,
 ) -> tuple[Callable, Callable]:
     """``(init, step)`` with ``step(cfg, key, state, batch) -> (state, info)``.
 
@@ -214,6 +219,8 @@ def make_step(
       warmup: metric updates before Γ (``None``: the metric's warm-up, as the library).
       prior_in_metric: as :func:`sgrld.sgrld`.
       record: put Γ̂ and ``G⁻¹·1`` in ``info`` (diagnostics of the 1-D runs; else zeros).
+      lag: precondition with the metric *before* it folds in the step's statistic (S_{t−1}), so
+        that G⁻¹ is independent of the step's minibatch noise; the share pairs θ_t with θ̄_{t−1}.
     """
     schedule, temperatures = as_schedule(learning_rate), as_temperature(temperature)
     gradients = gradient_fn(potential_fn, prior_in_metric, metric)
@@ -233,7 +240,7 @@ def make_step(
         share_state = share_update(
             state.share, params, decay=decay,
             window=window if cfg.window is None else cfg.window,
-            order=order if cfg.order is None else cfg.order,
+            order=order if cfg.order is None else cfg.order, lag=lag,
         )
         if cfg.auto is True:
             c = share_value(share_state, pool)
@@ -261,17 +268,22 @@ def make_step(
             frozen = _tree_where(at_freeze, state.metric_state._replace(stat=averaged),
                                  state.metric_state)
             ms = _tree_where(adapting, ms, frozen)
+        applied = ms
+        if lag:  # the metric the step applies: the state before this step's statistic
+            applied = state.metric_state
+            if cfg.freeze_at is not None:
+                applied = _tree_where(adapting, state.metric_state, ms)
         gamma = gamma_from_probes(
-            metric, ms, gm, jax.tree.map(lambda x: x[None], z),
+            metric, applied, gm, jax.tree.map(lambda x: x[None], z),
             jax.tree.map(lambda x: x[None], hgm), reduce="mean",
         )
-        on = ms.count > steps_warm
+        on = applied.count > steps_warm
         if cfg.freeze_at is not None:
             on = on & adapting
         gamma = jax.tree.map(lambda x: jnp.where(on, x, jnp.zeros_like(x)), gamma)
         xi = normal_like(noise_key, params)
-        drift = metric.inv(ms, g)
-        noise = metric.inv_sqrt(ms, xi)
+        drift = metric.inv(applied, g)
+        noise = metric.inv_sqrt(applied, xi)
         scales = langevin_scales(lr, temperature=temp, num_data=num_data, correction_scale=1.0)
         new_params = integrator.move(params, drift, noise, gamma, scales)
         base = step_info(value, g, lr, new_params, gamma=gamma,
@@ -279,7 +291,7 @@ def make_step(
         leaves = jax.tree.leaves(c)
         share_mean = sum(jnp.sum(x) for x in leaves) / sum(jnp.size(x) for x in leaves)
         if record:
-            inv_one = metric.inv(ms, jax.tree.map(jnp.ones_like, params))
+            inv_one = metric.inv(applied, jax.tree.map(jnp.ones_like, params))
             rec_gamma = jax.tree.map(lambda x: x * scales.gamma, gamma)
         else:
             inv_one = rec_gamma = jax.tree.map(lambda x: jnp.zeros((), x.dtype), params)
