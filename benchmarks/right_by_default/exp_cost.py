@@ -9,7 +9,7 @@ per metric, three candidates, each ``--chunk`` steps inside one jitted ``lax.sca
 * ``proto-fixed``: share.py's step with the fixed share 0.5 (the prototype's own overhead).
 
 Reported: median ms per step and the median over rounds of the ratio to ``fixed`` in the same
-round, with its range.
+round, with its range; and ``auto`` over ``proto-fixed`` (the estimator's own cost).
 
     python benchmarks/right_by_default/exp_cost.py [--metrics rmsprop monge dop] [--rounds 7]
         [--chunk 20] [--chains 1]
@@ -68,6 +68,9 @@ def main() -> int:
         }
         times = interleave(cands, args.rounds)
         ref = times["fixed"]
+        own = fmt_spread(paired(times["auto"], times["proto-fixed"]))
+        print(f"| {name} | auto / proto-fixed | | {own} | |", flush=True)
+        rows.append((name, "auto / proto-fixed", "", own, ""))
         for k, t in times.items():
             ms = spread(x / args.chunk * 1e3 for x in t).median
             ratio = fmt_spread(paired(t, ref)) if k != "fixed" else "1"

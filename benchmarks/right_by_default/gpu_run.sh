@@ -1,6 +1,8 @@
 #!/bin/bash
 # The BLR grid of exp_blr.py on the device machine: full batch, then batch 32; outputs to $OUT.
-# Extra arguments (e.g. --lag) go to both runs; TAG names the output files.
+# Extra arguments (e.g. --lag) go to both runs; TAG names the output files. ../shared does not
+# travel: first `mkdir -p benchmarks/right_by_default/data && cp ../shared/data/libsvm_australian/australian
+# benchmarks/right_by_default/data/` (untracked, so it travels; remove it afterwards).
 export PYTHONUNBUFFERED=1 JAX_DEFAULT_MATMUL_PRECISION=highest
 D=benchmarks/right_by_default
 T=${TAG:-blr}
