@@ -231,26 +231,26 @@ def reference_candidates(params, batch, potential, chunk: int) -> list[Candidate
 
 
 def library_candidates(
-    params, batch, potential, variants, chunk: int, scan=lambda metric, corrected: True
+    params,
+    batch,
+    potential,
+    variants,
+    chunk: int,
+    scan=lambda metric, corrected: True,
+    loop: bool = True,
 ) -> list[Candidate]:
-    """Each ``(metric, corrected)`` step in a Python loop, and in a scan where ``scan`` says so."""
+    """Each ``(metric, corrected)`` step in a Python loop (unless ``loop`` is false), and in a
+    scan where ``scan`` says so."""
     cands = []
     for metric, corrected in variants:
         sampler = make_sampler(potential, metric, corrected)
         label = LABELS[metric] + (" + Hutchinson" if corrected else "")
         info = {"metric": metric, "corrected": corrected}
         step = jax.jit(sampler.step)
-        cands.append(
-            looped(
-                label,
-                lambda k, s, b, step=step: step(k, s, b)[0],
-                sampler.init(params),
-                batch,
-                chunk,
-                group="loop",
-                **info,
-            )
-        )
+        if loop:
+            looped_step = lambda k, s, b, step=step: step(k, s, b)[0]
+            state = sampler.init(params)
+            cands.append(looped(label, looped_step, state, batch, chunk, group="loop", **info))
         if scan(metric, corrected):
             chain = ScanChain(sampler, params, batch, chunk)
             cands.append(
