@@ -394,9 +394,9 @@ def chains_part(args) -> Part:
         extra += ["--samplers", "identity", "--sghmc-integration-steps", "2"]
         cap, grace = 60.0, 3.0
     else:
-        extra = ["--chains", "1", "8", "64", "512", "--steps", "200", "--rounds", "5"]
+        extra = ["--chains", *map(str, args.chains), "--steps", "200", "--rounds", "5"]
         extra += ["--compile-workers", "4", "--max-call-s", "6", "--round-seconds", "12"]
-        cap, grace = 200.0, 5.0
+        cap, grace = args.caps.get("chains", 200.0), 5.0
     extra += ["--data-dir", str(args.data_dir), "--json", str(out)]
     job = Job("chains", python_job(args, "chain_throughput.py", *extra), cap, 20.0, grace)
     job.outputs["json"] = out
@@ -485,9 +485,10 @@ def steps_part(args) -> Part:
         b += ["--no-fallback"]
         caps = (40.0, 40.0)
     else:
-        a = ["--rounds", "5", "--chunk", "200"]
-        b = ["--rounds", "5", "--chunk", "200"]
-        caps = (75.0, 55.0)
+        a = ["--rounds", "5", "--chunk", "200", "--metrics", *args.step_metrics]
+        b = ["--rounds", "5", "--chunk", "200", "--metrics", *args.fisher_metrics]
+        b += [] if args.fallback else ["--no-fallback"]
+        caps = (args.caps.get("step_throughput", 75.0), args.caps.get("fisher_step", 55.0))
     a += ["--no-torch", "--scan", "only", "--json", str(step_json)]
     b += ["--json", str(fisher_json)]
     jobs = [
@@ -790,6 +791,19 @@ def targets(results: dict[str, Any]) -> list[list[str]]:
             lambda v, limit=limit: v <= limit,
             ratio_text(r) if r else "",
         )
+    for name, label, limit in (
+        ("shampoo", "Shampoo", 2.0),
+        ("dop", "DOP", 1.3),
+        ("qdop", "QDOP", 1.5),
+    ):
+        r = pair.get((f"sgrld {name}", "sgrld identity", 1))
+        inverse = r and {"median": 1 / r["median"], "low": 1 / r["high"], "high": 1 / r["low"]}
+        add(
+            f"{label} ≤ {limit}× Identity per step, part 1's engine rows at 1 chain",
+            inverse and inverse["median"],
+            lambda v, limit=limit: v <= limit,
+            ratio_text(inverse) if inverse else "",
+        )
     for label in ("RMSprop", "Wenzel", "Monge", "Shampoo", "DOP", "QDOP"):
         r = gamma.get(label)
         add(
@@ -855,8 +869,27 @@ def parse_args(argv: Sequence[str] | None = None):
     add("--commit", help="the commit measured (default: git rev-parse HEAD of this tree)")
     add("--python", default=sys.executable, help="the interpreter of the jobs")
     add("--require-gpu", action="store_true", help="run nothing unless JAX's backend is gpu")
+    add("--chains", type=int, nargs="+", default=[1, 8, 64, 512], help="part 1's chain counts")
+    add("--step-metrics", nargs="+", default=["identity", "rmsprop", "wenzel", "monge", "shampoo"])
+    add(
+        "--fisher-metrics",
+        nargs="+",
+        default=["identity", "rmsprop", "fisher_diag", "fisher_qdiag"],
+    )
+    add("--no-fallback", dest="fallback", action="store_false", help="fisher_step.py's fallback")
+    add(
+        "--cap",
+        action="append",
+        default=[],
+        metavar="JOB=SECONDS",
+        help="a job's budget at most (chains, step_throughput, fisher_step), for a shorter run",
+    )
     args = parser.parse_args(argv)
     args.parts = args.parts or ["chains", "steps", "mnist"]
+    try:
+        args.caps = {k: float(v) for k, v in (c.split("=", 1) for c in args.cap)}
+    except ValueError:
+        parser.error(f"--cap takes JOB=SECONDS, got {args.cap}")
     if args.budget is None:
         args.budget = 150.0 if args.smoke else 480.0
     args.work = args.work or args.out / "work"
