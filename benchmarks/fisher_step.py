@@ -129,7 +129,7 @@ def chain_candidate(name, corrected, params, potential, batch, args, metric=None
     )
     with warnings.catch_warnings():  # the fallback row's FallbackWarning, raised when traced
         warnings.simplefilter("ignore", sgrld.per_example.FallbackWarning)
-        chain = mlp.ScanChain(sampler, params, batch, args.chunk)
+        chain = mlp.ScanChain(sampler, params, batch, args.chunk, warm=args.compile_workers <= 1)
     label = LABELS[name] + (" + Γ (Hutchinson)" if corrected else "")
     return Candidate(
         label,
@@ -179,6 +179,12 @@ def candidates(args) -> list[Candidate]:
             "fallback", False, flat, flat_potential, batch, args, metric="fisher_diag"
         )
         cands.append(fallback)
+    if args.compile_workers > 1:  # the chains were made unwarmed: compile them together
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", sgrld.per_example.FallbackWarning)
+            mlp.prepare([c.run for c in cands[1:]], args.compile_workers)
+        for c in cands[1:]:
+            c.compile_s = c.run.compile_s
     return cands
 
 
@@ -301,6 +307,9 @@ def parse_args(argv):
     )
     parser.add_argument(
         "--no-fallback", dest="fallback", action="store_false", help="skip the fallback's row"
+    )
+    parser.add_argument(
+        "--compile-workers", type=int, default=1, help="chains compiled at a time (threads)"
     )
     parser.add_argument(
         "--labels",

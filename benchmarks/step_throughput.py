@@ -89,7 +89,7 @@ def library_candidates(args, params, batch, potential) -> list[Candidate]:
     scan = lambda m, c: scanned(args, m, c)
     loop = args.scan != "only"
     return mlp.library_candidates(
-        params, batch, potential, variants(args), args.chunk, scan, loop=loop
+        params, batch, potential, variants(args), args.chunk, scan, loop, args.compile_workers
     )
 
 
@@ -321,6 +321,7 @@ def parse_args(argv: list[str] | None):
         "shampoo; with --against: all; only: every step in a scan and none in a Python loop)",
     )
     add("--json", type=Path, help="write every candidate's times per round here (JSON)")
+    add("--compile-workers", type=int, default=1, help="scan rows compiled at a time (threads)")
     add("--against", metavar="TREE", help="compare with the library in this checkout")
     add("--tolerance", type=float, default=0.03, help="--against: the allowed |ratio - 1|")
     add("--worker", action="store_true", help=argparse.SUPPRESS)

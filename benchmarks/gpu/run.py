@@ -30,6 +30,16 @@ a budget of about a minute) on the CPU: the fast test suite runs it (``tests/tes
 so the script cannot rot between GPU runs. Its sweep runs 2,000 epochs on purpose, so that its
 budget cuts it.
 
+What it costs (H200, 2026-11-27, code of cf504d1, ``benchmarks/gpu/issue37_*_h200.md``):
+compiling is most of it. Part 1 spent about 25 s starting, loading MNIST and compiling the
+gradient check's three programs (not timed apart), 32.5 s (1 chain) and 35 s (64 chains)
+compiling its ten programs on four threads (Shampoo's alone 22 s; now eight threads), and 2 s
+timing 1 chain. ``step_throughput.py`` had not compiled its first six candidates after about
+20 s (now eight at a time, ``--compile-workers``). By that count, parts 1 and 2 with every
+chain count and metric take about six minutes (an estimate), and part 3's 400-epoch sweeps need
+a command of their own (``--parts mnist --budget 480``; ten chains took 0.14-0.18 s an epoch
+for Identity, Monge, RMSprop and Wenzel on the H200, RESULTS §4; Shampoo's is unmeasured).
+
 The driver imports neither JAX nor sgrld (a process that initialises the GPU would hold its memory
 while the jobs run); it needs the Python that runs the jobs (``--python``, default this one) to
 import them.
@@ -395,7 +405,7 @@ def chains_part(args) -> Part:
         cap, grace = 60.0, 3.0
     else:
         extra = ["--chains", *map(str, args.chains), "--steps", "200", "--rounds", "5"]
-        extra += ["--compile-workers", "4", "--max-call-s", "6", "--round-seconds", "12"]
+        extra += ["--compile-workers", "8", "--max-call-s", "6", "--round-seconds", "12"]
         cap, grace = args.caps.get("chains", 200.0), 5.0
     extra += ["--data-dir", str(args.data_dir), "--json", str(out)]
     job = Job("chains", python_job(args, "chain_throughput.py", *extra), cap, 20.0, grace)
@@ -488,7 +498,8 @@ def steps_part(args) -> Part:
         a = ["--rounds", "5", "--chunk", "200", "--metrics", *args.step_metrics]
         b = ["--rounds", "5", "--chunk", "200", "--metrics", *args.fisher_metrics]
         b += [] if args.fallback else ["--no-fallback"]
-        caps = (args.caps.get("step_throughput", 75.0), args.caps.get("fisher_step", 55.0))
+        a, b = a + ["--compile-workers", "8"], b + ["--compile-workers", "8"]
+        caps = (args.caps.get("step_throughput", 90.0), args.caps.get("fisher_step", 55.0))
     a += ["--no-torch", "--scan", "only", "--json", str(step_json)]
     b += ["--json", str(fisher_json)]
     jobs = [
@@ -869,7 +880,13 @@ def parse_args(argv: Sequence[str] | None = None):
     add("--commit", help="the commit measured (default: git rev-parse HEAD of this tree)")
     add("--python", default=sys.executable, help="the interpreter of the jobs")
     add("--require-gpu", action="store_true", help="run nothing unless JAX's backend is gpu")
-    add("--chains", type=int, nargs="+", default=[1, 8, 64, 512], help="part 1's chain counts")
+    add(
+        "--chains",
+        type=int,
+        nargs="+",
+        default=[1, 64, 8, 512],
+        help="part 1's chain counts, in the order they are run (the targets' first)",
+    )
     add("--step-metrics", nargs="+", default=["identity", "rmsprop", "wenzel", "monge", "shampoo"])
     add(
         "--fisher-metrics",
