@@ -29,14 +29,19 @@ Usage::
     python benchmarks/fisher_step.py                  # 7 rounds of 100 steps
     python benchmarks/fisher_step.py --quick          # smoke run: 2 rounds of 20 steps
     python benchmarks/fisher_step.py --labels model   # the true Fisher (ỹ drawn from the model)
+    python benchmarks/fisher_step.py --metrics identity fisher_diag --no-fallback --json f.json
+
+``--json PATH`` writes every row's seconds per round (``benchmarks/gpu/run.py`` reads it).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 import warnings
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -55,6 +60,7 @@ MODEL_LABELS_LR = 1e-5
 """lr of the Fisher metrics with ``--labels model``. On this random-label minibatch (the model's
 Fisher is small where the data's gradient is not) DOP's chain at 1e-3 is non-finite from step 10,
 QDOP's at 1e-4 from step 575 (:class:`mlp.ScanChain` repeats its chunk's keys); 3e-5 held 800."""
+METRICS = ("identity", "rmsprop", "fisher_diag", "fisher_qdiag")
 TARGETS = {"fisher_diag": 1.3, "fisher_qdiag": 1.5}
 """The issue's bounds on the uncorrected steps / Identity's."""
 GAMMA_TARGET = 2.5
@@ -123,7 +129,7 @@ def chain_candidate(name, corrected, params, potential, batch, args, metric=None
     )
     with warnings.catch_warnings():  # the fallback row's FallbackWarning, raised when traced
         warnings.simplefilter("ignore", sgrld.numerics.per_example.FallbackWarning)
-        chain = mlp.ScanChain(sampler, params, batch, args.chunk)
+        chain = mlp.ScanChain(sampler, params, batch, args.chunk, warm=args.compile_workers <= 1)
     label = LABELS[name] + (" + Γ (Hutchinson)" if corrected else "")
     return Candidate(
         label,
@@ -160,16 +166,25 @@ class GradientOnly:
 
 
 def candidates(args) -> list[Candidate]:
-    """Every row: gradient only, Identity, RMSprop (± Γ), DOP and QDOP (± Γ), the fallback."""
+    """Every row: gradient only, Identity, RMSprop (± Γ), DOP and QDOP (± Γ), the fallback (those
+    of ``--metrics``, and the fallback unless ``--no-fallback``)."""
     batch, (params, potential), (flat, flat_potential) = problem()
     grad = GradientOnly(params, potential, batch, args.chunk)
     cands = [Candidate("gradient only", grad, args.chunk, "gradient", compile_s=grad.compile_s)]
-    for name in ("identity", "rmsprop", "fisher_diag", "fisher_qdiag"):
+    for name in ("identity", *(m for m in METRICS if m in args.metrics and m != "identity")):
         for corrected in (False, True) if name != "identity" else (False,):
             cands.append(chain_candidate(name, corrected, params, potential, batch, args))
-    cands.append(
-        chain_candidate("fallback", False, flat, flat_potential, batch, args, metric="fisher_diag")
-    )
+    if args.fallback:
+        fallback = chain_candidate(
+            "fallback", False, flat, flat_potential, batch, args, metric="fisher_diag"
+        )
+        cands.append(fallback)
+    if args.compile_workers > 1:  # the chains were made unwarmed: compile them together
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", sgrld.numerics.per_example.FallbackWarning)
+            mlp.prepare([c.run for c in cands[1:]], args.compile_workers)
+        for c in cands[1:]:
+            c.compile_s = c.run.compile_s
     return cands
 
 
@@ -243,6 +258,8 @@ def print_floor(ratios: dict[str, float]) -> None:
         ("dop", "fisher_diag", "one product"),
         ("qdop", "fisher_qdiag", "two products"),
     ):
+        if LABELS[name] not in ratios:
+            continue
         floor = 1 + macs[key] / macs["identity"]
         print(
             f"  {LABELS[name]}: +{macs[key]:,} MACs ({count} of the weights' size per layer): "
@@ -256,6 +273,8 @@ def print_targets(cands: list[Candidate], ratios: dict[str, float]) -> None:
     """Issue 15's speed targets, each ✓/✗ with the measured median paired ratio."""
     print("Targets (issue 15):")
     for name, limit in TARGETS.items():
+        if LABELS[name] not in ratios:
+            continue
         r = ratios[LABELS[name]]
         print(f"  {'✓' if r <= limit else '✗'} {LABELS[name]} / Identity: {r:.2f}x (<= {limit}x)")
     for c in cands:
@@ -263,6 +282,8 @@ def print_targets(cands: list[Candidate], ratios: dict[str, float]) -> None:
             r = ratios[c.name + " / uncorrected"]
             mark = "✓" if r <= GAMMA_TARGET else "✗"
             print(f"  {mark} {c.name} / {LABELS[c.group]}: {r:.2f}x (<= {GAMMA_TARGET}x)")
+    if LABELS["fallback"] not in ratios or LABELS["fisher_diag"] not in ratios:
+        return
     fallback = ratios[LABELS["fallback"]]
     dop = ratios[LABELS["fisher_diag"]]
     print(
@@ -276,6 +297,20 @@ def parse_args(argv):
     parser.add_argument("--rounds", type=int, default=7, help="interleaved timing rounds")
     parser.add_argument("--chunk", type=int, default=100, help="steps per candidate per round")
     parser.add_argument("--quick", action="store_true", help="smoke run: 2 rounds of 20 steps")
+    parser.add_argument("--json", type=Path, help="write every row's times per round here (JSON)")
+    parser.add_argument(
+        "--metrics",
+        nargs="+",
+        choices=METRICS,
+        default=list(METRICS),
+        help="the rows' metrics (Identity, the reference, always)",
+    )
+    parser.add_argument(
+        "--no-fallback", dest="fallback", action="store_false", help="skip the fallback's row"
+    )
+    parser.add_argument(
+        "--compile-workers", type=int, default=1, help="chains compiled at a time (threads)"
+    )
     parser.add_argument(
         "--labels",
         choices=sgrld.numerics.per_example.LABELS,
@@ -312,6 +347,10 @@ def main(argv: list[str] | None = None) -> int:
     print_floor(ratios)
     print()
     print_targets(cands, ratios)
+    if args.json:
+        keys = ("name", "group", "metric", "corrected", "steps", "times", "compile_s")
+        rows = [{k: getattr(c, k) for k in keys} | {"finite": c.finite()} for c in cands]
+        args.json.write_text(json.dumps({"candidates": rows}, indent=1))
     bad = [c.name for c in cands if not c.finite()]
     if bad:
         print("NON-FINITE chains:", ", ".join(bad))

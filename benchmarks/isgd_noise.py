@@ -31,6 +31,7 @@ import jax
 import jax.numpy as jnp
 
 import sgrld
+from sgrld.run.config import with_overrides
 from sgrld.run.from_config import build_experiment, run_config
 from sgrld.run.sampler_from_config import sampler_of
 from sgrld.samplers.isgd import noise_estimate
@@ -52,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     method = next(m for m in ISGD_METHODS if m.key == "isgd")
     validation = max(round(0.1 * runs.train_size(args.dataset, args.split, plan)), 1)
     config = runs.config_of(method, args.dataset, args.split, None, plan, validation)
-    config = config.with_overrides(args.set)  # after the reproduction's own: they win
+    config = with_overrides(config, args.set)  # after the reproduction's own: they win
     print(f"{args.dataset} split {args.split}, {args.steps:,} updates, overrides {args.set}")
 
     potentials = []

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import jax
@@ -136,11 +137,12 @@ class ScanChain:
     """A sampler's chain advanced ``steps`` steps per call, inside one jitted ``lax.scan``.
 
     The state is carried from call to call; the first call (compilation included) happens at
-    construction and is timed as ``compile_s``. ``finite`` says whether every step so far gave
+    construction and is timed as ``compile_s``, unless ``warm`` is false: then :func:`prepare`
+    compiles several chains at once. ``finite`` says whether every step so far gave
     ``info.is_finite``.
     """
 
-    def __init__(self, sampler, params, batch, steps: int, seed: int = 2):
+    def __init__(self, sampler, params, batch, steps: int, seed: int = 2, warm: bool = True):
         def scan(state, keys, batch):
             def body(s, k):
                 s, info = sampler.step(k, s, batch)
@@ -155,11 +157,26 @@ class ScanChain:
         self.keys = jax.random.split(jax.random.key(seed), steps)
         self.state = sampler.init(params)
         self.finite = True
-        self.compile_s = first_call_s(self)
+        self.compile_s = first_call_s(self) if warm else 0.0
+
+    def compile(self) -> None:
+        """Compile ahead of time (thread-safe: no computation runs); adds to ``compile_s``."""
+        t0 = time.perf_counter()
+        self.fn = self.fn.lower(self.state, self.keys, self.batch).compile()
+        self.compile_s += time.perf_counter() - t0
 
     def __call__(self) -> None:
         self.state, ok = jax.block_until_ready(self.fn(self.state, self.keys, self.batch))
         self.finite &= bool(ok)
+
+
+def prepare(chains: list[ScanChain], workers: int) -> None:
+    """Compile chains made with ``warm=False``, ``workers`` at a time (threads), then run each
+    once, one after the other; ``compile_s`` is the compile and that first call."""
+    with ThreadPoolExecutor(max(1, workers)) as pool:
+        list(pool.map(lambda c: c.compile(), chains))
+    for c in chains:
+        c.compile_s += first_call_s(c)
 
 
 def first_call_s(fn) -> float:
@@ -231,28 +248,31 @@ def reference_candidates(params, batch, potential, chunk: int) -> list[Candidate
 
 
 def library_candidates(
-    params, batch, potential, variants, chunk: int, scan=lambda metric, corrected: True
+    params,
+    batch,
+    potential,
+    variants,
+    chunk: int,
+    scan=lambda metric, corrected: True,
+    loop: bool = True,
+    workers: int = 1,
 ) -> list[Candidate]:
-    """Each ``(metric, corrected)`` step in a Python loop, and in a scan where ``scan`` says so."""
-    cands = []
+    """Each ``(metric, corrected)`` step in a Python loop (unless ``loop`` is false), and in a
+    scan where ``scan`` says so; with ``workers`` > 1 the scans are compiled that many at a
+    time (:func:`prepare`)."""
+    cands, deferred = [], []
     for metric, corrected in variants:
         sampler = make_sampler(potential, metric, corrected)
         label = LABELS[metric] + (" + Hutchinson" if corrected else "")
         info = {"metric": metric, "corrected": corrected}
         step = jax.jit(sampler.step)
-        cands.append(
-            looped(
-                label,
-                lambda k, s, b, step=step: step(k, s, b)[0],
-                sampler.init(params),
-                batch,
-                chunk,
-                group="loop",
-                **info,
-            )
-        )
+        if loop:
+            looped_step = lambda k, s, b, step=step: step(k, s, b)[0]
+            state = sampler.init(params)
+            cands.append(looped(label, looped_step, state, batch, chunk, group="loop", **info))
         if scan(metric, corrected):
-            chain = ScanChain(sampler, params, batch, chunk)
+            chain = ScanChain(sampler, params, batch, chunk, warm=workers <= 1)
+            deferred += [] if workers <= 1 else [chain]
             cands.append(
                 Candidate(
                     label + " [scan]",
@@ -264,4 +284,8 @@ def library_candidates(
                     **info,
                 )
             )
+    if deferred:
+        prepare(deferred, workers)
+        for c in cands:
+            c.compile_s = getattr(c.run, "compile_s", c.compile_s)
     return cands

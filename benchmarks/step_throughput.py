@@ -30,11 +30,15 @@ Usage::
     python benchmarks/step_throughput.py --quick          # smoke run
     python benchmarks/step_throughput.py --metrics identity shampoo --no-torch --rounds 5
     python benchmarks/step_throughput.py --against /tmp/base --rounds 9 --chunk 100
+    python benchmarks/step_throughput.py --scan only --no-torch --json steps.json   # scan rows only
+
+``--json PATH`` writes every candidate's seconds per round (``benchmarks/gpu/run.py`` reads it).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 import time
@@ -66,7 +70,7 @@ HERE = Path(__file__).resolve().parent
 def scanned(args, metric: str, corrected: bool) -> bool:
     """Whether ``--scan`` asks for the scan row of this step."""
     return (
-        args.scan == "all"
+        args.scan in ("all", "only")
         or (args.scan == "uncorrected" and not corrected)
         or (args.scan == "some" and not corrected and metric in ("identity", "shampoo"))
     )
@@ -82,8 +86,10 @@ def variants(args) -> list[tuple[str, bool]]:
 
 def library_candidates(args, params, batch, potential) -> list[Candidate]:
     """The library's steps that ``args`` asks for."""
+    scan = lambda m, c: scanned(args, m, c)
+    loop = args.scan != "only"
     return mlp.library_candidates(
-        params, batch, potential, variants(args), args.chunk, lambda m, c: scanned(args, m, c)
+        params, batch, potential, variants(args), args.chunk, scan, loop, args.compile_workers
     )
 
 
@@ -165,6 +171,13 @@ def print_targets(cands: list[Candidate]) -> None:
     lines = target_lines(cands, "loop") + target_lines(cands, "scan")
     print("Targets:")
     print("\n".join(lines) if lines else "  (none measurable with the selected candidates)")
+
+
+def write_json(path: Path, cands: list[Candidate]) -> None:
+    """Every candidate's name, kind, steps per call, seconds per round and compile seconds."""
+    keys = ("name", "group", "metric", "corrected", "steps", "times", "compile_s")
+    rows = [{k: getattr(c, k) for k in keys} | {"finite": c.finite()} for c in cands]
+    path.write_text(json.dumps({"candidates": rows}, indent=1))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -302,11 +315,13 @@ def parse_args(argv: list[str] | None):
     add("--no-hutchinson", action="store_true", help="skip the corrected steps")
     add(
         "--scan",
-        choices=("none", "some", "uncorrected", "all"),
+        choices=("none", "some", "uncorrected", "all", "only"),
         default=None,
         help="which steps also run as one jitted lax.scan per chunk (default: some, identity and "
-        "shampoo; with --against: all)",
+        "shampoo; with --against: all; only: every step in a scan and none in a Python loop)",
     )
+    add("--json", type=Path, help="write every candidate's times per round here (JSON)")
+    add("--compile-workers", type=int, default=1, help="scan rows compiled at a time (threads)")
     add("--against", metavar="TREE", help="compare with the library in this checkout")
     add("--tolerance", type=float, default=0.03, help="--against: the allowed |ratio - 1|")
     add("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -367,6 +382,8 @@ def here(args) -> int:
     print_table(cands)
     print()
     print_targets(cands)
+    if args.json:
+        write_json(args.json, cands)
     bad = [c.name for c in cands if not c.finite()]
     if bad:
         print("NON-FINITE chains (see benchmarks/RESULTS.md):", ", ".join(bad))
