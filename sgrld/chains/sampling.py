@@ -23,7 +23,7 @@ import numpy as np
 from sgrld.chains.divergence import ADVICE, first_divergence, leaf_names
 from sgrld.chains.engine import Chunk, Engine, chain_keys, count_kept, random_batches
 from sgrld.numerics.pytrees import PyTree
-from sgrld.samplers.sampler import Sampler
+from sgrld.samplers.sampler import Sampler, SGRLDState
 
 
 class Samples(NamedTuple):
@@ -173,8 +173,10 @@ def sample(
       True
     """
     chains = _check(num_samples, thin, burn_in, num_chains)
+    start = 0 if state is None else int(np.asarray(state.step).reshape(-1)[0])
+    sampler = with_burn_in(sampler, burn_in, start)
     state = _chain_states(sampler, params, state, chains, single=num_chains is None)
-    start = int(np.asarray(state.step).reshape(-1)[0])
+    state = _fit_state(sampler, state)
     engine = Engine(
         sampler, random_batches(batch_fn), burn_in=start + burn_in, thin=thin, keep=keep, mesh=mesh
     )
@@ -207,6 +209,39 @@ def sample(
     )
     _raise_if_diverged(carry, out, start, burn_in, thin, keep)
     return out
+
+
+def with_burn_in(sampler: Sampler, burn_in: int, start: int = 0) -> Sampler:
+    """``sampler`` for a run of ``burn_in`` steps from step ``start``: ``adapt_until="auto"``
+    resolved (:func:`sgrld.samplers.guarantee.auto_freeze`); an ``adapt_until`` after the burn-in
+    refused, since the kept samples would come from a metric still adapting."""
+    adaptation = getattr(sampler, "adaptation", None)
+    if adaptation is None:
+        return sampler
+    if adaptation.resolve is not None:
+        return adaptation.resolve(burn_in, start)
+    until = adaptation.adapt_until
+    if isinstance(until, int) and until > start + burn_in:
+        raise ValueError(
+            f"adapt_until={until} is after the burn-in (burn_in={burn_in} from step {start}): "
+            "the first samples would come from a metric still adapting; raise burn_in to at "
+            f"least {until - start} or lower adapt_until"
+        )
+    return sampler
+
+
+def _fit_state(sampler: Sampler, state: Any) -> Any:
+    """An SGRLD ``state`` (chain axis first) given the window sum its sampler's freeze carries,
+    or without one it does not: a state from an ``"auto"`` sampler's own ``init`` (which knows
+    no burn-in) continues on the resolved sampler."""
+    if not isinstance(state, SGRLDState):
+        return state
+    one = jax.tree.map(lambda x: x[0], state.params)
+    wanted = bool(jax.tree.leaves(jax.eval_shape(sampler.init, one).stat_sum))
+    if wanted == bool(jax.tree.leaves(state.stat_sum)):
+        return state
+    stat_sum = jax.tree.map(jnp.zeros_like, state.metric_state.stat) if wanted else ()
+    return state._replace(stat_sum=stat_sum)
 
 
 def _check(num_samples: int, thin: int, burn_in: int, num_chains: int | None) -> int:

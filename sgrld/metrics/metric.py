@@ -59,6 +59,14 @@ class Metric(NamedTuple):
         It computes the observation in the same pass as the gradient; ``update`` and ``statistic``
         then take that observation, and Γ differentiates it along the probe like a gradient.
         ``None``: the observation is the mean gradient.
+      decay: the average's decay (a float or :data:`INVERSE_SQRT`; ``None`` for a metric that is
+        no moving average); the adaptive share of Γ (:mod:`sgrld.parts.share`) averages θ with it.
+      statistic_order: 1 for a statistic that is about linear in θ near the mode (Monge's g, the
+        Fisher metrics' per-example terms), 2 for one that vanishes there quadratically (the
+        minibatch-mean g² of RMSprop, Wenzel, Shampoo): the order of the share's feature, and the
+        mark of a metric no continuous Γ makes exact (:mod:`sgrld.samplers.guarantee`).
+      with_stat: ``with_stat(state, stat) -> state``: the state with its statistic replaced and
+        its cache refreshed from it (:func:`freeze`); ``None``: ``state._replace(stat=stat)``.
     """
 
     init: Callable[[PyTree], Any]
@@ -69,6 +77,9 @@ class Metric(NamedTuple):
     warmup: int = 0
     inv_grad_tangent: Callable[[Any, PyTree, PyTree, PyTree], PyTree] | None = None
     observation_fn: Callable[[Callable], Callable] | None = None
+    decay: float | str | None = None
+    statistic_order: int = 1
+    with_stat: Callable[[Any, PyTree], Any] | None = None
 
 
 class MetricState(NamedTuple):
@@ -196,6 +207,7 @@ def ema_metric(
     inv_grad_tangent: Callable[[PyTree, PyTree, PyTree, PyTree], PyTree] | None = None,
     observation_fn: Callable[[Callable], Callable] | None = None,
     skip_nonfinite: bool = False,
+    statistic_order: int = 1,
 ) -> Metric:
     """Build a :class:`Metric` whose state is an EMA of ``statistic``.
 
@@ -214,6 +226,7 @@ def ema_metric(
       observation_fn: :attr:`Metric.observation_fn` (``None``: the statistic of the mean gradient).
       skip_nonfinite: an update whose statistic is not finite keeps the previous average and
         counts one fallback (``state.fallbacks``), instead of poisoning the average.
+      statistic_order: :attr:`Metric.statistic_order`.
 
     Returns:
       The metric.
@@ -236,7 +249,36 @@ def ema_metric(
         else lambda state, v, g, dg: inv_grad_tangent(state.cache, v, g, dg),
         warmup=max(_warmup(decay), update_every if refresh is not None else 0),
         observation_fn=observation_fn,
+        decay=decay,
+        statistic_order=int(statistic_order),
+        with_stat=functools.partial(_ema_with_stat, refresh),
     )
+
+
+def _ema_with_stat(refresh: Callable | None, state: MetricState, stat: PyTree) -> MetricState:
+    """``state`` with the statistic ``stat`` and, if the metric caches, a cache refreshed from it
+    (a refresh that fails keeps the old cache and counts a fallback)."""
+    stat = jax.tree.map(lambda new, old: new.astype(old.dtype), stat, state.stat)
+    if refresh is None:
+        return state._replace(stat=stat)
+    cache, failed = refresh(stat, state.cache)
+    return state._replace(stat=stat, cache=cache, fallbacks=state.fallbacks + failed)
+
+
+def freeze(metric: Metric, state: MetricState, stat: PyTree) -> MetricState:
+    """The state a metric is frozen in: ``state`` with its statistic replaced by ``stat`` (e.g. a
+    window average, :func:`sgrld.sgrld`'s ``adapt_until="auto"``) and its cache refreshed from it.
+
+    Example:
+      >>> import sgrld
+      >>> m = sgrld.metrics.wenzel(update_every=5)
+      >>> s = freeze(m, m.init(jnp.ones(3)), [jnp.float32(4.0)])
+      >>> float(s.stat[0]), float(m.inv(s, jnp.ones(3))[0]) < 1.0
+      (4.0, True)
+    """
+    if metric.with_stat is None:
+        return state._replace(stat=stat)
+    return metric.with_stat(state, stat)
 
 
 def _ema_init(

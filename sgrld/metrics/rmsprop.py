@@ -47,4 +47,5 @@ def rmsprop(decay: float = 0.99, eps: float = 1e-8) -> Metric:
         decay=decay,
         inv=inv,
         inv_sqrt=inv_sqrt,
+        statistic_order=2,
     )

@@ -298,4 +298,5 @@ def shampoo(
         refresh=partial(_refresh, eps),
         update_every=update_every,
         inv_grad_tangent=partial(_inv_grad_tangent, block_size, eps),
+        statistic_order=2,
     )

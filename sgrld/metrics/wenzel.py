@@ -99,4 +99,5 @@ def wenzel(decay: float = 0.99, eps: float = 1e-8, update_every: int = 500) -> M
         init_cache=lambda params: [jnp.ones((), jnp.float32) for _ in jax.tree.leaves(params)],
         refresh=functools.partial(_refresh, eps),
         update_every=update_every,
+        statistic_order=2,
     )

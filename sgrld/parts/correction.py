@@ -47,11 +47,14 @@ from jax.flatten_util import ravel_pytree
 from sgrld.metrics.metric import Metric, MetricState, inv_tangent
 from sgrld.numerics.noise import rademacher
 from sgrld.numerics.pytrees import PyTree
+from sgrld.parts import share as shares
 
 GradFn = Callable[[PyTree], tuple[jax.Array, PyTree, PyTree]]
 """``params -> (Û/N, ∇Û/N, the gradient the metric's statistic is computed from)``."""
 MODES = ("none", "hutchinson", "exact")
 """The correction modes, by name; ``None`` is accepted as ``"none"``."""
+AUTO = "auto"
+"""``correction_scale="auto"``: the share of Γ estimated online (:mod:`sgrld.parts.share`)."""
 
 
 class Estimate(NamedTuple):
@@ -62,26 +65,34 @@ class Estimate(NamedTuple):
       grad: ∇Û(θ)/N.
       metric_state: the metric's state with the step's gradient folded in (``S_t``).
       gamma: Γ̂(θ), shaped like the parameters (zeros without a correction or before warm-up).
+      share: the share's moments (:class:`sgrld.parts.share.ShareState`) with θ_t folded in, for
+        ``scale="auto"``; ``()`` otherwise.
     """
 
     value: jax.Array
     grad: PyTree
     metric_state: MetricState
     gamma: PyTree
+    share: PyTree = ()
 
 
 class Correction(NamedTuple):
-    """A correction mode: ``estimate(key, grad_fn, params, metric, metric_state) -> Estimate``.
+    """A correction mode: ``estimate(key, grad_fn, params, metric, metric_state, share=())
+    -> Estimate``.
 
     Attributes:
       mode: its name in :data:`MODES`.
-      scale: c, the share of Γ the integrator adds (1: correct, 0: dropped).
+      scale: c, the share of Γ the integrator adds (1: correct, 0: dropped; 1 with ``adaptive``,
+        whose share is in Γ̂ itself).
       estimate: the gradient, the updated metric state and Γ̂ of one step.
+      adaptive: Γ̂ carries the online share ĉ (``scale="auto"``); ``estimate`` then takes and
+        returns the share's moments.
     """
 
     mode: str
     scale: float
-    estimate: Callable[[jax.Array, GradFn, PyTree, Metric, MetricState], Estimate]
+    estimate: Callable[..., Estimate]
+    adaptive: bool = False
 
 
 def rademacher_like(key: jax.Array, tree: PyTree, num: int) -> PyTree:
@@ -147,11 +158,11 @@ def gamma_from_probes(
 def none() -> Correction:
     """No correction: one gradient, the metric updated with it, Γ̂ = 0 (the published samplers)."""
 
-    def estimate(key, grad_fn, params, metric, metric_state):
+    def estimate(key, grad_fn, params, metric, metric_state, share=()):
         del key
         value, g, gm = grad_fn(params)
         zeros = jax.tree.map(jnp.zeros_like, params)
-        return Estimate(value, g, metric.update(metric_state, gm), zeros)
+        return Estimate(value, g, metric.update(metric_state, gm), zeros, share)
 
     return Correction("none", 0.0, estimate)
 
@@ -162,29 +173,54 @@ def _check_warmup(warmup: int | None) -> int | None:
     return None if warmup is None else int(warmup)
 
 
+def _check_scale(scale: float | str) -> float | str:
+    if scale == AUTO:
+        return AUTO
+    if isinstance(scale, str) or not math.isfinite(float(scale)):
+        raise ValueError(f"correction_scale must be finite or {AUTO!r}, got {scale!r}")
+    return float(scale)
+
+
+def _share_probes(metric: Metric, share: PyTree, params: PyTree, z: PyTree):
+    """``(ĉ⊙z, share)``: the probes scaled by the share with θ_t folded in (``scale="auto"``)."""
+    if metric.decay is None:
+        raise ValueError(
+            f'correction_scale="{AUTO}" needs a moving-average metric (Metric.decay is None)'
+        )
+    share = shares.share_update(share, params, decay=metric.decay, order=metric.statistic_order)
+    c = shares.share_value(share)
+    return jax.tree.map(lambda ci, zi: (ci * zi).astype(zi.dtype), c, z), share
+
+
 def _probed(
     mode: str,
     draw: Callable[[jax.Array, PyTree], PyTree],
     reduce: str,
-    scale: float,
+    scale: float | str,
     warmup: int | None,
 ) -> Correction:
     """A correction from probes ``draw(key, params)``, stacked on a leading axis.
 
     Γ̂ is zero until the metric has made ``warmup`` updates (``None``: the metric's own warm-up,
     :attr:`sgrld.metrics.Metric.warmup`), since ``D_S F`` at a statistic still near its initial
-    value is far from the derivative of the limiting metric.
+    value is far from the derivative of the limiting metric. With ``scale="auto"`` the
+    Hessian-vector products are taken along ``ĉ⊙z`` (:mod:`sgrld.parts.share`).
     """
     warmup = _check_warmup(warmup)
+    adaptive = _check_scale(scale) == AUTO
 
-    def estimate(key, grad_fn, params, metric, metric_state):
+    def estimate(key, grad_fn, params, metric, metric_state, share=()):
         z = draw(key, params)
+        tangents = z
+        if adaptive:
+            tangents, share = _share_probes(metric, share, params, z)
         if jax.tree.leaves(z)[0].shape[0] == 1:  # one forward-over-reverse pass
-            primal, tangent = jax.jvp(grad_fn, (params,), (jax.tree.map(lambda x: x[0], z),))
+            first = jax.tree.map(lambda x: x[0], tangents)
+            primal, tangent = jax.jvp(grad_fn, (params,), (first,))
             hz = jax.tree.map(lambda x: x[None], tangent[2])
         else:
             primal, linear = jax.linearize(grad_fn, params)
-            hz = jax.vmap(lambda v: linear(v)[2])(z)
+            hz = jax.vmap(lambda v: linear(v)[2])(tangents)
         value, g, gm = primal
         metric_state = metric.update(metric_state, gm)
         gamma = gamma_from_probes(metric, metric_state, gm, z, hz, reduce=reduce)
@@ -192,15 +228,15 @@ def _probed(
         if steps:
             warm = metric_state.count > steps
             gamma = jax.tree.map(lambda x: jnp.where(warm, x, jnp.zeros_like(x)), gamma)
-        return Estimate(value, g, metric_state, gamma)
+        return Estimate(value, g, metric_state, gamma, share)
 
-    return Correction(mode, float(scale), estimate)
+    return Correction(mode, 1.0 if adaptive else float(scale), estimate, adaptive)
 
 
 def hutchinson(
     num_probes: int = 1,
     *,
-    scale: float = 1.0,
+    scale: float | str = 1.0,
     warmup: int | None = None,
     probe_fn: Callable[[jax.Array, PyTree, int], PyTree] = rademacher_like,
 ) -> Correction:
@@ -208,7 +244,8 @@ def hutchinson(
 
     Args:
       num_probes: probes per step; one costs about one extra forward-over-reverse pass.
-      scale: c, the share of Γ applied.
+      scale: c, the share of Γ applied; ``"auto"``: the share ĉ estimated online, per coordinate
+        (:mod:`sgrld.parts.share`).
       warmup: metric updates before Γ̂ is applied (``None``: the metric's warm-up).
       probe_fn: ``(key, params, num) -> probes`` with ``E[z zᵀ] = I``, stacked on a leading axis.
 
@@ -221,11 +258,11 @@ def hutchinson(
     return _probed("hutchinson", lambda key, p: probe_fn(key, p, num), "mean", scale, warmup)
 
 
-def exact(*, scale: float = 1.0, warmup: int | None = None) -> Correction:
+def exact(*, scale: float | str = 1.0, warmup: int | None = None) -> Correction:
     """Γ as the full trace over the D basis vectors (D Hessian-vector products): small problems.
 
     Args:
-      scale: c, the share of Γ applied.
+      scale: c, the share of Γ applied, or ``"auto"`` (:func:`hutchinson`).
       warmup: metric updates before Γ is applied (``None``: the metric's warm-up).
 
     Returns:
@@ -237,7 +274,7 @@ def exact(*, scale: float = 1.0, warmup: int | None = None) -> Correction:
 def from_mode(
     mode: str | None,
     *,
-    scale: float = 1.0,
+    scale: float | str = 1.0,
     num_probes: int = 1,
     warmup: int | None = None,
 ) -> Correction:
@@ -249,8 +286,7 @@ def from_mode(
     """
     mode = "none" if mode is None else mode
     warmup = _check_warmup(warmup)
-    if not math.isfinite(float(scale)):
-        raise ValueError(f"correction_scale must be finite, got {scale}")
+    scale = _check_scale(scale)
     if int(num_probes) != num_probes or num_probes < 1:
         raise ValueError(f"num_probes must be an integer >= 1, got {num_probes!r}")
     if mode not in MODES:

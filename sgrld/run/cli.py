@@ -144,6 +144,7 @@ def diagnose_command(args: argparse.Namespace) -> int:
     chains, draws = next(iter(series.values())).shape
     console = report.console()
     console.print(f"{args.folder}: {chains} chain(s) x {draws} draws", soft_wrap=True)
+    console.print(diagnostics.guarantee_line(args.folder), soft_wrap=True)
     console.print(report.rich_table("convergence", report.CONVERGENCE_COLUMNS, rows))
     plot = report.plot_traces(series, f"{args.folder}/diagnose.png")
     console.print(f"split R-hat above 1.01: the chains have not mixed. Traces in {plot}")

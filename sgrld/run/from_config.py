@@ -39,7 +39,12 @@ from sgrld.run.config import (
     write_config,
 )
 from sgrld.run.runner import Experiment, Result, RunPlan, first_kept_window, run, sample_steps
-from sgrld.run.sampler_from_config import check_exact_size, cyclical_of, sampler_of
+from sgrld.run.sampler_from_config import (
+    check_exact_size,
+    cyclical_of,
+    guarantee_of,
+    sampler_of,
+)
 from sgrld.samplers.sampler import Sampler
 from sgrld.samples.results import ResultsError
 
@@ -81,7 +86,12 @@ def build_experiment(
     num_steps = config.run.epochs * (len(x_train) // config.data.batch_size)
     build = sampler or (
         lambda potential, n: sampler_of(
-            config.sampler, potential, n, schedule=config.schedule, num_steps=num_steps
+            config.sampler,
+            potential,
+            n,
+            schedule=config.schedule,
+            num_steps=num_steps,
+            burn_in=config.run.burn_in,
         )
     )
     input_shape = (1, *x_train.shape[1:])
@@ -95,7 +105,7 @@ def build_experiment(
 
     check_exact_size(config, jax.eval_shape(init_fn, jax.random.key(0)))
     apply = bnn.models.evaluation_apply_fn(model, x_train)  # batch norm: training statistics
-    meta = {"config": config.to_dict()}
+    meta = {"config": config.to_dict(), "guarantee": guarantee_of(config)}
     sampler = build(potential, len(x_train))
     keep = None
     if config.schedule.kind == "cyclical" and num_steps >= config.schedule.cycles:

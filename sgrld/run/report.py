@@ -170,6 +170,7 @@ def summary_row(result: Any, **first: str) -> dict[str, Any]:
         "s/epoch scoring": result.summary["eval_seconds_per_epoch"],
         "compile s": result.compile_s,
         "status": result.status,
+        "guarantee": result.summary.get("meta", {}).get("guarantee", ""),
     }
 
 

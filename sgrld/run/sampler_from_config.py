@@ -10,11 +10,13 @@ from typing import Any
 
 import jax
 
+from sgrld.chains.sampling import with_burn_in
 from sgrld.numerics import schedules
 from sgrld.numerics.potential import Potential
 from sgrld.numerics.pytrees import PyTree
 from sgrld.run.config import METRICS, SAMPLERS, Config, ConfigError
 from sgrld.run.config.schema import SamplerConfig, ScheduleConfig
+from sgrld.samplers.guarantee import Adaptation, auto_freeze, guarantee
 from sgrld.samplers.sampler import Sampler
 from sgrld.samplers.sampler import sgrld as langevin_sgrld
 
@@ -44,6 +46,7 @@ def sampler_of(
     values: Mapping[str, Any] | None = None,
     schedule: ScheduleConfig | None = None,
     num_steps: int | None = None,
+    burn_in: int | None = None,
 ) -> Sampler:
     """The sampler of ``[sampler]``: ``sampler.kind``'s factory with its options; the metric of
     sgrld, and of sghmc unless it is the identity without options (plain SGHMC).
@@ -58,6 +61,8 @@ def sampler_of(
         schedule: the ``[schedule]`` section (``None``: constant), applied to the learning rate
             and temperature (:func:`schedule_options`).
         num_steps: the run's steps, which a cyclical schedule divides into cycles.
+        burn_in: the run's burn-in, from which ``adapt_until = "auto"`` is resolved
+            (:func:`sgrld.chains.sampling.with_burn_in`; ``None``: not resolved).
 
     Example:
         >>> import jax, jax.numpy as jnp, sgrld
@@ -76,10 +81,59 @@ def sampler_of(
         options |= schedule_options(schedule, options, num_steps)
     metric = METRICS[s.metric](**metric_params)
     if s.kind == "sgrld":
-        return langevin_sgrld(potential, metric, num_data=num_data, **options)
+        options["adapt_until"] = adapt_until_of(s.adapt_until)
+        sampler = langevin_sgrld(potential, metric, num_data=num_data, **options)
+        if burn_in is None:
+            return sampler
+        try:
+            return with_burn_in(sampler, burn_in)
+        except ValueError:
+            raise ConfigError(
+                f"sampler.adapt_until = {s.adapt_until} is after run.burn_in = {burn_in}: the "
+                "first samples would come from a metric still adapting; raise run.burn_in or "
+                "lower sampler.adapt_until"
+            ) from None
     if s.kind == "sghmc" and (s.metric != "identity" or metric_params):
         options["metric"] = metric
     return SAMPLERS[s.kind](potential, num_data=num_data, **options)
+
+
+def adapt_until_of(value: int | str | None) -> int | str | None:
+    """``sampler.adapt_until`` as :func:`sgrld.sgrld` takes it: ``"never"`` (TOML has no null)
+    is ``None``; an integer or ``"auto"`` as it is.
+
+    Example:
+        >>> adapt_until_of("never"), adapt_until_of("auto"), adapt_until_of(500)
+        (None, 'auto', 500)
+    """
+    if value == "never":
+        return None
+    if isinstance(value, str) and value != "auto":
+        raise ConfigError(f'sampler.adapt_until: an integer >= 0, "auto" or "never", got {value!r}')
+    return value
+
+
+def guarantee_of(config: Config) -> str:
+    """The guarantee of the run ``config`` describes (:func:`sgrld.samplers.guarantee.guarantee`),
+    from its ``[sampler]`` and ``run.burn_in``; what ``summary.json`` records as ``guarantee``.
+
+    Example:
+        >>> from sgrld.run.config import load_config
+        >>> guarantee_of(load_config(None, ["sampler.metric=rmsprop", "run.burn_in=1000"]))
+        'exact: metric frozen at step 500 (window average of the statistic)'
+        >>> guarantee_of(load_config(None, ["sampler.metric=rmsprop", "sampler.adapt_until=never"]))
+        'uncorrected: stationary density p·G^{1−c}, c = 0 (Rensmeyer & Niggemann)'
+    """
+    s = config.sampler
+    if s.kind not in ("sgrld", "sghmc") or (s.kind == "sghmc" and s.metric == "identity"):
+        return guarantee(None)
+    metric = METRICS[s.metric](**s.metric_params)
+    until = adapt_until_of(s.adapt_until) if s.kind == "sgrld" else None
+    averaged = False
+    if until == "auto":
+        until, average_from = auto_freeze(metric, config.run.burn_in)
+        averaged = average_from is not None
+    return guarantee(Adaptation(metric, until, averaged, s.correction, s.correction_scale))
 
 
 def cyclical_of(schedule: ScheduleConfig, num_steps: int | None) -> schedules.Cyclical:

@@ -179,7 +179,13 @@ def sweep_experiment(
     steps = lambda n: config.run.epochs * (n // config.data.batch_size)
     build_sampler = lambda potential, n: swept(
         lambda h: sampler_of(
-            config.sampler, potential, n, h, schedule=config.schedule, num_steps=steps(n)
+            config.sampler,
+            potential,
+            n,
+            h,
+            schedule=config.schedule,
+            num_steps=steps(n),
+            burn_in=config.run.burn_in,
         )
     )
     experiment = build_experiment(config, sampler=build_sampler)

@@ -38,7 +38,7 @@ import jax
 import jax.numpy as jnp
 
 from sgrld.metrics.identity import identity
-from sgrld.metrics.metric import Metric, MetricState, branch_over_chains, tree_vdot
+from sgrld.metrics.metric import Metric, MetricState, branch_over_chains, freeze, tree_vdot
 from sgrld.numerics.checks import (
     as_schedule,
     as_temperature,
@@ -53,6 +53,8 @@ from sgrld.numerics.schedules import Schedule
 from sgrld.parts import correction as corrections
 from sgrld.parts.integrators import Integrator, euler_maruyama, langevin_scales
 from sgrld.parts.preconditioning import by_metric, limit_drift
+from sgrld.parts.share import share_init, share_mean, share_value
+from sgrld.samplers.guarantee import AUTO, Adaptation, auto_freeze, warn_if_biased
 
 
 class SGRLDState(NamedTuple):
@@ -62,11 +64,17 @@ class SGRLDState(NamedTuple):
       step: int32 number of steps taken.
       params: the current sample θ_t.
       metric_state: the metric's state.
+      stat_sum: the sum of the statistic over the freeze's averaging window (``adapt_until="auto"``;
+        ``()`` otherwise).
+      share: the moments of the share ĉ (``correction_scale="auto"``,
+        :class:`sgrld.parts.share.ShareState`; ``()`` otherwise).
     """
 
     step: jax.Array
     params: PyTree
     metric_state: MetricState
+    stat_sum: PyTree = ()
+    share: PyTree = ()
 
 
 class SGRLDInfo(NamedTuple):
@@ -109,10 +117,23 @@ def info_type(name: str, extra: tuple[str, ...], doc: str) -> type:
 
 
 class Sampler(NamedTuple):
-    """A sampler: ``init(params) -> state`` and ``step(key, state, batch) -> (state, info)``."""
+    """A sampler: ``init(params) -> state`` and ``step(key, state, batch) -> (state, info)``.
+
+    ``adaptation`` (SGRLD's; ``None`` for the others) says how the metric adapts, and resolves
+    ``adapt_until="auto"`` from a run's burn-in (:class:`sgrld.samplers.guarantee.Adaptation`).
+    """
 
     init: Callable[[PyTree], Any]
     step: Callable[[jax.Array, Any, PyTree], tuple[Any, Any]]
+    adaptation: Adaptation | None = None
+
+
+SGRLDShareInfo = info_type(
+    "SGRLDShareInfo",
+    ("share_mean",),
+    """:class:`SGRLDInfo` and ``share_mean``, the mean over coordinates of the share ĉ applied
+    (``correction_scale="auto"``).""",
+)
 
 
 def step_info(
@@ -171,11 +192,23 @@ def gradient_fn(potential_fn: Callable, prior_in_metric: bool, metric: Metric) -
     return gradients
 
 
-def _frozen(key, grad_fn, params, metric, metric_state) -> corrections.Estimate:
+def _frozen(key, grad_fn, params, metric, metric_state, share=()) -> corrections.Estimate:
     """A step of the frozen metric: its state kept, Γ = 0."""
     del key, metric
     value, g, _ = grad_fn(params)
-    return corrections.Estimate(value, g, metric_state, jax.tree.map(jnp.zeros_like, params))
+    zeros = jax.tree.map(jnp.zeros_like, params)
+    return corrections.Estimate(value, g, metric_state, zeros, share)
+
+
+def _check_average(adapt_until, average_from):
+    if average_from is None:
+        return
+    if adapt_until is None or int(average_from) != average_from:
+        raise ValueError("average_from needs an integer adapt_until and is an integer itself")
+    if not 0 <= average_from < adapt_until:
+        raise ValueError(
+            f"average_from must lie in [0, adapt_until={adapt_until}), got {average_from}"
+        )
 
 
 def _check(potential_fn, metric, learning_rate, num_data, temperature, adapt_until):
@@ -194,27 +227,48 @@ def _check(potential_fn, metric, learning_rate, num_data, temperature, adapt_unt
     return schedule, num_data, as_temperature(temperature)
 
 
-def _estimate_fn(correction, potential_fn, prior_in_metric, metric, adapt_until) -> Callable:
-    """``(key, params, batch, metric_state, step) -> Estimate``; after ``adapt_until`` steps the
+def _estimate_fn(
+    correction, potential_fn, prior_in_metric, metric, adapt_until, average_from
+) -> Callable:
+    """``(key, params, batch, state) -> (Estimate, stat_sum)``; after ``adapt_until`` steps the
     metric is frozen (a real branch over vmapped chains, :func:`branch_over_chains`) and only the
-    mean gradient is computed."""
+    mean gradient is computed. With ``average_from`` the statistic is summed over the steps
+    ``[average_from, adapt_until)`` and the metric frozen at their average, its cache refreshed
+    (:func:`sgrld.metrics.metric.freeze`)."""
     gradients = gradient_fn(potential_fn, prior_in_metric, metric)
 
     frozen_gradients = gradient_fn(potential_fn, True, identity())
 
-    def estimate(key, params, batch, metric_state, adapting):
-        if not adapting:  # the metric's observation is not needed
-            grad_fn = partial(frozen_gradients, batch=batch, key=key)
-            return _frozen(key, grad_fn, params, metric, metric_state)
-        grad_fn = partial(gradients, batch=batch, key=jax.random.fold_in(key, 1))
-        return correction.estimate(key, grad_fn, params, metric, metric_state)
+    def at_average(metric_state, stat_sum):
+        n = adapt_until - average_from
+        return freeze(metric, metric_state, jax.tree.map(lambda a: a / n, stat_sum))
 
-    def run(key, params, batch, metric_state, step):
-        operands = (key, params, batch, metric_state)
+    def estimate(key, params, batch, state, adapting):
+        ms, stat_sum = state.metric_state, state.stat_sum
+        if not adapting:  # the metric's observation is not needed
+            if average_from is not None:
+                ms = branch_over_chains(
+                    state.step == adapt_until, at_average, lambda m, _: m, ms, stat_sum
+                )
+            grad_fn = partial(frozen_gradients, batch=batch, key=key)
+            return _frozen(key, grad_fn, params, metric, ms, state.share), stat_sum
+        grad_fn = partial(gradients, batch=batch, key=jax.random.fold_in(key, 1))
+        est = correction.estimate(key, grad_fn, params, metric, ms, state.share)
+        if average_from is not None:
+            inside = state.step >= average_from
+            stat_sum = jax.tree.map(
+                lambda a, x: a + jnp.where(inside, x, 0).astype(a.dtype),
+                stat_sum,
+                est.metric_state.stat,
+            )
+        return est, stat_sum
+
+    def run(key, params, batch, state):
+        operands = (key, params, batch, state)
         if adapt_until is None:
             return estimate(*operands, True)
         return branch_over_chains(
-            step < adapt_until,
+            state.step < adapt_until,
             partial(estimate, adapting=True),
             partial(estimate, adapting=False),
             *operands,
@@ -233,11 +287,15 @@ class _Parts(NamedTuple):
     integrator: Integrator
     scales: Callable
     corrected: bool
+    adaptive: bool
 
 
-def _init(metric: Metric, params: PyTree) -> SGRLDState:
+def _init(metric: Metric, averaged: bool, adaptive: bool, params: PyTree) -> SGRLDState:
     params = check_params(params)
-    return SGRLDState(jnp.zeros((), jnp.int32), params, metric.init(params))
+    metric_state = metric.init(params)
+    stat_sum = jax.tree.map(jnp.zeros_like, metric_state.stat) if averaged else ()
+    share = share_init(params) if adaptive else ()
+    return SGRLDState(jnp.zeros((), jnp.int32), params, metric_state, stat_sum, share)
 
 
 def _step(
@@ -247,7 +305,7 @@ def _step(
     noise_key, probe_key = jax.random.split(key)
     params = state.params
     lr = jnp.asarray(parts.schedule(state.step), jnp.float32)
-    est = parts.estimate(probe_key, params, batch, state.metric_state, state.step)
+    est, stat_sum = parts.estimate(probe_key, params, batch, state)
     xi = parts.integrator.noise(noise_key, params)
     d = parts.precondition(est.metric_state, est.grad, xi, est.gamma if parts.corrected else None)
     scales = parts.scales(lr, temperature=parts.temperature(state.step))
@@ -261,7 +319,10 @@ def _step(
         fallback=d.fallback,
         metric_fallbacks=est.metric_state.fallbacks,
     )
-    return SGRLDState(state.step + 1, new_params, est.metric_state), info
+    if parts.adaptive:
+        info = SGRLDShareInfo(*info, share_mean(share_value(est.share)))
+    new_state = SGRLDState(state.step + 1, new_params, est.metric_state, stat_sum, est.share)
+    return new_state, info
 
 
 def riemannian_langevin(
@@ -276,6 +337,7 @@ def riemannian_langevin(
     max_drift_norm: float | None = None,
     adapt_until: int | None = None,
     prior_in_metric: bool = True,
+    average_from: int | None = None,
 ) -> Sampler:
     """An SGRLD sampler from its parts; :func:`sgrld` documents the update and the arguments.
 
@@ -290,6 +352,8 @@ def riemannian_langevin(
       max_drift_norm: wrap the preconditioner in :func:`~sgrld.parts.preconditioning.limit_drift`.
       adapt_until: freeze the metric after this many steps.
       prior_in_metric: whether the prior's gradient enters the metric's statistic.
+      average_from: freeze the metric at the average of its statistic over the steps
+        ``[average_from, adapt_until)`` (cache refreshed), not at its last value; ``None``: last.
 
     Returns:
       A :class:`Sampler` whose ``step`` returns :class:`SGRLDState` and :class:`SGRLDInfo`.
@@ -297,6 +361,7 @@ def riemannian_langevin(
     schedule, num_data, temperatures = _check(
         potential_fn, metric, learning_rate, num_data, temperature, adapt_until
     )
+    _check_average(adapt_until, average_from)
     correction = correction or corrections.none()
     if is_zero(temperature) or metric.statistic is None or correction.scale == 0.0:
         correction = corrections.none()  # Γ̂ would be multiplied by 0: not computed
@@ -306,7 +371,9 @@ def riemannian_langevin(
     parts = _Parts(
         schedule=schedule,
         temperature=temperatures,
-        estimate=_estimate_fn(correction, potential_fn, prior_in_metric, metric, adapt_until),
+        estimate=_estimate_fn(
+            correction, potential_fn, prior_in_metric, metric, adapt_until, average_from
+        ),
         precondition=precondition,
         integrator=integrator or euler_maruyama(),
         scales=partial(
@@ -315,8 +382,10 @@ def riemannian_langevin(
             correction_scale=correction.scale,
         ),
         corrected=correction.mode != "none",
+        adaptive=correction.adaptive,
     )
-    return Sampler(partial(_init, metric), partial(_step, parts))
+    init = partial(_init, metric, average_from is not None, correction.adaptive)
+    return Sampler(init, partial(_step, parts))
 
 
 def sgrld(
@@ -326,9 +395,9 @@ def sgrld(
     learning_rate: float | Schedule,
     num_data: int,
     temperature: float | Schedule = 1.0,
-    adapt_until: int | None = None,
+    adapt_until: int | str | None = AUTO,
     correction: str | None = "none",
-    correction_scale: float = 1.0,
+    correction_scale: float | str = 1.0,
     num_probes: int = 1,
     correction_warmup: int | None = None,
     prior_in_metric: bool = True,
@@ -342,8 +411,10 @@ def sgrld(
         θ_{t+1} = θ_t − lr·G⁻¹g + c·(lr/N)·T·Γ̂(θ_t) + √(2·lr·T/N)·G^{−1/2}ξ,
 
     the step ``h = lr/N`` of ``dθ = −G⁻¹∇U dt + TΓ dt + √(2T) G^{−1/2} dW``, whose stationary
-    density is ``p(θ|D)^{1/T}`` when ``c = 1``. The metric's statistic is updated with ``g`` before
-    it is applied; after ``adapt_until`` steps it is frozen (a constant preconditioner, Γ = 0).
+    density is ``p(θ|D)^{1/T}`` when ``c = 1`` and the metric follows θ. The metric's statistic is
+    updated with ``g`` before it is applied; after ``adapt_until`` steps it is frozen (a constant
+    preconditioner, Γ = 0: exact at any decay). Every run states which of these guarantees it has
+    (:func:`sgrld.samplers.guarantee.guarantee`); settings known to be biased warn once.
 
     Args:
       potential_fn: ``(params, batch) -> Û(θ)/N``; :func:`sgrld.potential` builds one.
@@ -353,11 +424,19 @@ def sgrld(
       temperature: T ≥ 0; 0 gives the deterministic preconditioned gradient step. A schedule
         ``step -> T`` (e.g. :func:`sgrld.numerics.schedules.cyclical`'s, 0 in each cycle's
         exploration) is evaluated at each step; Γ̂ is then computed at every step, also where T = 0.
-      adapt_until: freeze the metric after this many steps (``None``: adapt forever).
+      adapt_until: freeze the metric after this many steps; ``None``: adapt forever (biased
+        without Γ); ``"auto"``: warm-up then freeze, resolved by the run that samples with it
+        (:func:`sgrld.sample`, the runner) to ``burn_in // 2``, the metric frozen at the average of
+        its statistic over the steps ``[burn_in // 4, burn_in // 2)`` (its cache refreshed) so the
+        kept samples come from a constant metric after a relaxation of ``burn_in // 2`` steps.
+        Stepped by hand (no burn-in is known), an ``"auto"`` sampler adapts forever, exactly as
+        ``None``; :func:`riemannian_langevin` resolves nothing.
       correction: ``"none"`` (or ``None``: Γ dropped, as published), ``"hutchinson"`` or
         ``"exact"`` (:mod:`sgrld.parts.correction`).
-      correction_scale: c; 1 is the correct sampler, ``1 − decay`` reproduces TensorFlow
-        Probability's pSGLD (autodiff through the moving average), 0 equals ``"none"``.
+      correction_scale: c; 1 is the correct sampler when the metric follows θ, ``1 − decay``
+        reproduces TensorFlow Probability's pSGLD (autodiff through the moving average), 0 equals
+        ``"none"``; ``"auto"``: the share the dynamics need, estimated online per coordinate
+        (:mod:`sgrld.parts.share`; needs a moving-average metric; ``info.share_mean`` reports it).
       num_probes: Rademacher probes per step for ``"hutchinson"``.
       correction_warmup: metric updates before Γ is applied (``None``: the metric's ``warmup``,
         ``⌈3/(1 − decay)⌉``, so that D_S F is not evaluated at a statistic still near its initial
@@ -385,7 +464,8 @@ def sgrld(
       Girolami & Calderhead (2011); Patterson & Teh (2013); Ma et al. (2015); Yu et al. (TMLR 2023),
       Eq. 3; Rensmeyer & Niggemann.
     """
-    return riemannian_langevin(
+    build = partial(
+        riemannian_langevin,
         potential_fn,
         metric,
         learning_rate=learning_rate,
@@ -395,6 +475,18 @@ def sgrld(
             correction, scale=correction_scale, num_probes=num_probes, warmup=correction_warmup
         ),
         max_drift_norm=max_drift_norm,
-        adapt_until=adapt_until,
         prior_in_metric=prior_in_metric,
     )
+    mode = "none" if correction is None else correction
+    about = Adaptation(metric, adapt_until, False, mode, correction_scale)
+    if adapt_until != AUTO:
+        warn_if_biased(about)
+        return build(adapt_until=adapt_until)._replace(adaptation=about)
+
+    def resolve(burn_in: int, start: int = 0) -> Sampler:
+        until, average_from = auto_freeze(metric, burn_in, start)
+        resolved = about._replace(adapt_until=until, averaged=average_from is not None)
+        warn_if_biased(resolved)
+        return build(adapt_until=until, average_from=average_from)._replace(adaptation=resolved)
+
+    return build(adapt_until=None)._replace(adaptation=about._replace(resolve=resolve))

@@ -37,6 +37,7 @@ light.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -87,8 +88,19 @@ def _from_run(run: RunSamples) -> tuple[dict[str, np.ndarray], dict[str, np.ndar
     return posterior, {**run.stats, "diverging": ~run.valid}
 
 
+def run_guarantee(folder: str | Path) -> str | None:
+    """The guarantee a run's ``summary.json`` records (:mod:`sgrld.samplers.guarantee`), or
+    ``None`` (no summary, or one written before runs recorded it)."""
+    path = Path(folder) / "summary.json"
+    if not path.is_file():
+        return None
+    return json.loads(path.read_text(encoding="utf-8")).get("meta", {}).get("guarantee")
+
+
 def to_arviz(
-    source: Samples | RunSamples | str | Path, observed_data: dict[str, Any] | None = None
+    source: Samples | RunSamples | str | Path,
+    observed_data: dict[str, Any] | None = None,
+    guarantee: str | None = None,
 ) -> Any:
     """The samples as an ArviZ ``xarray.DataTree`` with ``posterior`` and ``sample_stats`` (and
     ``observed_data`` for a regression run).
@@ -99,6 +111,9 @@ def to_arviz(
         observed_data: the variables of the ``observed_data`` group; ``None``: no group (a
             regression run's training targets, rebuilt from its folder's ``config.toml``, are
             :func:`sgrld.run.from_config.observed_targets`, which ``sgrld export`` adds).
+        guarantee: the run's guarantee (:func:`sgrld.samplers.guarantee.guarantee`), put in
+            every group's attributes as ``guarantee``; ``None``: a results folder's own, from its
+            ``summary.json``.
 
     Returns:
         An ``xarray.DataTree`` as ``arviz_base.from_dict`` builds it; the groups and variables
@@ -121,6 +136,7 @@ def to_arviz(
     if observed_data is None:
         observed_data = {}
     if isinstance(source, str | Path):
+        guarantee = guarantee or run_guarantee(source)
         source = load_samples(source)
     posterior, stats = (
         _from_run(source) if isinstance(source, RunSamples) else _from_samples(source)
@@ -128,7 +144,8 @@ def to_arviz(
     groups = {"posterior": posterior, "sample_stats": stats}
     if observed_data:
         groups["observed_data"] = {k: np.asarray(v) for k, v in observed_data.items()}
-    attrs = {group: {"inference_library": "sgrld"} for group in groups}
+    about = {"inference_library": "sgrld"} | ({"guarantee": guarantee} if guarantee else {})
+    attrs = {group: dict(about) for group in groups}
     return arviz_base.from_dict(groups, attrs=attrs)
 
 
@@ -185,7 +202,7 @@ def _stream_zarr(folder: str | Path, store: Path, observed: dict[str, Any]) -> N
     per_chunk, first = max(draws_per_epoch(folder)), 0
     for epoch in iter_samples(folder):
         draws = epoch.step.shape[0]
-        tree = to_arviz(epoch, observed_data={})
+        tree = to_arviz(epoch, observed_data={}, guarantee=run_guarantee(folder))
         for group in GROUPS:
             data = tree[group].to_dataset().assign_coords(draw=np.arange(first, first + draws))
             if first:

@@ -23,8 +23,14 @@ import jax
 import numpy as np
 
 from sgrld.chains.sampling import Samples
-from sgrld.samples.arviz_export import to_arviz
+from sgrld.samples.arviz_export import run_guarantee, to_arviz
 from sgrld.samples.results import RunSamples, load_samples
+
+
+def guarantee_line(folder: str | Path) -> str:
+    """``sgrld diagnose``'s line on what the run guarantees (its ``summary.json``)."""
+    about = run_guarantee(folder)
+    return f"guarantee: {about or 'not recorded (a run older than this field)'}"
 
 
 def traces(source: Any, *, num_params: int = 8, seed: int = 0) -> dict[str, np.ndarray]:

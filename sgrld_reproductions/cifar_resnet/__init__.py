@@ -131,6 +131,7 @@ def config(
             "metric": metric,
             "learning_rate": learning_rate,
             "metric_params": metric_params(metric, steps, None),
+            "adapt_until": "never",  # the paper's setting: the metric adapts throughout
         },
         "run": {
             "epochs": epochs,

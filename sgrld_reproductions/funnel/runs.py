@@ -176,6 +176,7 @@ def run_metric(
         temperature=1.0,
         correction=correction,
         max_drift_norm=setting.max_drift_norm,
+        adapt_until=None,  # the paper's setting: the metric adapts throughout
     )
     out, wall = sample_timed(
         key,

@@ -240,6 +240,7 @@ def sampler(method: Method, learning_rate: float, num_data: int) -> sgrld.Sample
         temperature=0.0 if sgd else 1.0,
         correction=method.correction,
         prior_in_metric=False,
+        adapt_until=None,  # the paper's setting: the metric adapts throughout
     )
 
 

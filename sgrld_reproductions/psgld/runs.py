@@ -42,6 +42,7 @@ from sgrld.run import run_folder, runner
 from sgrld.run.config import load_config
 from sgrld.run.from_config import build_experiment, run_plan_of
 from sgrld.run.report import finite
+from sgrld.samplers.guarantee import guarantee
 from sgrld_reproductions.scaffolding import data_overrides, halving, sample_timed
 
 DECAY, LAMBDA = 0.99, 1e-5
@@ -116,6 +117,7 @@ def sampler(
         learning_rate=learning_rate,
         num_data=num_data,
         temperature=temperature(noise, num_data),
+        adapt_until=None,  # the paper's setting: the metric adapts throughout
     )
 
 
@@ -473,7 +475,9 @@ def network_run(
     experiment = build_experiment(config, sampler=build)
     sampler_meta = {"method": method.key, "noise": noise, "prior_var": prior_var}
     sampler_meta |= {"learning_rate": learning_rate, "halve_every": plan.halve_every}
-    experiment = dataclasses.replace(experiment, meta={**experiment.meta, "sampler": sampler_meta})
+    about = guarantee(experiment.sampler.adaptation)  # the paper's sampler, not the config's
+    meta = {**experiment.meta, "sampler": sampler_meta, "guarantee": about}
+    experiment = dataclasses.replace(experiment, meta=meta)
     schedule = run_plan_of(config)
     if noise == "none":  # keep the state after the last step alone
         total = plan.epochs * (len(experiment.train[1]) // schedule.batch_size)

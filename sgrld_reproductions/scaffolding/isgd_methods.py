@@ -62,14 +62,17 @@ ISGD_METHODS = (
     ISGDMethod("sgd", "SGD", "Baseline", "sgd"),
     ISGDMethod(
         "rmsprop", "RMSprop", None, "sampler",
-        ("sampler.kind=sgrld", "sampler.metric=rmsprop", "sampler.metric_params.eps=1e-4"),
+        (
+            "sampler.kind=sgrld", "sampler.metric=rmsprop", "sampler.metric_params.eps=1e-4",
+            "sampler.adapt_until=never",
+        ),
         SMALL_GRID,
     ),
     ISGDMethod(
         "rmsprop-gamma", "RMSprop + Γ", None, "sampler",
         (
             "sampler.kind=sgrld", "sampler.metric=rmsprop", "sampler.metric_params.eps=1e-4",
-            "sampler.correction=hutchinson",
+            "sampler.correction=hutchinson", "sampler.adapt_until=never",
         ),
         SMALL_GRID,
     ),

@@ -175,6 +175,7 @@ def mnist_config(
             "metric": metric,
             "learning_rate": learning_rate or paper.learning_rate,
             "metric_params": metric_params(metric, steps, paper.alpha2 or 0.0),
+            "adapt_until": "never",  # the paper's setting: the metric adapts throughout
         },
         "run": {
             "epochs": epochs,

@@ -135,6 +135,7 @@ def _riemannian(
             num_data=1,
             correction=correction,
             correction_scale=correction_scale if correction else 1.0,
+            adapt_until=None,  # the paper's setting: the metric adapts throughout
         )
 
     settings = {**metric_settings, "correction": correction or "none"}

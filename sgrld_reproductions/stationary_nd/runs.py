@@ -125,7 +125,12 @@ class MetricSpec(NamedTuple):
 def _sgrld_spec(name: str, factory: Callable, **settings: Any) -> MetricSpec:
     def make(potential, lr, correction):
         return sgrld.sgrld(
-            potential, factory(**settings), learning_rate=lr, num_data=1, correction=correction
+            potential,
+            factory(**settings),
+            learning_rate=lr,
+            num_data=1,
+            correction=correction,
+            adapt_until=None,  # the paper's setting: the metric adapts throughout
         )
 
     return MetricSpec(name, settings, make, correctable=name != "Identity")

@@ -121,9 +121,11 @@ class SamplerConfig:
         learning_rate: ``lr = h·N`` (> 0); ``"rule"``: i-SGD's λ rule (isgd only); ``None``:
             the kind's default (:data:`LEARNING_RATE`; the rule for isgd).
         temperature: T ≥ 0.
-        adapt_until: freeze the metric after this many steps (``None``: never).
+        adapt_until: freeze the metric after this many steps; ``"auto"``: adapt during the first
+            half of ``run.burn_in``, then freeze at the window average of the statistic (exact at
+            any decay; :func:`sgrld.sgrld`); ``"never"``: adapt throughout (biased without Γ).
         correction: one of :data:`sgrld.parts.correction.MODES` (sgrld, sghmc).
-        correction_scale: the share c of Γ.
+        correction_scale: the share c of Γ, or ``"auto"`` (estimated online).
         num_probes: Rademacher probes per step of the ``"hutchinson"`` correction (sgrld, sghmc).
         correction_warmup: metric updates before Γ is applied (``None``: the metric's warm-up;
             sgrld, sghmc).
@@ -145,9 +147,9 @@ class SamplerConfig:
     metric_params: dict[str, Any] = field(default_factory=dict)
     learning_rate: float | str | None = None
     temperature: float = 1.0
-    adapt_until: int | None = None
+    adapt_until: int | str | None = "auto"
     correction: str = "none"
-    correction_scale: float = 1.0
+    correction_scale: float | str = 1.0
     num_probes: int = 1
     correction_warmup: int | None = None
     prior_in_metric: bool = True

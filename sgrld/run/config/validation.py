@@ -110,7 +110,7 @@ def _validate_sampler(config: Config) -> None:
         at_least("sampler.learning_rate", s.learning_rate, 0, strict=True)
     at_least("sampler.temperature", s.temperature, 0)
     choice("sampler.correction", s.correction, MODES)
-    at_least("sampler.adapt_until", s.adapt_until, 0)
+    at_least("sampler.adapt_until", None if isinstance(s.adapt_until, str) else s.adapt_until, 0)
     at_least("sampler.num_probes", s.num_probes, 1)
     at_least("sampler.correction_warmup", s.correction_warmup, 0)
     at_least("sampler.max_drift_norm", s.max_drift_norm, 0, strict=True)

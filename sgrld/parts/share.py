@@ -1,0 +1,138 @@
+"""The share of Γ a moving-average metric needs, estimated online (``correction_scale="auto"``).
+
+A metric ``G⁻¹ = F(S_t)`` whose statistic ``S_t`` is a moving average of ``s(θ)`` follows θ only in
+part. The drift that keeps the target is ``∇·E[F(S_t) | θ_t = θ]`` (docs/right-by-default.md);
+linearising ``E[S_t | θ_t]`` in θ gives, for a probe ``z``,
+
+    Γ̂ = D_S[F(S_t)·z] ( s′(g)·H(C z) ),      C = Cov(θ̄_t, θ_t)·Var(θ_t)⁻¹,
+
+with ``θ̄`` the metric's own moving average applied to θ. :func:`share_value` estimates the
+diagonal of C per coordinate, ``ĉ = Cov(x, x̄)/Var(x)`` clipped to [0, 1], from running moments
+over a window of ``window`` memories of the metric; the correction takes its Hessian-vector
+product along ``ĉ⊙z`` (:func:`sgrld.parts.correction.hutchinson`). ``x`` is θ for a statistic of
+order 1 and ``(θ − μ)²`` for one of order 2 (Mehler: a quadratic statistic decays as ρ_k²).
+For an AR(1) chain with lag-1 correlation ρ and decay β: ``ĉ → (1−β)/(1−βρ^order)``; decay 0
+gives ĉ = 1 (the full Γ, the metric is a function of θ), a frozen average ĉ → 0.
+
+Example:
+  >>> import jax.numpy as jnp
+  >>> s = share_init(jnp.zeros(2))
+  >>> for x in (1.0, -1.0, 2.0):
+  ...     s = share_update(s, jnp.full(2, x), decay=0.0)
+  >>> share_value(s).tolist()   # decay 0: x̄ = x, so ĉ = 1
+  [1.0, 1.0]
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from sgrld.metrics.metric import INVERSE_SQRT, ema_step
+from sgrld.numerics.pytrees import PyTree
+
+WINDOW = 20.0
+"""The moments' window, in memories of the metric (1/(1 − decay) steps, or √t under 1/√t)."""
+
+
+class ShareState(NamedTuple):
+    """Running moments of the share estimator (one set per chain; float32 leaves shaped like θ).
+
+    Attributes:
+      count: int32 updates folded in.
+      center: running mean of θ (the centre of the order-2 feature).
+      bar: x̄, the metric's moving average (same decay or 1/√t schedule) applied to the feature x.
+      mean: running mean of x.
+      mean_bar: running mean of x̄.
+      var: running variance of x.
+      cov: running covariance of x and x̄.
+    """
+
+    count: jax.Array
+    center: PyTree
+    bar: PyTree
+    mean: PyTree
+    mean_bar: PyTree
+    var: PyTree
+    cov: PyTree
+
+
+def metric_weight(decay: float | str, count: jax.Array) -> jax.Array:
+    """The weight of the ``count``-th statistic in the metric's average: 1 − decay or 1/√t."""
+    if decay == INVERSE_SQRT:
+        return jax.lax.rsqrt(jnp.maximum(count, 1).astype(jnp.float32))
+    return jnp.asarray(1.0 - decay, jnp.float32)
+
+
+def share_init(params: PyTree) -> ShareState:
+    """Zero moments; x̄ starts at the first feature (the first update has weight 1)."""
+    zeros = jax.tree.map(lambda p: jnp.zeros(jnp.shape(p), jnp.float32), params)
+    return ShareState(jnp.zeros((), jnp.int32), zeros, zeros, zeros, zeros, zeros, zeros)
+
+
+def _moments(lam, m, mb, v, c, x, xb):
+    """One update of the running means, variance and covariance with weight ``lam``."""
+    d, e = x - m, xb - mb
+    return m + lam * d, mb + lam * e, (1 - lam) * (v + lam * d * d), (1 - lam) * (c + lam * d * e)
+
+
+def share_update(
+    state: ShareState,
+    params: PyTree,
+    *,
+    decay: float | str,
+    window: float = WINDOW,
+    order: int = 1,
+) -> ShareState:
+    """Fold θ_t into the moments.
+
+    x̄ follows the metric's schedule (:func:`sgrld.metrics.metric.ema_step`) from x₁; the moments
+    use the weight ``max(1/t, w_t/window)``: a plain mean at first, then a moving window of
+    ``window`` memories of the metric (``w_t`` its weight).
+
+    Args:
+      state: the moments so far.
+      params: θ_t.
+      decay: the metric's decay (:attr:`sgrld.metrics.Metric.decay`).
+      window: the moments' window in memories of the metric.
+      order: 1 (regress θ) or 2 (regress (θ − μ)²).
+
+    Returns:
+      The updated :class:`ShareState`.
+    """
+    if order not in (1, 2):
+        raise ValueError(f"order must be 1 or 2, got {order}")
+    count = state.count + 1
+    lam = jnp.maximum(1.0 / count.astype(jnp.float32), metric_weight(decay, count) / window)
+    theta = jax.tree.map(lambda p: p.astype(jnp.float32), params)
+    center = jax.tree.map(lambda c, p: c + lam * (p - c), state.center, theta)
+    if order == 1:
+        x = theta
+    else:
+        x = jax.tree.map(lambda p, c: jnp.square(p - c), theta, state.center)
+    first = count == 1
+    bar = jax.tree.map(
+        lambda b, xi: jnp.where(first, xi, ema_step(decay, count, b, xi)), state.bar, x
+    )
+    out = jax.tree.map(
+        lambda *a: _moments(lam, *a), state.mean, state.mean_bar, state.var, state.cov, x, bar
+    )
+    pick = lambda i: jax.tree.map(lambda t: t[i], out, is_leaf=lambda t: isinstance(t, tuple))
+    return ShareState(count, center, bar, pick(0), pick(1), pick(2), pick(3))
+
+
+def share_value(state: ShareState) -> PyTree:
+    """ĉ = Cov(x, x̄)/Var(x) per coordinate, clipped to [0, 1]; 1 where x has not varied."""
+
+    def ratio(c, v):
+        return jnp.clip(jnp.where(v > 0, c / jnp.where(v > 0, v, 1.0), 1.0), 0.0, 1.0)
+
+    return jax.tree.map(ratio, state.cov, state.var)
+
+
+def share_mean(share: PyTree) -> jax.Array:
+    """The mean of ĉ over every coordinate (``info.share_mean``)."""
+    leaves = jax.tree.leaves(share)
+    return sum(jnp.sum(x) for x in leaves) / sum(jnp.size(x) for x in leaves)

@@ -1,0 +1,152 @@
+"""What an SGRLD run guarantees about the law it samples, in one line, and the warnings of the
+combinations known to be biased.
+
+A run is in one of three cases (docs/right-by-default.md):
+
+* **exact**: the metric is constant in the kept samples, frozen after a warm-up (``adapt_until``)
+  or not adaptive at all: a constant preconditioner needs no Γ, and the chain samples the target
+  up to the step's discretisation error;
+* **corrected**: the metric adapts throughout and Γ̂ is added with a share c, fixed
+  (``correction_scale``) or estimated online (``"auto"``, :mod:`sgrld.parts.share`);
+* **uncorrected**: the metric adapts throughout without Γ: in the small-step limit the chain
+  samples ``p·G^{1−c}`` with c = 0, not p (Rensmeyer & Niggemann, Sec. 3.1).
+
+Example:
+  >>> import sgrld
+  >>> a = Adaptation(sgrld.metrics.rmsprop(), 500, True, "none", 1.0)
+  >>> guarantee(a)
+  'exact: metric frozen at step 500 (window average of the statistic)'
+  >>> guarantee(a._replace(adapt_until=None))
+  'uncorrected: stationary density p·G^{1−c}, c = 0 (Rensmeyer & Niggemann)'
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from sgrld.metrics.metric import INVERSE_SQRT, Metric
+
+AUTO = "auto"
+"""``adapt_until="auto"``: adapt during the first half of the burn-in, then freeze."""
+
+
+class BiasWarning(RuntimeWarning):
+    """A sampler setting known to sample a biased law; the message names the better setting."""
+
+
+class Adaptation(NamedTuple):
+    """How an SGRLD sampler adapts its metric and corrects for it (``Sampler.adaptation``).
+
+    Attributes:
+      metric: the metric.
+      adapt_until: the first frozen step, ``None`` (adapts throughout) or ``"auto"`` (not yet
+        resolved: :func:`sgrld.sample` and the runner resolve it from their burn-in).
+      averaged: frozen at the window average of the statistic (``"auto"``), not its last value.
+      correction: the correction's mode (:data:`sgrld.parts.correction.MODES`).
+      scale: the correction's share, a float or ``"auto"``.
+      resolve: ``resolve(burn_in, start) -> Sampler`` with ``"auto"`` resolved (``None`` once
+        resolved).
+    """
+
+    metric: Metric
+    adapt_until: int | str | None
+    averaged: bool
+    correction: str
+    scale: float | str
+    resolve: Callable[[int, int], Any] | None = None
+
+
+def auto_freeze(metric: Metric, burn_in: int, start: int = 0) -> tuple[int | None, int | None]:
+    """``(adapt_until, average_from)`` of ``adapt_until="auto"`` for a run of ``burn_in`` steps
+    from step ``start``: adapt over the first half of the burn-in, average the statistic over the
+    second quarter, freeze at that average and let the chains relax over the second half.
+
+    A metric that is not adaptive gives ``(None, None)``; so does a burn-in under two steps from
+    step 0 (with a :class:`BiasWarning`); a continued run (``start > 0``) without burn-in stays
+    frozen from ``start`` on.
+
+    Example:
+      >>> import sgrld
+      >>> auto_freeze(sgrld.metrics.rmsprop(), 1000)
+      (500, 250)
+    """
+    if metric.statistic is None:
+        return None, None
+    half = int(burn_in) // 2
+    if half < 1:
+        if start > 0:
+            return int(start), None
+        _warn_once(
+            "short-burn-in",
+            f'adapt_until="auto" with burn_in={burn_in}: no burn-in to adapt in, so the metric '
+            "adapts throughout (biased without Γ); give a burn-in of at least a few hundred "
+            "steps, or an explicit adapt_until",
+        )
+        return None, None
+    return int(start) + half, int(start) + half // 2
+
+
+def guarantee(adaptation: Adaptation | None, share_means: Any = None) -> str:
+    """The run's guarantee in one line (module docstring).
+
+    Args:
+      adaptation: the sampler's :class:`Adaptation` (``None``: a sampler that does not adapt a
+        metric, e.g. SGHMC without one).
+      share_means: ``info.share_mean`` of the kept steps (``correction_scale="auto"``), any shape.
+
+    Returns:
+      ``"exact: ..."``, ``"corrected: ..."`` or ``"uncorrected: ..."``.
+    """
+    if adaptation is None or adaptation.metric.statistic is None:
+        return "exact: constant metric (not adaptive)"
+    a = adaptation
+    if a.adapt_until == AUTO:
+        return "exact: metric frozen at burn_in // 2 (window average of the statistic)"
+    if a.adapt_until is not None:
+        how = " (window average of the statistic)" if a.averaged else ""
+        return f"exact: metric frozen at step {a.adapt_until}{how}"
+    if a.correction != "none" and a.scale == AUTO:
+        if share_means is None or np.size(share_means) == 0:
+            return "corrected: Γ with share ĉ estimated online"
+        c = np.asarray(share_means, np.float64)
+        return f"corrected: Γ with share ĉ (mean {c.mean():.2f}, range {c.min():.2f}–{c.max():.2f})"
+    if a.correction != "none" and a.scale != 0.0:
+        return f"corrected: Γ with share c = {float(a.scale):g} (fixed)"
+    return "uncorrected: stationary density p·G^{1−c}, c = 0 (Rensmeyer & Niggemann)"
+
+
+_WARNED: set[str] = set()
+
+
+def _warn_once(key: str, message: str) -> None:
+    if key not in _WARNED:
+        _WARNED.add(key)
+        warnings.warn(message, BiasWarning, stacklevel=4)
+
+
+def warn_if_biased(adaptation: Adaptation) -> None:
+    """One :class:`BiasWarning` per process and case for a continuously adapting metric whose Γ
+    is known to leave a bias: the full Γ under γ_t = 1/√t or a decay ≥ 0.99 (the average lags θ:
+    it over-corrects), and any Γ of a statistic that vanishes at the mode (RMSprop, Wenzel,
+    Shampoo: no share of Γ is right there)."""
+    a, m = adaptation, adaptation.metric
+    if a.adapt_until is not None or a.correction == "none" or m.statistic is None:
+        return
+    slow = m.decay == INVERSE_SQRT or (isinstance(m.decay, float) and m.decay >= 0.99)
+    if m.statistic_order == 2:
+        _warn_once(
+            "singular",
+            "a continuously adapted metric whose statistic vanishes at the mode (RMSprop, "
+            "Wenzel, Shampoo) stays biased with Γ at any share; use adapt_until (warm-up then "
+            "freeze: adapt_until='auto' with sgrld.sample or the runner), or a Fisher metric",
+        )
+    elif slow and a.scale != AUTO and float(a.scale) == 1.0:
+        _warn_once(
+            "lagging",
+            f"the full Γ with decay {m.decay!r} over-corrects (the average lags θ); use "
+            "correction_scale='auto' (the share the dynamics need) or adapt_until",
+        )

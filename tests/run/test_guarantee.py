@@ -1,0 +1,117 @@
+"""Every run states its guarantee (issue 36): the three strings, where they appear (summary.json
+through the runner's meta, the run table's row, ``sgrld diagnose``'s line, the ArviZ attributes),
+and the one-time warnings of the combinations known to be biased."""
+
+from __future__ import annotations
+
+import warnings
+
+import jax
+import pytest
+
+import sgrld
+from sgrld.run.config import ConfigError, load_config
+from sgrld.run.sampler_from_config import guarantee_of, sampler_of
+from sgrld.samplers import guarantee as g
+
+T = sgrld.samples.targets.standard_normal()
+
+
+def about(metric, adapt_until=None, correction="none", scale=1.0, averaged=False):
+    return g.Adaptation(metric, adapt_until, averaged, correction, scale)
+
+
+def test_the_three_guarantees():
+    m = sgrld.metrics.monge()
+    assert g.guarantee(about(m, 250)) == "exact: metric frozen at step 250"
+    assert g.guarantee(about(m, "auto")).startswith("exact: metric frozen at burn_in // 2")
+    assert g.guarantee(about(sgrld.metrics.identity())) == "exact: constant metric (not adaptive)"
+    assert g.guarantee(about(m)) == (
+        "uncorrected: stationary density p·G^{1−c}, c = 0 (Rensmeyer & Niggemann)"
+    )
+    assert g.guarantee(about(m, None, "hutchinson", 0.5)) == (
+        "corrected: Γ with share c = 0.5 (fixed)"
+    )
+    text = g.guarantee(about(m, None, "hutchinson", "auto"), [[0.3, 0.5], [0.4, 0.6]])
+    assert text == "corrected: Γ with share ĉ (mean 0.45, range 0.30–0.60)"
+
+
+@pytest.fixture
+def fresh_warnings(monkeypatch):
+    monkeypatch.setattr(g, "_WARNED", set())
+
+
+def caught(fn):
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        fn()
+    return [str(w.message) for w in seen if issubclass(w.category, g.BiasWarning)]
+
+
+@pytest.mark.parametrize("decay", [0.99, "inverse_sqrt"])
+def test_full_gamma_under_a_lagging_average_warns_once_naming_auto(fresh_warnings, decay):
+    make = lambda: sgrld.sgrld(T.potential, sgrld.metrics.monge(decay=decay), learning_rate=0.1,
+                               num_data=1, correction="hutchinson", adapt_until=None)  # fmt: skip
+    first, second = caught(make), caught(make)
+    assert len(first) == 1 and "correction_scale='auto'" in first[0] and second == []
+
+
+def test_gamma_with_a_vanishing_statistic_warns_naming_the_freeze(fresh_warnings):
+    make = lambda: sgrld.sgrld(T.potential, sgrld.metrics.rmsprop(decay=0.9), learning_rate=0.1,
+                               num_data=1, correction="hutchinson", correction_scale="auto",
+                               adapt_until=None)  # fmt: skip
+    (message,) = caught(make)
+    assert "adapt_until" in message and "Fisher metric" in message
+
+
+def test_the_right_settings_do_not_warn(fresh_warnings):
+    m = sgrld.metrics.monge(decay=0.99)
+    options = dict(learning_rate=0.1, num_data=1, correction="hutchinson")
+    assert caught(lambda: sgrld.sgrld(T.potential, m, correction_scale="auto", **options)) == []
+    auto = sgrld.sgrld(T.potential, sgrld.metrics.rmsprop(), **options)  # frozen after burn-in
+    assert caught(lambda: auto.adaptation.resolve(1000, 0)) == []
+
+
+def test_config_guarantees_and_never():
+    cfg = lambda *o: load_config(None, ["sampler.metric=monge", "run.burn_in=400", *o])
+    assert (
+        guarantee_of(cfg()) == "exact: metric frozen at step 200 (window average of the statistic)"
+    )
+    assert guarantee_of(cfg("sampler.adapt_until=never")).startswith("uncorrected:")
+    assert guarantee_of(cfg("sampler.adapt_until=100")) == "exact: metric frozen at step 100"
+    corrected = cfg("sampler.adapt_until=never", "sampler.correction=hutchinson",
+                    'sampler.correction_scale="auto"')  # fmt: skip
+    assert guarantee_of(corrected) == "corrected: Γ with share ĉ estimated online"
+
+
+def test_config_adapt_until_after_the_burn_in_is_refused():
+    cfg = load_config(None, ["sampler.metric=monge", "run.burn_in=400", "sampler.adapt_until=500"])
+    u = sgrld.potential(lambda p, b: -0.5 * (p - b) ** 2, lambda p: 0.0 * p, num_data=4)
+    with pytest.raises(ConfigError, match="sampler.adapt_until = 500 is after run.burn_in = 400"):
+        sampler_of(cfg.sampler, u, 4, burn_in=cfg.run.burn_in)
+
+
+def test_arviz_attributes_carry_the_guarantee():
+    s = sgrld.sgrld(T.potential, sgrld.metrics.identity(), learning_rate=0.1, num_data=1)
+    out = sgrld.sample(jax.random.key(0), s, T.init_params, T.batch_fn, num_samples=5)
+    text = g.guarantee(s.adaptation)
+    tree = sgrld.to_arviz(out, guarantee=text)
+    assert tree.posterior.attrs["guarantee"] == text == tree.sample_stats.attrs["guarantee"]
+
+
+def test_summary_and_diagnose_line(tmp_path):
+    from sgrld.run.from_config import run_config
+    from sgrld.samples.diagnostics import guarantee_line
+
+    overrides = [
+        "data.name=digits", "model.widths=[8]", "prior.kind=gaussian", "run.epochs=4",
+        "run.burn_in=20", "run.thin=5", "sampler.metric=rmsprop", "sampler.learning_rate=0.05",
+        "run.save_samples=true", f"out.folder={str(tmp_path / 'run')!r}",
+    ]  # fmt: skip
+    result = run_config(load_config(None, overrides))
+    assert result.summary["meta"]["guarantee"] == (
+        "exact: metric frozen at step 10 (window average of the statistic)"
+    )
+    assert guarantee_line(tmp_path / "run").endswith("frozen at step 10 (window average of the "
+                                                     "statistic)")  # fmt: skip
+    assert sgrld.to_arviz(tmp_path / "run").posterior.attrs["guarantee"].startswith("exact")
