@@ -412,8 +412,8 @@ def run(
         existing: what to do with an earlier run's files in ``out``: ``"refuse"`` or
             ``"overwrite"`` (remove them first; :mod:`sgrld.run.run_folder`).
         resume: continue the run in ``out`` from this checkpoint
-        (:func:`sgrld.run.checkpoint.latest`)
-            instead; the records and samples are those of an uninterrupted run.
+            (:func:`sgrld.run.checkpoint.latest`) instead; the records and samples are those of
+            an uninterrupted run.
         checkpoint_every: write a checkpoint after every this many epochs (and when the run ends).
         checkpoint_seconds: skip a due checkpoint until this many seconds have passed since the
             last one (or since sampling started); ``0``: write every due one.

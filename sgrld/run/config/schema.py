@@ -115,7 +115,7 @@ class SamplerConfig:
 
     Attributes:
         kind: a name of :data:`sgrld.run.config.SAMPLERS`: ``sgrld``, ``sghmc``, ``sgnht``,
-        ``isgd``.
+            ``isgd``.
         metric: a name of :data:`sgrld.run.config.METRICS` (sgrld, sghmc).
         metric_params: keyword arguments of the metric factory.
         learning_rate: ``lr = h·N`` (> 0); ``"rule"``: i-SGD's λ rule (isgd only); ``None``:
