@@ -1,25 +1,12 @@
 """Layer 6, run: the application. Configurations, the experiment runner and its files, sweeps,
 reports and the ``sgrld`` command line; nothing below imports it.
+
+The modules load on first attribute access (PEP 562), so that the ``sgrld`` command can install
+its signal guard (:mod:`sgrld.run.interrupts`) before anything imports JAX.
 """
 
-from sgrld.run import (
-    arguments,
-    checkpoint,
-    cli,
-    config,
-    demo,
-    epoch_writer,
-    from_config,
-    interrupts,
-    records,
-    report,
-    run_folder,
-    runner,
-    sampler_from_config,
-    scoring,
-    sweep,
-    sweep_resume,
-)
+import importlib
+from typing import Any
 
 __all__ = [
     "arguments",
@@ -39,3 +26,13 @@ __all__ = [
     "sweep",
     "sweep_resume",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        return importlib.import_module(f"sgrld.run.{name}")
+    raise AttributeError(f"module 'sgrld.run' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

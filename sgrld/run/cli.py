@@ -17,6 +17,7 @@ import importlib.metadata
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import jax
@@ -24,7 +25,7 @@ import numpy as np
 
 from sgrld.chains import devices
 from sgrld.data import DataError
-from sgrld.run import report, runner, sweep_resume
+from sgrld.run import interrupts, report, runner, sweep_resume
 from sgrld.run import sweep as sgrld_sweep
 from sgrld.run.arguments import (
     KSD_MAX_DIM,
@@ -48,6 +49,7 @@ def sweep_command(args: argparse.Namespace) -> int:
         grid_texts = grid_texts or [f"{k}={json.dumps(v)}" for k, v in stored["grid"].items()]
         replicates = stored["replicates"] if replicates is None else replicates
     grids = [sgrld_sweep.parse_grid(text, config) for text in grid_texts]
+    _writing(_kept_results(Path(config.out.folder), "sweep"))
     console = report.console()
     name = str(path) if path else "the default configuration"
     console.print(f"{'Resuming' if args.resume else 'Sweeping'} {name} -> {config.out.folder}")
@@ -114,6 +116,7 @@ def _config_to_resume(args: argparse.Namespace, overrides: list[str]) -> tuple[C
 def run_command(args: argparse.Namespace) -> int:
     """``sgrld run``: load the configuration, run it, print the final scores, plot the curves."""
     config, path = _config_to_resume(args, list(args.overrides) + _device_overrides(args))
+    _writing(_kept_results(Path(config.out.folder), "run"))
     console = report.console()
     name = str(path) if path else "the default configuration"
     verb = "Resuming" if args.resume else "Running"
@@ -210,12 +213,31 @@ COMMANDS = {
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``sgrld`` command; returns the exit code."""
+    code = _main(argv)
+    if interrupts.GUARD is not None:
+        interrupts.GUARD.finish(code)
+    return code
+
+
+def _main(argv: list[str] | None) -> int:
     try:
         _join(argv)
     except devices.DistributedError as err:
         print(f"sgrld: error: {err}", file=sys.stderr)
         return 2
     args = build_parser().parse_args(argv)
+    guard = interrupts.GUARD
+    if guard is not None and guard.signal is not None:
+        return _interrupted(guard.signal, "nothing was written")
+    _writing(_kept(args))
+    code = _dispatch(args)
+    if guard is not None and guard.signal is not None and code == 0:  # it ended all the same
+        return _interrupted(guard.signal, guard.kept())
+    return code
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    """Run the parsed command; its exit code."""
     try:
         if args.command in COMMANDS:
             return COMMANDS[args.command](args)
@@ -239,6 +261,47 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # before a run started (while loading data) or a second Ctrl-C
         print("sgrld: interrupted", file=sys.stderr)
         return runner.EXIT_CODES["interrupted"]
+
+
+def _interrupted(name: str, kept: str) -> int:
+    """Say that ``name`` (a signal) stopped the command and what was kept; the exit code."""
+    print(f"sgrld: interrupted by {name}; {kept}", file=sys.stderr, flush=True)
+    return runner.EXIT_CODES["interrupted"]
+
+
+def _writing(kept: Callable[[], str]) -> None:
+    """The command writes from now on; ``kept()`` says what is on disk if a signal stops it."""
+    if interrupts.GUARD is not None:
+        interrupts.GUARD.writing(kept)
+
+
+def _kept_results(out: Path, command: str) -> Callable[[], str]:
+    """What is kept of ``sgrld run`` or ``sgrld sweep`` into ``out``."""
+
+    def kept() -> str:
+        if not (out / "summary.json").is_file():
+            return "nothing was written"
+        return (
+            f"what the {command} wrote so far is in {out} (its summary.json not updated); "
+            f"`sgrld {command} --resume {out}` continues from the newest checkpoint"
+        )
+
+    return kept
+
+
+def _kept(args: argparse.Namespace) -> Callable[[], str]:
+    """What is kept of a command stopped by a signal (``sgrld run`` and ``sgrld sweep`` say it
+    again once they know their results folder)."""
+    if args.command == "export":
+        text = "the export was not written (an earlier one is unchanged)"
+    elif args.command == "diagnose":
+        text = f"only {Path(args.folder) / 'diagnose.png'} may have been replaced"
+    elif args.command in ("demo", "reproduce"):
+        again = " (the same command with --resume continues)" if "resume" in args else ""
+        text = f"the runs finished so far are in {args.out}{again}"
+    else:
+        text = "nothing was written"
+    return lambda: text
 
 
 if __name__ == "__main__":
