@@ -6,12 +6,15 @@ missing/corrupt data, a folder that holds no samples, or (``sgrld run``) a resul
 already holds a run, or a ``--resume`` whose configuration differs (the message says which key or
 file), or a coordinator of a multi-process run not reached; 3 another process of a multi-process
 run failed (the results so far are written, not marked completed); 130 interrupted with Ctrl-C or
-SIGTERM (results so far and a checkpoint are written).
+SIGTERM, at any moment (results so far are written; a run or sweep continues with ``--resume``);
+4 an operating-system error while writing (a full disk, a read-only file system, no permission, a
+missing or non-directory folder): one line names the file, says what was kept and how to go on.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import importlib.metadata
 import json
@@ -36,7 +39,7 @@ from sgrld.run.arguments import (
 )
 from sgrld.run.config import Config, ConfigError, load_config
 from sgrld.run.from_config import log_posterior, observed_targets, run_config
-from sgrld.samples import arviz_export, diagnostics, stein
+from sgrld.samples import arviz_export, atomic, diagnostics, stein
 from sgrld.samples.results import ResultsError
 
 
@@ -201,6 +204,8 @@ def ksd_line(
 
 EXIT_PROCESS_FAILED = 3
 """``sgrld``'s exit code when another process of a multi-process run failed."""
+EXIT_OS_ERROR = 4
+"""``sgrld``'s exit code for an operating-system error while writing (the disk full, ...)."""
 
 COMMANDS = {
     "run": run_command,
@@ -261,6 +266,38 @@ def _dispatch(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:  # before a run started (while loading data) or a second Ctrl-C
         print("sgrld: interrupted", file=sys.stderr)
         return runner.EXIT_CODES["interrupted"]
+    except OSError as err:
+        print(f"sgrld: error: {os_error_line(err, _kept_now())}", file=sys.stderr, flush=True)
+        return EXIT_OS_ERROR
+
+
+FIXES = {
+    errno.ENOSPC: "make room on that file system",
+    errno.EDQUOT: "make room within your disk quota",
+    errno.EROFS: "choose a folder on a writable file system",
+    errno.EACCES: "choose a folder you may write to (or change its permissions)",
+    errno.EPERM: "choose a folder you may write to (or change its permissions)",
+    errno.ENOENT: "create the missing folder or choose another",
+    errno.ENOTDIR: "choose a path whose folders are folders, not files",
+    errno.EEXIST: "choose a path whose folders are folders, not files",
+}
+"""What the user can do about an ``OSError``, by ``errno``."""
+
+
+def os_error_line(err: OSError, kept: str) -> str:
+    """The one line of ``sgrld: error:`` for an operating-system error: the file, the error, what
+    was kept (``kept``, which says how to continue) and what to fix first.
+
+    Example:
+        >>> err = atomic.WriteError(errno.ENOSPC, "No space left on device", "out/summary.json")
+        >>> os_error_line(err, "nothing was written")
+        'could not write out/summary.json (No space left on device); nothing was written; make
+        room on that file system first'
+    """
+    doing = "could not write" if isinstance(err, atomic.WriteError) else "failed on"
+    where = f" {err.filename}" if err.filename else ""
+    fix = FIXES.get(err.errno, "fix that")
+    return f"{doing}{where} ({err.strerror or err}); {kept}; {fix} first"
 
 
 def _interrupted(name: str, kept: str) -> int:
@@ -269,17 +306,27 @@ def _interrupted(name: str, kept: str) -> int:
     return runner.EXIT_CODES["interrupted"]
 
 
+_KEPT: list[Callable[[], str]] = []
+"""What the running command has kept so far (the last one set by :func:`_writing`)."""
+
+
 def _writing(kept: Callable[[], str]) -> None:
-    """The command writes from now on; ``kept()`` says what is on disk if a signal stops it."""
+    """The command writes from now on; ``kept()`` says what is on disk if a signal or an OS
+    error stops it."""
+    _KEPT[:] = [kept]
     if interrupts.GUARD is not None:
         interrupts.GUARD.writing(kept)
+
+
+def _kept_now() -> str:
+    return _KEPT[-1]() if _KEPT else "nothing was written"
 
 
 def _kept_results(out: Path, command: str) -> Callable[[], str]:
     """What is kept of ``sgrld run`` or ``sgrld sweep`` into ``out``."""
 
     def kept() -> str:
-        if not (out / "summary.json").is_file():
+        if not (out / "config.toml").is_file():
             return "nothing was written"
         return (
             f"what the {command} wrote so far is in {out} (its summary.json not updated); "
@@ -295,7 +342,7 @@ def _kept(args: argparse.Namespace) -> Callable[[], str]:
     if args.command == "export":
         text = "the export was not written (an earlier one is unchanged)"
     elif args.command == "diagnose":
-        text = f"only {Path(args.folder) / 'diagnose.png'} may have been replaced"
+        text = f"nothing but {Path(args.folder) / 'diagnose.png'} was to be written"
     elif args.command in ("demo", "reproduce"):
         again = " (the same command with --resume continues)" if "resume" in args else ""
         text = f"the runs finished so far are in {args.out}{again}"

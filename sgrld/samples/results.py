@@ -104,7 +104,7 @@ def record_line(record: Mapping[str, Any]) -> str:
 
 def append_record(path: str | Path, record: Mapping[str, Any]) -> None:
     """Append ``record`` as one JSON line to ``path`` (``metrics.jsonl``)."""
-    with Path(path).open("a") as f:
+    with atomic.appending(path) as f:
         f.write(record_line(record))
 
 
