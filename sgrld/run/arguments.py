@@ -70,11 +70,20 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in (_run_parser, _demo_parser, _export_parser, _diagnose_parser, _sweep_parser):
         add(sub)
     _reproduce_parser(sub)
     return parser
+
+
+def _version() -> str:
+    """The installed version of sgrld."""
+    try:
+        return importlib.metadata.version("sgrld")
+    except importlib.metadata.PackageNotFoundError:
+        return "(not installed)"
 
 
 def _run_parser(sub: argparse._SubParsersAction) -> None:

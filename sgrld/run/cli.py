@@ -20,6 +20,7 @@ import importlib.metadata
 import json
 import os
 import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -101,15 +102,15 @@ def _device_overrides(args: argparse.Namespace) -> list[str]:
 
 def _config_to_resume(args: argparse.Namespace, overrides: list[str]) -> tuple[Config, Path | None]:
     """The configuration of ``sgrld run`` or ``sgrld sweep`` and its file: with ``--resume OUT``
-    and neither a file nor ``--set``, ``OUT/config.toml``; the results folder is ``--resume`` or
-    ``--out``."""
+    and no file, ``OUT/config.toml`` (with the ``--set`` overrides); the results folder is
+    ``--resume`` or ``--out``."""
     out = args.resume or args.out
     if args.resume and args.out and Path(args.out) != Path(args.resume):
         raise ConfigError(f"--out {args.out} and --resume {args.resume} name different folders")
     if out is not None:
         overrides.append(f"out.folder={json.dumps(out)}")
     path = args.config
-    if args.resume and path is None and not args.overrides:
+    if args.resume and path is None:  # --set changes the run's own configuration
         path = Path(args.resume) / "config.toml"
         if not path.is_file():
             raise ResultsError(f"--resume {args.resume}: no run to resume there (no config.toml)")
@@ -235,7 +236,9 @@ def _main(argv: list[str] | None) -> int:
     if guard is not None and guard.signal is not None:
         return _interrupted(guard.signal, "nothing was written")
     _writing(_kept(args))
-    code = _dispatch(args)
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        code = _dispatch(args)
     if guard is not None and guard.signal is not None and code == 0:  # it ended all the same
         return _interrupted(guard.signal, guard.kept())
     return code
@@ -298,6 +301,11 @@ def os_error_line(err: OSError, kept: str) -> str:
     where = f" {err.filename}" if err.filename else ""
     fix = FIXES.get(err.errno, "fix that")
     return f"{doing}{where} ({err.strerror or err}); {kept}; {fix} first"
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning as one plain line (``sgrld: warning: ...``), without its source line."""
+    print(f"sgrld: warning: {message}", file=sys.stderr if file is None else file, flush=True)
 
 
 def _interrupted(name: str, kept: str) -> int:
