@@ -45,7 +45,7 @@ def run_folder(tmp_path_factory) -> Path:
 def test_a_warning_is_one_plain_line(monkeypatch, capsys):
     def warns(args):
         warnings.warn(
-            "checkpoint epoch_0002.npz is corrupt; using epoch_0001.npz", UserWarning, stacklevel=2
+            "checkpoint epoch_0002.npz is corrupt; using epoch_0001.npz", UserWarning, stacklevel=1
         )
         return 0
 
