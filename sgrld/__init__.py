@@ -25,7 +25,24 @@ which the library never imports.
 """
 
 import importlib
+import os
+import sys
 from typing import Any
+
+
+def _is_command() -> bool:
+    """Whether this process is the ``sgrld`` command: ``python -m sgrld`` (while Python imports
+    the package, ``sys.argv[0]`` is ``"-m"``) or the ``sgrld`` script."""
+    argv = getattr(sys, "orig_argv", [])
+    if sys.argv[:1] == ["-m"] and "-m" in argv:
+        return argv[argv.index("-m") + 1 : argv.index("-m") + 2] == ["sgrld"]
+    return bool(sys.argv) and os.path.basename(sys.argv[0]) == "sgrld"
+
+
+if _is_command():  # before JAX is imported: Ctrl-C at any moment stops the command cleanly
+    from sgrld.run.interrupts import guard_command
+
+    guard_command()
 
 from sgrld import chains, metrics, numerics, parts, samplers, samples
 from sgrld.chains.devices import make_mesh

@@ -1,5 +1,8 @@
 """Layer 6, run: the application. Configurations, the experiment runner and its files, sweeps,
 reports and the ``sgrld`` command line; nothing below imports it.
+
+The modules load on first attribute access (PEP 562), so that the ``sgrld`` command can install
+its signal guard (:mod:`sgrld.run.interrupts`) before anything imports JAX.
 """
 
 import importlib
@@ -31,3 +34,7 @@ def __getattr__(name: str) -> Any:
     if name not in __all__:
         raise AttributeError(f"module 'sgrld.run' has no attribute {name!r}")
     return importlib.import_module(f"sgrld.run.{name}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

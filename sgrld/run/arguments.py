@@ -70,11 +70,20 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in (_run_parser, _demo_parser, _export_parser, _diagnose_parser, _sweep_parser):
         add(sub)
     _reproduce_parser(sub)
     return parser
+
+
+def _version() -> str:
+    """The installed version of sgrld."""
+    try:
+        return importlib.metadata.version("sgrld")
+    except importlib.metadata.PackageNotFoundError:
+        return "(not installed)"
 
 
 def _run_parser(sub: argparse._SubParsersAction) -> None:
@@ -165,7 +174,9 @@ def _diagnose_parser(sub: argparse._SubParsersAction) -> None:
         "coordinates with the joint score (one full-batch gradient per draw).",
     )
     diagnose.add_argument("folder", metavar="OUT", help="the results folder of the run")
-    diagnose.add_argument("--params", type=int, default=8, help="how many scalar parameters")
+    diagnose.add_argument(
+        "--params", type=positive_int, default=8, help="how many scalar parameters (>= 1)"
+    )
     diagnose.add_argument("--seed", type=int, default=0, help="seed of the parameters' choice")
     diagnose.add_argument(
         "--no-ksd", action="store_true", help="do not compute the kernel Stein discrepancy"
@@ -274,6 +285,26 @@ def device_arguments(parser: argparse.ArgumentParser, hosts: bool = True) -> Non
         metavar="SECONDS",
         help="how long to wait for the coordinator and the other processes",
     )
+
+
+def positive_int(text: str) -> int:
+    """An option's value as an integer >= 1 (else a usage error, exit 2).
+
+    Example:
+        >>> positive_int("3")
+        3
+        >>> positive_int("-1")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: must be an integer >= 1, got '-1'
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
+    return value
 
 
 def device_count(text: str) -> int | str:

@@ -6,17 +6,22 @@ missing/corrupt data, a folder that holds no samples, or (``sgrld run``) a resul
 already holds a run, or a ``--resume`` whose configuration differs (the message says which key or
 file), or a coordinator of a multi-process run not reached; 3 another process of a multi-process
 run failed (the results so far are written, not marked completed); 130 interrupted with Ctrl-C or
-SIGTERM (results so far and a checkpoint are written).
+SIGTERM, at any moment (results so far are written; a run or sweep continues with ``--resume``);
+4 an operating-system error while writing (a full disk, a read-only file system, no permission, a
+missing or non-directory folder): one line names the file, says what was kept and how to go on.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import importlib.metadata
 import json
 import os
 import sys
+import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import jax
@@ -24,7 +29,7 @@ import numpy as np
 
 from sgrld.chains import devices
 from sgrld.data import DataError
-from sgrld.run import report, runner, sweep_resume
+from sgrld.run import interrupts, report, runner, sweep_resume
 from sgrld.run import sweep as sgrld_sweep
 from sgrld.run.arguments import (
     KSD_MAX_DIM,
@@ -35,7 +40,7 @@ from sgrld.run.arguments import (
 )
 from sgrld.run.config import Config, ConfigError, load_config
 from sgrld.run.from_config import log_posterior, observed_targets, run_config
-from sgrld.samples import arviz_export, diagnostics, stein
+from sgrld.samples import arviz_export, atomic, diagnostics, stein
 from sgrld.samples.results import ResultsError
 
 
@@ -48,6 +53,7 @@ def sweep_command(args: argparse.Namespace) -> int:
         grid_texts = grid_texts or [f"{k}={json.dumps(v)}" for k, v in stored["grid"].items()]
         replicates = stored["replicates"] if replicates is None else replicates
     grids = [sgrld_sweep.parse_grid(text, config) for text in grid_texts]
+    _writing(_kept_results(Path(config.out.folder), "sweep"))
     console = report.console()
     name = str(path) if path else "the default configuration"
     console.print(f"{'Resuming' if args.resume else 'Sweeping'} {name} -> {config.out.folder}")
@@ -96,15 +102,15 @@ def _device_overrides(args: argparse.Namespace) -> list[str]:
 
 def _config_to_resume(args: argparse.Namespace, overrides: list[str]) -> tuple[Config, Path | None]:
     """The configuration of ``sgrld run`` or ``sgrld sweep`` and its file: with ``--resume OUT``
-    and neither a file nor ``--set``, ``OUT/config.toml``; the results folder is ``--resume`` or
-    ``--out``."""
+    and no file, ``OUT/config.toml`` (with the ``--set`` overrides); the results folder is
+    ``--resume`` or ``--out``."""
     out = args.resume or args.out
     if args.resume and args.out and Path(args.out) != Path(args.resume):
         raise ConfigError(f"--out {args.out} and --resume {args.resume} name different folders")
     if out is not None:
         overrides.append(f"out.folder={json.dumps(out)}")
     path = args.config
-    if args.resume and path is None and not args.overrides:
+    if args.resume and path is None:  # --set changes the run's own configuration
         path = Path(args.resume) / "config.toml"
         if not path.is_file():
             raise ResultsError(f"--resume {args.resume}: no run to resume there (no config.toml)")
@@ -114,6 +120,7 @@ def _config_to_resume(args: argparse.Namespace, overrides: list[str]) -> tuple[C
 def run_command(args: argparse.Namespace) -> int:
     """``sgrld run``: load the configuration, run it, print the final scores, plot the curves."""
     config, path = _config_to_resume(args, list(args.overrides) + _device_overrides(args))
+    _writing(_kept_results(Path(config.out.folder), "run"))
     console = report.console()
     name = str(path) if path else "the default configuration"
     verb = "Resuming" if args.resume else "Running"
@@ -199,6 +206,8 @@ def ksd_line(
 
 EXIT_PROCESS_FAILED = 3
 """``sgrld``'s exit code when another process of a multi-process run failed."""
+EXIT_OS_ERROR = 4
+"""``sgrld``'s exit code for an operating-system error while writing (the disk full, ...)."""
 
 COMMANDS = {
     "run": run_command,
@@ -211,12 +220,33 @@ COMMANDS = {
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``sgrld`` command; returns the exit code."""
+    code = _main(argv)
+    if interrupts.GUARD is not None:
+        interrupts.GUARD.finish(code)
+    return code
+
+
+def _main(argv: list[str] | None) -> int:
     try:
         _join(argv)
     except devices.DistributedError as err:
         print(f"sgrld: error: {err}", file=sys.stderr)
         return 2
     args = build_parser().parse_args(argv)
+    guard = interrupts.GUARD
+    if guard is not None and guard.signal is not None:
+        return _interrupted(guard.signal, "nothing was written")
+    _writing(_kept(args))
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        code = _dispatch(args)
+    if guard is not None and guard.signal is not None and code == 0:  # it ended all the same
+        return _interrupted(guard.signal, guard.kept())
+    return code
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    """Run the parsed command; its exit code."""
     try:
         if args.command in COMMANDS:
             return COMMANDS[args.command](args)
@@ -240,6 +270,94 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # before a run started (while loading data) or a second Ctrl-C
         print("sgrld: interrupted", file=sys.stderr)
         return runner.EXIT_CODES["interrupted"]
+    except OSError as err:
+        print(f"sgrld: error: {os_error_line(err, _kept_now())}", file=sys.stderr, flush=True)
+        return EXIT_OS_ERROR
+
+
+FIXES = {
+    errno.ENOSPC: "make room on that file system",
+    errno.EDQUOT: "make room within your disk quota",
+    errno.EROFS: "choose a folder on a writable file system",
+    errno.EACCES: "choose a folder you may write to (or change its permissions)",
+    errno.EPERM: "choose a folder you may write to (or change its permissions)",
+    errno.ENOENT: "create the missing folder or choose another",
+    errno.ENOTDIR: "choose a path whose folders are folders, not files",
+    errno.EEXIST: "choose a path whose folders are folders, not files",
+}
+"""What the user can do about an ``OSError``, by ``errno``."""
+
+
+def os_error_line(err: OSError, kept: str) -> str:
+    """The one line of ``sgrld: error:`` for an operating-system error: the file, the error, what
+    was kept (``kept``, which says how to continue) and what to fix first.
+
+    Example:
+        >>> err = atomic.WriteError(errno.ENOSPC, "No space left on device", "out/summary.json")
+        >>> os_error_line(err, "nothing was written")
+        'could not write out/summary.json (No space left on device); nothing was written; make
+        room on that file system first'
+    """
+    doing = "could not write" if isinstance(err, atomic.WriteError) else "failed on"
+    where = f" {err.filename}" if err.filename else ""
+    fix = FIXES.get(err.errno, "fix that")
+    return f"{doing}{where} ({err.strerror or err}); {kept}; {fix} first"
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning as one plain line (``sgrld: warning: ...``), without its source line."""
+    print(f"sgrld: warning: {message}", file=sys.stderr if file is None else file, flush=True)
+
+
+def _interrupted(name: str, kept: str) -> int:
+    """Say that ``name`` (a signal) stopped the command and what was kept; the exit code."""
+    print(f"sgrld: interrupted by {name}; {kept}", file=sys.stderr, flush=True)
+    return runner.EXIT_CODES["interrupted"]
+
+
+_KEPT: list[Callable[[], str]] = []
+"""What the running command has kept so far (the last one set by :func:`_writing`)."""
+
+
+def _writing(kept: Callable[[], str]) -> None:
+    """The command writes from now on; ``kept()`` says what is on disk if a signal or an OS
+    error stops it."""
+    _KEPT[:] = [kept]
+    if interrupts.GUARD is not None:
+        interrupts.GUARD.writing(kept)
+
+
+def _kept_now() -> str:
+    return _KEPT[-1]() if _KEPT else "nothing was written"
+
+
+def _kept_results(out: Path, command: str) -> Callable[[], str]:
+    """What is kept of ``sgrld run`` or ``sgrld sweep`` into ``out``."""
+
+    def kept() -> str:
+        if not (out / "config.toml").is_file():
+            return "nothing was written"
+        return (
+            f"what the {command} wrote so far is in {out} (its summary.json not updated); "
+            f"`sgrld {command} --resume {out}` continues from the newest checkpoint"
+        )
+
+    return kept
+
+
+def _kept(args: argparse.Namespace) -> Callable[[], str]:
+    """What is kept of a command stopped by a signal (``sgrld run`` and ``sgrld sweep`` say it
+    again once they know their results folder)."""
+    if args.command == "export":
+        text = "the export was not written (an earlier one is unchanged)"
+    elif args.command == "diagnose":
+        text = f"nothing but {Path(args.folder) / 'diagnose.png'} was to be written"
+    elif args.command in ("demo", "reproduce"):
+        again = " (the same command with --resume continues)" if "resume" in args else ""
+        text = f"the runs finished so far are in {args.out}{again}"
+    else:
+        text = "nothing was written"
+    return lambda: text
 
 
 if __name__ == "__main__":

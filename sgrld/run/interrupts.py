@@ -1,4 +1,5 @@
-"""Stopping a run on SIGINT (Ctrl-C) or SIGTERM at a safe point instead of wherever it is.
+"""Stopping on SIGINT (Ctrl-C) or SIGTERM: a run at a safe point, the ``sgrld`` command at any
+moment.
 
 While :func:`stop_on_signals` is active, the first SIGINT or SIGTERM only records its name in
 :class:`Stop`; the run looks at it at safe points (after compiling, after each epoch's files and
@@ -6,6 +7,19 @@ checkpoint are written) and stops there, so no ``KeyboardInterrupt`` is raised i
 call or half-way through writing a file. A second signal raises ``KeyboardInterrupt`` at once, for
 a user who will not wait for the epoch to end. The previous handlers are restored on leaving;
 outside the main thread (where Python cannot install handlers) nothing is installed.
+
+The ``sgrld`` command itself (``python -m sgrld`` and the ``sgrld`` script) installs a
+:class:`Guard` before it imports JAX (``sgrld/__init__.py`` calls :func:`guard_command`). Python
+runs a signal handler only between bytecodes of the main thread, so a signal that arrives while
+the main thread is importing, compiling (XLA) or inside any long call would wait for that call to
+end; the guard's watcher thread instead wakes on the signal itself (:func:`signal.set_wakeup_fd`)
+and, if the main thread has not ended the command within :data:`GRACE_S` seconds (no time at all
+before the command writes anything; at once on a second signal), prints one line saying what was
+kept and ends the process with exit code :data:`EXIT_INTERRUPTED` (``os._exit``: no traceback,
+no waiting for XLA). The files are written atomically (:mod:`sgrld.samples.atomic`) and a run
+resumes from its newest checkpoint, so stopping there loses at most the epoch in flight. While a
+guard is installed, :func:`stop_on_signals` starts from a signal the guard already saw, and a
+second signal is left to the watcher.
 
 Example:
     >>> import os, signal
@@ -20,9 +34,105 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import os
+import select
 import signal
+import sys
 import threading
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+GRACE_S = 3.0
+"""Seconds the main thread of ``sgrld`` gets, once a command writes, to stop cleanly."""
+EXIT_INTERRUPTED = 130
+"""The exit code of a command stopped by SIGINT or SIGTERM (``sgrld.run.runner.EXIT_CODES``)."""
+
+
+class Guard:
+    """The ``sgrld`` command's handler of SIGINT and SIGTERM, and its watcher thread.
+
+    Attributes:
+        signal: the name of the first signal received, or ``None``.
+        grace: seconds the main thread gets to stop cleanly after the first signal (0: none).
+        kept: says what is on disk if the watcher stops the process (one clause).
+    """
+
+    def __init__(self) -> None:
+        self.signal: str | None = None
+        self.grace = 0.0
+        self.kept: Callable[[], str] = lambda: "nothing was written"
+        self.code: int | None = None  # the command's exit code, once it returned
+
+    def install(self) -> None:
+        """Install :meth:`handle` for SIGINT and SIGTERM and start the watcher thread."""
+        read, write = os.pipe()
+        os.set_blocking(write, False)
+        signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+        for s in SIGNALS:
+            signal.signal(s, self.handle)
+        watcher = threading.Thread(target=self._watch, args=(read,), name="sgrld-signals")
+        watcher.daemon = True
+        watcher.start()
+
+    def handle(self, signum: int, frame: object) -> None:
+        """The Python-level handler: only record the signal (the watcher acts on it)."""
+        self.record(signum)
+
+    def record(self, signum: int) -> None:
+        """Remember the first signal's name."""
+        if self.signal is None:
+            self.signal = signal.Signals(signum).name
+
+    def writing(self, kept: Callable[[], str]) -> None:
+        """From now on the command writes: give it :data:`GRACE_S` to stop cleanly; ``kept()``
+        says what is on disk if it does not."""
+        self.kept, self.grace = kept, GRACE_S
+
+    def finish(self, code: int) -> None:
+        """The command returned ``code``: a signal from now on ends the process with it."""
+        self.code = code
+
+    def _watch(self, fd: int) -> None:
+        deadline = None
+        while True:
+            timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not select.select([fd], [], [], timeout)[0]:
+                self.stop_now()  # the grace is over
+            received = [s for s in os.read(fd, 64) if s in SIGNALS]
+            if not received:
+                continue
+            self.record(received[0])
+            if deadline is not None or self.grace <= 0 or len(received) > 1:
+                self.stop_now()
+            deadline = time.monotonic() + self.grace
+
+    def stop_now(self) -> None:
+        """End the process: with the command's code if it returned, else with
+        :data:`EXIT_INTERRUPTED` after one line on standard error."""
+        if self.code is not None:
+            os._exit(self.code)
+        try:
+            kept = self.kept()
+        except Exception as err:  # noqa: BLE001 - the line must still be printed
+            kept = f"what was kept is unknown ({err})"
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()  # what the command printed so far
+        os.write(2, f"sgrld: interrupted by {self.signal}; {kept}\n".encode())
+        os._exit(EXIT_INTERRUPTED)
+
+
+GUARD: Guard | None = None
+"""The guard of the ``sgrld`` command, in a process that is that command."""
+
+
+def guard_command() -> Guard | None:
+    """Install the process-wide :class:`Guard` (once; only in the main thread)."""
+    global GUARD
+    if GUARD is None and threading.current_thread() is threading.main_thread():
+        GUARD = Guard()
+        GUARD.install()
+    return GUARD
 
 
 class Stop:
@@ -33,18 +143,21 @@ class Stop:
     """
 
     def __init__(self) -> None:
-        self.signal: str | None = None
+        self.signal: str | None = None if GUARD is None else GUARD.signal
 
     def handle(self, signum: int, frame: object) -> None:
-        """The signal handler: remember the first signal; raise on the second."""
-        if self.signal is not None:
+        """The signal handler: remember the first signal; raise on the second (without a
+        :class:`Guard`, whose watcher stops the process instead)."""
+        if GUARD is not None:
+            GUARD.record(signum)
+        elif self.signal is not None:
             raise KeyboardInterrupt
-        self.signal = signal.Signals(signum).name
+        self.signal = self.signal or signal.Signals(signum).name
 
 
 @contextlib.contextmanager
 def stop_on_signals(
-    signals: Sequence[signal.Signals] = (signal.SIGINT, signal.SIGTERM),
+    signals: Sequence[signal.Signals] = SIGNALS,
 ) -> Iterator[Stop]:
     """Install :meth:`Stop.handle` for ``signals`` for the duration of the block."""
     stop = Stop()

@@ -16,6 +16,7 @@ to continue: :func:`existing_of` for runs made from a configuration (:mod:`sgrld
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import tempfile
@@ -34,8 +35,8 @@ CONFIG_FILES = ("config.toml", "config.json")
 
 
 def check_writable(out: Path) -> None:
-    """Create ``out`` if needed and check that a file can be written in it, before the run loads
-    anything.
+    """Check that ``out`` (created for the check, then removed again) can hold a file, before the
+    run loads anything.
 
     Raises:
         sgrld.samples.results.ResultsError: ``out`` is a file, lies under one, or cannot be
@@ -44,6 +45,7 @@ def check_writable(out: Path) -> None:
     """
     if out.exists() and not out.is_dir():
         raise results.ResultsError(f"the results folder {out} is a file")
+    created = [p for p in (out, *out.parents) if not p.exists()]  # the deepest first
     try:
         out.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=out):
@@ -51,6 +53,10 @@ def check_writable(out: Path) -> None:
     except OSError as err:
         reason = err.strerror or type(err).__name__
         raise results.ResultsError(f"cannot write the results folder {out}: {reason}") from None
+    finally:  # a command refused later leaves no folder behind
+        for folder in created:
+            with contextlib.suppress(OSError):
+                folder.rmdir()
 
 
 def clear(out: Path, existing: Existing, names: Sequence[str] = RUN_FILES) -> None:

@@ -58,6 +58,7 @@ from sgrld.chains.devices import check_mesh, make_mesh
 from sgrld.run import report, scoring
 from sgrld.run.config import Config, ConfigError, with_overrides
 from sgrld.run.config.toml_io import parse_override
+from sgrld.run.config.validation import MAX_SEED
 from sgrld.run.from_config import build_experiment, run_config, run_plan_of
 from sgrld.run.runner import Experiment, Result, RunPlan
 from sgrld.run.sampler_from_config import sampler_of
@@ -289,6 +290,11 @@ def _check_sweep(config: Config, grids: Sequence[Grid], replicates: int) -> None
     """Refuse replicates below 1, a key swept twice, or a data set without a validation split."""
     if isinstance(replicates, bool) or int(replicates) != replicates or replicates < 1:
         raise ConfigError(f"--replicates must be an integer >= 1, got {replicates!r}")
+    if config.run.seed + replicates - 1 > MAX_SEED:
+        raise ConfigError(
+            f"--replicates {replicates} with run.seed = {config.run.seed}: the last replicate's "
+            f"seed would pass {MAX_SEED} (2**32 - 1), the largest seed"
+        )
     keys = [g.key for g in grids]
     if len(set(keys)) < len(keys):
         raise ConfigError(f"--grid: a key is given twice in {keys}")

@@ -20,31 +20,68 @@ import os
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TextIO
 
 TEMP_SUFFIX = ".tmp"
+
+
+class WriteError(OSError):
+    """An OS error (a full disk, a read-only file system, no permission, a missing folder) while
+    writing the file ``filename``, whose old content, if any, is kept."""
+
+
+@contextlib.contextmanager
+def naming(path: str | Path) -> Iterator[None]:
+    """Raise an ``OSError`` of the block as a :class:`WriteError` naming ``path``.
+
+    Example:
+        >>> import errno
+        >>> try:
+        ...     with naming("out/a.txt"):
+        ...         raise OSError(errno.ENOSPC, "No space left on device", "out/.a.txt.1.tmp")
+        ... except WriteError as err:
+        ...     err.errno == errno.ENOSPC, err.filename
+        (True, 'out/a.txt')
+    """
+    try:
+        yield
+    except WriteError:
+        raise
+    except OSError as err:
+        raise WriteError(err.errno, err.strerror or str(err), str(path)) from err
 
 
 @contextlib.contextmanager
 def replacing(path: str | Path) -> Iterator[BinaryIO]:
     """A binary file to write; on leaving the block without an error it replaces ``path``.
 
-    On an error the temporary file is removed and ``path`` keeps its old content.
+    On an error the temporary file is removed and ``path`` keeps its old content; an ``OSError``
+    is raised as a :class:`WriteError` naming ``path``.
     """
     path = Path(path)
     temp = path.parent / f".{path.name}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies
+    with naming(path):
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies
     try:
-        with os.fdopen(fd, "wb") as f:
+        with naming(path), os.fdopen(fd, "wb") as f:
             yield f
             f.flush()
             os.fsync(f.fileno())
-        os.replace(temp, path)
+        with naming(path):
+            os.replace(temp, path)
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
     _fsync_folder(path.parent)
+
+
+@contextlib.contextmanager
+def appending(path: str | Path) -> Iterator[TextIO]:
+    """``path`` opened to append text (not atomic: a line at a time); an ``OSError`` is raised
+    as a :class:`WriteError` naming ``path``."""
+    with naming(path), Path(path).open("a") as f:
+        yield f
 
 
 def _fsync_folder(folder: Path) -> None:

@@ -104,7 +104,7 @@ def record_line(record: Mapping[str, Any]) -> str:
 
 def append_record(path: str | Path, record: Mapping[str, Any]) -> None:
     """Append ``record`` as one JSON line to ``path`` (``metrics.jsonl``)."""
-    with Path(path).open("a") as f:
+    with atomic.appending(path) as f:
         f.write(record_line(record))
 
 
@@ -272,13 +272,13 @@ def draws_per_epoch(folder: str | Path) -> list[int]:
         ResultsError: ``folder`` holds no samples, or they cannot be read.
     """
     samples, files, _, _ = _index(folder)
-    try:
-        draws = []
-        for path in files:
+    draws = []
+    for path in files:
+        try:
             with np.load(path) as z:
                 draws.append(z["step"].shape[0])
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as err:
-        raise ResultsError(f"cannot read the samples in {samples}: {err}") from err
+        except (OSError, ValueError, KeyError, zipfile.BadZipFile) as err:
+            raise ResultsError(f"cannot read the samples in {path}: {err}") from err
     return draws
 
 

@@ -123,12 +123,14 @@ def test_killed_five_times_and_resumed_equals_an_uninterrupted_run(tmp_path: Pat
     sgrld_ = Sgrld(tmp_path)
     assert sgrld_.start(str(config), "--out", str(ref)).wait(timeout=300) == 0, sgrld_.log()
 
-    # SIGTERM as the run starts (compiling): a clean stop, exit 130, a summary.
+    # SIGTERM as the run starts (compiling): exit 130 and a line within seconds; a compilation
+    # that outlasts the guard's grace is cut (summary.json still "running"), else a clean stop.
     proc = sgrld_.start(str(config), "--out", str(out))
     code = _kill_when(proc, lambda: (out / "summary.json").exists(), signal.SIGTERM)
     assert code == 130 and "Traceback" not in sgrld_.log(), sgrld_.log()
+    assert "interrupted by SIGTERM" in sgrld_.log(), sgrld_.log()
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["status"] == "interrupted" and "SIGTERM" in summary["message"]
+    assert summary["status"] in ("interrupted", "running"), summary
 
     resume = ("--resume", str(out))
     summary_json, metrics = out / "summary.json", out / "metrics.jsonl"

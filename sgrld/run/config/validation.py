@@ -178,12 +178,21 @@ def _validate_schedule(config: Config) -> None:
         )
 
 
+MAX_SEED = 2**32 - 1
+"""The largest ``run.seed``: ``jax.random.key`` of 0 ... 2**32 - 1 are distinct keys."""
+
+
 def _validate_run(config: Config) -> None:
     r = config.run
     at_least("run.epochs", r.epochs, 1)
     at_least("run.burn_in", r.burn_in, 0)
     at_least("run.thin", r.thin, 1)
     at_least("run.chains", r.chains, 1)
+    if not 0 <= r.seed <= MAX_SEED:
+        raise ConfigError(
+            f"run.seed: must be in [0, {MAX_SEED}] (2**32 - 1; JAX's key keeps 32 bits, so a seed "
+            f"outside would repeat another seed's chains), got {r.seed}"
+        )
     at_least("run.checkpoint_every", r.checkpoint_every, 1)
     at_least("run.checkpoint_seconds", r.checkpoint_seconds, 0)
     _validate_devices(config)
