@@ -10,6 +10,7 @@ import argparse
 import importlib
 import importlib.metadata
 import textwrap
+from collections.abc import Callable
 from typing import Any
 
 from sgrld.run import sweep as sgrld_sweep
@@ -177,20 +178,22 @@ def _diagnose_parser(sub: argparse._SubParsersAction) -> None:
     diagnose.add_argument(
         "--params", type=positive_int, default=8, help="how many scalar parameters (>= 1)"
     )
-    diagnose.add_argument("--seed", type=int, default=0, help="seed of the parameters' choice")
+    diagnose.add_argument(
+        "--seed", type=integer_at_least(0), default=0, help="seed of the parameters' choice"
+    )
     diagnose.add_argument(
         "--no-ksd", action="store_true", help="do not compute the kernel Stein discrepancy"
     )
     diagnose.add_argument(
         "--ksd-coordinates",
-        type=int,
+        type=positive_int,
         metavar="K",
         help=f"the KSD on K random coordinates (seed --seed) with the joint score; needed above "
         f"D = {KSD_MAX_DIM:,} (default: all coordinates, for D <= {KSD_MAX_DIM:,})",
     )
     diagnose.add_argument(
         "--ksd-draws",
-        type=int,
+        type=positive_int,
         default=KSD_MAX_DRAWS,
         metavar="M",
         help=f"the KSD of at most M pooled draws, evenly thinned (default {KSD_MAX_DRAWS:,}); "
@@ -234,7 +237,9 @@ def _sweep_parser(sub: argparse._SubParsersAction) -> None:
         "(repeatable: every combination is a setting)",
     )
     sweep.add_argument(
-        "--replicates", type=int, help="seeds per setting (default: 1; with --resume: the sweep's)"
+        "--replicates",
+        type=positive_int,
+        help="seeds per setting (default: 1; with --resume: the sweep's)",
     )
     _output_arguments(
         sweep,
@@ -266,7 +271,10 @@ def device_arguments(parser: argparse.ArgumentParser, hosts: bool = True) -> Non
         "--devices", metavar="all|N", help='run.devices: "all" devices or the first N'
     )
     group.add_argument(
-        "--data-parallel", type=int, metavar="D", help="run.data_parallel: devices per minibatch"
+        "--data-parallel",
+        type=positive_int,
+        metavar="D",
+        help="run.data_parallel: devices per minibatch",
     )
     if not hosts:
         return
@@ -276,35 +284,45 @@ def device_arguments(parser: argparse.ArgumentParser, hosts: bool = True) -> Non
         help="join a multi-process run (jax.distributed), its processes found by JAX",
     )
     group.add_argument("--coordinator", metavar="HOST:PORT", help="process 0's address")
-    group.add_argument("--num-processes", type=int, metavar="N")
-    group.add_argument("--process-id", type=int, metavar="I")
+    group.add_argument("--num-processes", type=positive_int, metavar="N")
+    group.add_argument("--process-id", type=integer_at_least(0), metavar="I")
     group.add_argument(
         "--init-timeout",
-        type=int,
+        type=positive_int,
         default=300,
         metavar="SECONDS",
         help="how long to wait for the coordinator and the other processes",
     )
 
 
-def positive_int(text: str) -> int:
-    """An option's value as an integer >= 1 (else a usage error, exit 2).
+def integer_at_least(low: int) -> Callable[[str], int]:
+    """The ``type`` of an integer option of at least ``low``: anything else is a usage error
+    (exit 2) naming the option, before anything runs.
 
     Example:
-        >>> positive_int("3")
-        3
-        >>> positive_int("-1")
+        >>> integer_at_least(1)("3"), integer_at_least(0)("0")
+        (3, 0)
+        >>> integer_at_least(1)("-1")
         Traceback (most recent call last):
         ...
         argparse.ArgumentTypeError: must be an integer >= 1, got '-1'
     """
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
-    return value
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {low}, got {text!r}")
+        return value
+
+    parse.__name__ = f"integer >= {low}"
+    return parse
+
+
+positive_int = integer_at_least(1)
+"""An integer option of at least 1."""
 
 
 def device_count(text: str) -> int | str:

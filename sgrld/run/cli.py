@@ -41,7 +41,7 @@ from sgrld.run.arguments import (
 from sgrld.run.config import Config, ConfigError, load_config
 from sgrld.run.from_config import log_posterior, observed_targets, run_config
 from sgrld.samples import arviz_export, atomic, diagnostics, stein
-from sgrld.samples.results import ResultsError
+from sgrld.samples.results import ResultsError, load_samples
 
 
 def sweep_command(args: argparse.Namespace) -> int:
@@ -146,11 +146,14 @@ def export_command(args: argparse.Namespace) -> int:
 
 def diagnose_command(args: argparse.Namespace) -> int:
     """``sgrld diagnose``: print split R-hat and ESS of a few traces and plot them."""
-    series = diagnostics.traces(args.folder, num_params=args.params, seed=args.seed)
+    run, left_out = diagnostics.valid_part(load_samples(args.folder))
+    series = diagnostics.traces(run, num_params=args.params, seed=args.seed)
     rows = diagnostics.convergence(series)
     chains, draws = next(iter(series.values())).shape
     console = report.console()
     console.print(f"{args.folder}: {chains} chain(s) x {draws} draws", soft_wrap=True)
+    if left_out:
+        console.print(left_out, soft_wrap=True)
     console.print(diagnostics.guarantee_line(args.folder), soft_wrap=True)
     console.print(report.rich_table("convergence", report.CONVERGENCE_COLUMNS, rows))
     plot = report.plot_traces(series, f"{args.folder}/diagnose.png")

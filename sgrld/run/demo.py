@@ -30,6 +30,7 @@ import json
 from pathlib import Path
 
 from sgrld.run import report, runner
+from sgrld.run.arguments import integer_at_least, positive_int
 from sgrld.run.config import Config, ConfigError, load_config
 from sgrld.run.from_config import run_config
 
@@ -85,9 +86,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--out", default="results/demo", help="results folder (default: %(default)s)"
     )
     parser.add_argument(
-        "--epochs", type=int, default=EPOCHS, help="epochs per metric (default: %(default)s)"
+        "--epochs",
+        type=positive_int,
+        default=EPOCHS,
+        help="epochs per metric (default: %(default)s)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
+    parser.add_argument(
+        "--seed", type=integer_at_least(0), default=0, help="random seed (default: %(default)s)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -24,7 +24,7 @@ import numpy as np
 
 from sgrld.chains.sampling import Samples
 from sgrld.samples.arviz_export import run_guarantee, to_arviz
-from sgrld.samples.results import RunSamples, load_samples
+from sgrld.samples.results import ResultsError, RunSamples, load_samples
 
 
 def guarantee_line(folder: str | Path) -> str:
@@ -97,6 +97,56 @@ def pooled_draws(source: Samples | RunSamples | str | Path) -> Any:
             params, finite = jax.tree.map(lambda x: np.asarray(x)[None], params), finite[None]
         valid = ~np.logical_or.accumulate(~finite, axis=1)
     return jax.tree.map(lambda x: np.asarray(x)[valid], params)
+
+
+MIN_DRAWS = 4
+"""Split R-hat and ESS need at least this many draws in each chain."""
+
+
+def valid_part(run: RunSamples) -> tuple[RunSamples, str | None]:
+    """The draws of ``run`` that are samples, as a rectangle of chains x draws for R-hat and ESS,
+    and a line saying what was left out (``None``: nothing).
+
+    A diverged chain's draws after its divergence are copies of its last finite state, not
+    samples. The chains that never diverged are kept whole when there are any; if every chain
+    diverged, the draws before the first divergence.
+
+    Raises:
+        ResultsError: fewer than :data:`MIN_DRAWS` valid draws are left in every chain.
+
+    Example:
+        >>> valid = np.array([[True, True, True, True], [True, True, False, False]])
+        >>> run = RunSamples(np.arange(4), valid, np.zeros((2, 4)), {}, ["w"])
+        >>> kept, note = valid_part(run)
+        >>> kept.params.shape, note
+        ((1, 4), 'chain 1 diverged after draw 2 of 4: diagnosed the 1 chain(s) that did not')
+    """
+    valid = np.asarray(run.valid, bool)
+    if valid.all():
+        return run, None
+    whole = valid.all(axis=1)
+    lengths = np.argmin(np.c_[valid, np.zeros(len(valid), bool)], axis=1)
+    gone = ", ".join(
+        f"chain {c} diverged after draw {n} of {valid.shape[1]}"
+        for c, n in enumerate(lengths)
+        if not whole[c]
+    )
+    if whole.any():
+        take = lambda x: np.asarray(x)[whole]
+        note = f"{gone}: diagnosed the {int(whole.sum())} chain(s) that did not"
+    else:
+        first = int(lengths.min())
+        if first < MIN_DRAWS:
+            raise ResultsError(
+                f"{gone}: every chain diverged, the first after {first} draw(s), too few to "
+                f"diagnose (R-hat and ESS need {MIN_DRAWS})"
+            )
+        take = lambda x: np.asarray(x)[:, :first]
+        note = f"{gone}: every chain diverged; diagnosed the first {first} draws of each"
+    params = jax.tree.map(take, run.params)
+    stats = {name: take(x) for name, x in run.stats.items()}
+    step = run.step if whole.any() else np.asarray(run.step)[: int(lengths.min())]
+    return RunSamples(step, take(valid), params, stats, run.names), note
 
 
 def convergence(series: dict[str, np.ndarray]) -> list[dict[str, Any]]:

@@ -177,8 +177,11 @@ def test_bad_grid_is_refused_naming_the_key(text, match):
 @pytest.mark.parametrize("replicates", [0, -1])
 def test_replicates_below_one_are_refused(replicates, capsys, tmp_path):
     argv = ["sweep", "--grid", "sampler.learning_rate=[0.1]", "--replicates", str(replicates)]
-    assert cli.main([*argv, "--out", str(tmp_path / "x"), *("--set", TINY[0])]) == 2
-    assert f"--replicates must be an integer >= 1, got {replicates}" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stop:  # the parser's usage error, before anything runs
+        cli.main([*argv, "--out", str(tmp_path / "x"), *("--set", TINY[0])])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument --replicates: must be an integer >= 1, got '{replicates}'" in err
     assert not (tmp_path / "x").exists()
 
 

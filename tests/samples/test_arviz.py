@@ -344,8 +344,10 @@ def test_diagnose_computes_the_ksd_on_random_coordinates_of_a_larger_run(
     )
     assert "over 40 draws (50 random coordinates of D = 610)" in line
     assert np.isfinite(float(line.split(": ")[1].split()[0]))
-    assert cli.main(["diagnose", str(out), "--ksd-coordinates", "0"]) == 2
-    assert "--ksd-coordinates must be at least 1, got 0" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stop:  # the parser's usage error, before anything runs
+        cli.main(["diagnose", str(out), "--ksd-coordinates", "0"])
+    assert stop.value.code == 2
+    assert "argument --ksd-coordinates: must be an integer >= 1, got '0'" in capsys.readouterr().err
 
 
 def test_log_posterior_gradient_is_minus_n_times_the_full_batch_potential_gradient(monkeypatch):
