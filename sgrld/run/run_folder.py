@@ -39,9 +39,9 @@ def check_writable(out: Path) -> None:
     run loads anything.
 
     Raises:
-        sgrld.samples.results.ResultsError: ``out`` is a file, lies under one, or cannot be
-            created or written (permissions, a read-only or virtual file system such as
-            ``/proc``).
+        sgrld.samples.results.ResultsError: ``out`` is a file.
+        sgrld.samples.atomic.WriteError: ``out`` lies under a file, or cannot be created or
+            written (permissions, a read-only or virtual file system such as ``/proc``).
     """
     if out.exists() and not out.is_dir():
         raise results.ResultsError(f"the results folder {out} is a file")
@@ -50,9 +50,9 @@ def check_writable(out: Path) -> None:
         out.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=out):
             pass
-    except OSError as err:
-        reason = err.strerror or type(err).__name__
-        raise results.ResultsError(f"cannot write the results folder {out}: {reason}") from None
+    except OSError as err:  # the command's OS-error line and exit code, naming the folder
+        reason = f"cannot write the results folder: {err.strerror or type(err).__name__}"
+        raise atomic.WriteError(err.errno, reason, str(out)) from None
     finally:  # a command refused later leaves no folder behind
         for folder in created:
             with contextlib.suppress(OSError):

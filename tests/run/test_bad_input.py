@@ -31,16 +31,26 @@ def test_results_folder_that_is_a_file(tmp_path: Path, capsys):
     assert f"{tmp_path / 'f'} is a file" in err
 
 
+def _os_error(argv: list[str], capsys) -> str:
+    """The one line ``sgrld`` printed for ``argv``, after checking the OS-error exit code 4."""
+    code = cli.main(argv)
+    err = capsys.readouterr().err.strip()
+    assert code == cli.EXIT_OS_ERROR, err
+    assert err.startswith("sgrld: error: could not write ") and "\n" not in err
+    assert "Traceback" not in err and "nothing was written" in err
+    return err
+
+
 def test_results_folder_under_a_file(tmp_path: Path, capsys):
     (tmp_path / "f").write_text("")
-    err = _error(["run", *TINY, "--out", str(tmp_path / "f" / "sub")], capsys)
+    err = _os_error(["run", *TINY, "--out", str(tmp_path / "f" / "sub")], capsys)
     assert "cannot write the results folder" in err and "Not a directory" in err
 
 
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="no /proc")
 def test_results_folder_in_proc(capsys):
-    err = _error(["run", *TINY, "--out", f"/proc/sgrld-{os.getpid()}"], capsys)
-    assert "cannot write the results folder /proc/" in err
+    err = _os_error(["run", *TINY, "--out", f"/proc/sgrld-{os.getpid()}"], capsys)
+    assert "could not write /proc/" in err and "cannot write the results folder" in err
 
 
 def test_unwritable_results_folder(tmp_path: Path, capsys, monkeypatch):
@@ -49,8 +59,8 @@ def test_unwritable_results_folder(tmp_path: Path, capsys, monkeypatch):
         raise PermissionError(13, "Permission denied")
 
     monkeypatch.setattr("tempfile.TemporaryFile", refuse)
-    err = _error(["run", *TINY, "--out", str(tmp_path / "r")], capsys)
-    assert "Permission denied" in err
+    err = _os_error(["run", *TINY, "--out", str(tmp_path / "r")], capsys)
+    assert "Permission denied" in err and "choose a folder you may write to" in err
 
 
 def test_empty_out_is_refused_not_replaced_by_the_default(tmp_path: Path, capsys, monkeypatch):
