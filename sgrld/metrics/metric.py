@@ -271,10 +271,11 @@ def freeze(metric: Metric, state: MetricState, stat: PyTree) -> MetricState:
 
     Example:
       >>> import sgrld
-      >>> m = sgrld.metrics.wenzel(update_every=5)
-      >>> s = freeze(m, m.init(jnp.ones(3)), [jnp.float32(4.0)])
-      >>> float(s.stat[0]), float(m.inv(s, jnp.ones(3))[0]) < 1.0
-      (4.0, True)
+      >>> m = sgrld.metrics.wenzel(update_every=5)  # its scales are a cache of the statistic
+      >>> params = [jnp.ones(3), jnp.ones(2)]  # two layers, mean squared gradients 4 and 1
+      >>> s = freeze(m, m.init(params), [jnp.float32(4.0), jnp.float32(1.0)])
+      >>> [x.tolist() for x in m.inv(s, params)]  # the first layer's step halved at once
+      [[0.5, 0.5, 0.5], [1.0, 1.0]]
     """
     if metric.with_stat is None:
         return state._replace(stat=stat)

@@ -426,9 +426,9 @@ def sgrld(
         exploration) is evaluated at each step; Γ̂ is then computed at every step, also where T = 0.
       adapt_until: freeze the metric after this many steps; ``None``: adapt forever (biased
         without Γ); ``"auto"``: warm-up then freeze, resolved by the run that samples with it
-        (:func:`sgrld.sample`, the runner) to ``burn_in // 2``, the metric frozen at the average of
-        its statistic over the steps ``[burn_in // 4, burn_in // 2)`` (its cache refreshed) so the
-        kept samples come from a constant metric after a relaxation of ``burn_in // 2`` steps.
+        (:func:`sgrld.sample`, the runner) to ``3·burn_in // 4``, the metric frozen at the average
+        of its statistic over the steps ``[5·burn_in // 8, 3·burn_in // 4)`` (its cache refreshed)
+        so the kept samples come from a constant metric after a relaxation of a quarter of it.
         Stepped by hand (no burn-in is known), an ``"auto"`` sampler adapts forever, exactly as
         ``None``; :func:`riemannian_langevin` resolves nothing.
       correction: ``"none"`` (or ``None``: Γ dropped, as published), ``"hutchinson"`` or

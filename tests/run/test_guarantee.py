@@ -24,7 +24,7 @@ def about(metric, adapt_until=None, correction="none", scale=1.0, averaged=False
 def test_the_three_guarantees():
     m = sgrld.metrics.monge()
     assert g.guarantee(about(m, 250)) == "exact: metric frozen at step 250"
-    assert g.guarantee(about(m, "auto")).startswith("exact: metric frozen at burn_in // 2")
+    assert g.guarantee(about(m, "auto")).startswith("exact: metric frozen at 3/4 of the burn-in")
     assert g.guarantee(about(sgrld.metrics.identity())) == "exact: constant metric (not adaptive)"
     assert g.guarantee(about(m)) == (
         "uncorrected: stationary density p·G^{1−c}, c = 0 (Rensmeyer & Niggemann)"
@@ -75,7 +75,7 @@ def test_the_right_settings_do_not_warn(fresh_warnings):
 def test_config_guarantees_and_never():
     cfg = lambda *o: load_config(None, ["sampler.metric=monge", "run.burn_in=400", *o])
     assert (
-        guarantee_of(cfg()) == "exact: metric frozen at step 200 (window average of the statistic)"
+        guarantee_of(cfg()) == "exact: metric frozen at step 300 (window average of the statistic)"
     )
     assert guarantee_of(cfg("sampler.adapt_until=never")).startswith("uncorrected:")
     assert guarantee_of(cfg("sampler.adapt_until=100")) == "exact: metric frozen at step 100"
@@ -110,8 +110,8 @@ def test_summary_and_diagnose_line(tmp_path):
     ]  # fmt: skip
     result = run_config(load_config(None, overrides))
     assert result.summary["meta"]["guarantee"] == (
-        "exact: metric frozen at step 10 (window average of the statistic)"
+        "exact: metric frozen at step 15 (window average of the statistic)"
     )
-    assert guarantee_line(tmp_path / "run").endswith("frozen at step 10 (window average of the "
+    assert guarantee_line(tmp_path / "run").endswith("frozen at step 15 (window average of the "
                                                      "statistic)")  # fmt: skip
     assert sgrld.to_arviz(tmp_path / "run").posterior.attrs["guarantee"].startswith("exact")

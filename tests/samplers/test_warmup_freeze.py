@@ -18,10 +18,10 @@ from sgrld.samplers.guarantee import auto_freeze
 T = sgrld.samples.targets.standard_normal()
 
 
-def test_auto_resolves_to_half_the_burn_in_and_averages_its_second_quarter():
+def test_auto_resolves_to_three_quarters_of_the_burn_in_averaged_over_its_last_sixth():
     m = sgrld.metrics.rmsprop()
-    assert auto_freeze(m, 1000) == (500, 250)
-    assert auto_freeze(m, 1000, start=300) == (800, 550)
+    assert auto_freeze(m, 1000) == (750, 625)
+    assert auto_freeze(m, 1000, start=300) == (1050, 925)
     assert auto_freeze(sgrld.metrics.identity(), 1000) == (None, None)
     assert auto_freeze(m, 0, start=40) == (40, None)  # a continued run stays frozen
 
@@ -43,16 +43,16 @@ def test_freeze_is_at_the_window_average_with_the_cache_refreshed():
     scale of the averaged statistic, not the last refresh's."""
     metric = sgrld.metrics.wenzel(decay=0.9, update_every=5)
     s = sgrld.sgrld(T.potential, metric, learning_rate=1e-2, num_data=1)
-    resolved = with_burn_in(s, 40)  # freeze at 20, average over [10, 20)
-    assert resolved.adaptation.adapt_until == 20 and resolved.adaptation.averaged
+    resolved = with_burn_in(s, 40)  # freeze at 30, average over [25, 30)
+    assert resolved.adaptation.adapt_until == 30 and resolved.adaptation.averaged
     state, stats = resolved.init(jnp.float32(1.0)), []
     step = jax.jit(resolved.step)
-    for i in range(25):
+    for i in range(35):
         key = jax.random.key(i)
         state = step(key, state, T.batch_fn(key))[0]
         stats.append(np.asarray(state.metric_state.stat[0]))
-    average = np.mean(stats[10:20], dtype=np.float64)
-    np.testing.assert_allclose(stats[20:], average, rtol=1e-5)
+    average = np.mean(stats[25:30], dtype=np.float64)
+    np.testing.assert_allclose(stats[30:], average, rtol=1e-5)
     refreshed = freeze(metric, metric.init(jnp.float32(1.0)), [jnp.float32(average)])
     np.testing.assert_allclose(state.metric_state.cache[0], refreshed.cache[0], rtol=1e-5)
 
@@ -62,7 +62,7 @@ def test_sample_resolves_auto_and_keeps_frozen_samples():
     out = sgrld.sample(jax.random.key(0), s, T.init_params, T.batch_fn, num_samples=5, thin=2,
                        burn_in=40, num_chains=3)  # fmt: skip
     assert out.state.stat_sum.shape == (3,)
-    # after the freeze (step 20) the statistic no longer moves
+    # after the freeze (step 30) the statistic no longer moves
     again = sgrld.sample(jax.random.key(1), with_burn_in(s, 40), None, T.batch_fn, num_samples=5,
                          thin=2, num_chains=3, state=out.state)  # fmt: skip
     np.testing.assert_array_equal(again.state.metric_state.stat, out.state.metric_state.stat)

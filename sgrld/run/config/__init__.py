@@ -40,7 +40,7 @@ batches of 100, burn-in 1000 minibatches, a sample every 100 minibatches, 400 ep
                                 # fisher_qdiag, fisher_full (labels, eps, decay)
     learning_rate = 0.25        # lr = h·N (default 0.25; isgd: "rule", its λ rule)
     temperature = 1.0
-    # adapt_until = "auto"      # freeze at run.burn_in // 2 ("never": adapt throughout; or a step)
+    # adapt_until = "auto"      # freeze at 3/4 of run.burn_in ("never": adapt throughout; a step)
     correction = "none"         # none, hutchinson, exact (sgrld.parts.correction.MODES)
     correction_scale = 1.0
     # num_probes = 1            # Rademacher probes per step of "hutchinson"
