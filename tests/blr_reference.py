@@ -132,8 +132,10 @@ def run_case(
     burn_in: int = BURN_IN,
     steps: int = STEPS,
     seed: int = 0,
+    **options,
 ) -> Result:
-    """Full-batch SGRLD on the problem from the NUTS mean; pooled moments of the kept samples."""
+    """Full-batch SGRLD on the problem from the NUTS mean; pooled moments of the kept samples.
+    ``options`` go to ``sgrld.sgrld`` (e.g. ``correction_scale``)."""
     problem, ref = load_problem(DATA_FILE), np.load(REFERENCE)
     batch = (jnp.asarray(problem.x, jnp.float32), jnp.asarray(problem.y, jnp.float32))
     num_data = len(problem.y)
@@ -144,6 +146,7 @@ def run_case(
         num_data=num_data,
         correction=correction,
         adapt_until=adapt_until,
+        **options,
     )
     start = time.perf_counter()
     out = sgrld.sample(

@@ -104,3 +104,17 @@ def cpu_env(devices: int | None = None) -> dict[str, str]:
         flags = f"{env.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={devices}"
         env["XLA_FLAGS"] = flags.strip()
     return env
+
+
+def digits_toml(batch_size: int = 64, width: int = 8, learning_rate: float | None = 0.1, **run):
+    """A TOML configuration of a small run on the digits data: an MLP of one hidden layer of
+    ``width``, a Gaussian prior, ``[run]`` keys as given (``save_samples=True`` and the like)."""
+    lines = ["[data]", 'name = "digits"', f"batch_size = {batch_size}", "", "[model]"]
+    lines += [f"widths = [{width}]", "", "[prior]", 'kind = "gaussian"', ""]
+    if learning_rate is not None:
+        lines += ["[sampler]", f"learning_rate = {learning_rate}", ""]
+    lines += [
+        "[run]",
+        *(f"{k} = {str(v).lower() if isinstance(v, bool) else v}" for k, v in run.items()),
+    ]
+    return "\n" + "\n".join(lines) + "\n"

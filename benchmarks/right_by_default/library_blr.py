@@ -21,12 +21,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
-
-import jax
-import jax.numpy as jnp
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the tests package
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # timing.py
@@ -34,17 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # timing.py
 from timing import environment, table  # noqa: E402
 
 import sgrld  # noqa: E402
-from tests.blr_reference import (  # noqa: E402
-    DATA_FILE,
-    REFERENCE,
-    THIN,
-    as_params,
-    as_vector,
-    load_problem,
-    loglik_fn,
-    logprior_fn,
-    whitened_errors,
-)
+from tests.blr_reference import THIN, run_case  # noqa: E402
 
 M = sgrld.metrics
 METRICS = {
@@ -56,34 +41,11 @@ METRICS = {
 """Metric -> (factory of the decay, learning rate h·N); Monge's α² = 100 makes the full-batch metric
 differ from the identity (at α² = 1 it is the identity to 1 %)."""
 VARIANTS = {
-    "default": {},
+    "default": {"adapt_until": "auto"},
     "share": {"adapt_until": None, "correction": "hutchinson", "correction_scale": "auto"},
     "full Γ": {"adapt_until": None, "correction": "hutchinson"},
     "none": {"adapt_until": None},
 }
-
-
-def run(metric, lr: float, options: dict, chains: int, burn_in: int, steps: int):
-    problem, ref = load_problem(DATA_FILE), np.load(REFERENCE)
-    batch = (jnp.asarray(problem.x, jnp.float32), jnp.asarray(problem.y, jnp.float32))
-    n = len(problem.y)
-    potential = sgrld.potential(loglik_fn, logprior_fn, n)
-    sampler = sgrld.sgrld(potential, metric, learning_rate=lr, num_data=n, **options)
-    start = time.perf_counter()
-    out = sgrld.sample(
-        jax.random.key(0),
-        sampler,
-        as_params(ref["mean"]),
-        lambda key: batch,
-        num_samples=steps // THIN,
-        thin=THIN,
-        burn_in=burn_in,
-        num_chains=chains,
-    )
-    draws = as_vector(out.params).astype(np.float64).reshape(-1, ref["mean"].size)
-    mean, cov = draws.mean(axis=0), np.cov(draws, rowvar=False)
-    errors = whitened_errors(mean, cov, ref["mean"], ref["cov"])
-    return errors, time.perf_counter() - start
 
 
 def main() -> int:
@@ -104,9 +66,15 @@ def main() -> int:
             decay = text if text == "inverse_sqrt" else float(text)
             cells = []
             for variant in args.variants:
-                (mean_err, cov_err), seconds = run(
-                    make(decay), lr, VARIANTS[variant], args.chains, args.burn_in, args.steps
+                result = run_case(
+                    make(decay),
+                    lr,
+                    chains=args.chains,
+                    burn_in=args.burn_in,
+                    steps=args.steps,
+                    **VARIANTS[variant],
                 )
+                mean_err, cov_err, seconds = result.mean_error, result.cov_error, result.seconds
                 cells.append(f"{mean_err:.3f} / {cov_err:.3f}")
                 print(f"  {name} {text} {variant}: {cells[-1]} ({seconds:.0f} s)", flush=True)
             rows.append([name, text, *cells])

@@ -24,31 +24,20 @@ from sgrld.run import checkpoint, cli, epoch_writer, from_config, runner
 from sgrld.run.config import load_config, write_config
 from sgrld.samples import results
 from sgrld.samples.results import ResultsError
+from tests.helpers import digits_toml
 from tests.run.test_runner import SCHEDULE, logistic_experiment
 
-TINY = """
-[data]
-name = "digits"
-batch_size = 16
-
-[model]
-widths = [16]
-
-[prior]
-kind = "gaussian"
-
-[sampler]
-learning_rate = 0.1
-
-[run]
-epochs = 40
-burn_in = 10
-thin = 5
-chains = 2
-save_samples = true
-checkpoint_every = 2
-checkpoint_seconds = 0
-"""
+TINY = digits_toml(
+    16,
+    16,
+    epochs=40,
+    burn_in=10,
+    thin=5,
+    chains=2,
+    save_samples=True,
+    checkpoint_every=2,
+    checkpoint_seconds=0,
+)
 # 40 epochs of ~78 steps: the last kill point (epoch 6) leaves 34 epochs, about a second, for the
 # test's poller to see it even on a loaded machine (with 10 epochs a starved poller missed it)
 TIMING = ("epoch_s", "sample_s", "eval_s", "epoch_cpu_s")

@@ -9,26 +9,9 @@ import pytest
 
 from sgrld.run import cli
 from sgrld.run.arguments import reproductions
+from tests.helpers import digits_toml
 
-TINY = """
-[data]
-name = "digits"
-batch_size = 64
-
-[model]
-widths = [8]
-
-[prior]
-kind = "gaussian"
-
-[sampler]
-learning_rate = 0.1
-
-[run]
-epochs = 2
-burn_in = 10
-thin = 5
-"""
+TINY = digits_toml(epochs=2, burn_in=10, thin=5)
 
 
 def test_help_lists_commands_and_examples(capsys):

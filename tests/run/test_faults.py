@@ -19,30 +19,17 @@ import pytest
 
 from sgrld.run import cli
 from sgrld.samples import atomic
+from tests.helpers import digits_toml
 
-TINY = """
-[data]
-name = "digits"
-batch_size = 64
-
-[model]
-widths = [8]
-
-[prior]
-kind = "gaussian"
-
-[sampler]
-learning_rate = 0.1
-
-[run]
-epochs = 3
-burn_in = 1
-thin = 4
-chains = 2
-save_samples = true
-checkpoint_every = 1
-checkpoint_seconds = 0
-"""
+TINY = digits_toml(
+    epochs=3,
+    burn_in=1,
+    thin=4,
+    chains=2,
+    save_samples=True,
+    checkpoint_every=1,
+    checkpoint_seconds=0,
+)
 TIMING = ("epoch_s", "sample_s", "eval_s", "epoch_cpu_s")
 
 

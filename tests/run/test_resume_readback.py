@@ -13,25 +13,11 @@ import pytest
 import sgrld
 from sgrld.run import cli
 from sgrld.samples.results import ResultsError, load_samples
+from tests.helpers import digits_toml
 
-TINY = """
-[data]
-name = "digits"
-batch_size = 64
-
-[model]
-widths = [8]
-
-[prior]
-kind = "gaussian"
-
-[run]
-epochs = 2
-burn_in = 1
-thin = 4
-save_samples = true
-checkpoint_seconds = 0
-"""
+TINY = digits_toml(
+    learning_rate=None, epochs=2, burn_in=1, thin=4, save_samples=True, checkpoint_seconds=0
+)
 
 
 @pytest.fixture(scope="module")

@@ -17,30 +17,20 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from tests.helpers import digits_toml
+
 ROOT = Path(__file__).resolve().parents[2]
-LONG = """
-[data]
-name = "digits"
-batch_size = 16
-
-[model]
-widths = [16]
-
-[prior]
-kind = "gaussian"
-
-[sampler]
-learning_rate = 0.1
-
-[run]
-epochs = 100000
-burn_in = 1
-thin = 5
-chains = 2
-save_samples = true
-checkpoint_every = 1
-checkpoint_seconds = 0
-"""
+LONG = digits_toml(
+    16,
+    16,
+    epochs=100000,
+    burn_in=1,
+    thin=5,
+    chains=2,
+    save_samples=True,
+    checkpoint_every=1,
+    checkpoint_seconds=0,
+)
 RUN_MOMENTS = [(0.5 * i, None) for i in range(1, 18)]
 RUN_MOMENTS += [(0.5, "summary.json"), (2.0, "summary.json"), (0.0, "metrics.jsonl")]
 SWEEP_MOMENTS = [(1.0, None), (3.0, None), (5.0, None), (7.0, None), (1.0, "summary.json")]
