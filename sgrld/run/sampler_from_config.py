@@ -120,7 +120,7 @@ def guarantee_of(config: Config) -> str:
     Example:
         >>> from sgrld.run.config import load_config
         >>> guarantee_of(load_config(None, ["sampler.metric=rmsprop", "run.burn_in=1000"]))
-        'exact: metric frozen at step 500 (window average of the statistic)'
+        'exact: metric frozen at step 750 (window average of the statistic)'
         >>> guarantee_of(load_config(None, ["sampler.metric=rmsprop", "sampler.adapt_until=never"]))
         'uncorrected: stationary density p·G^{1−c}, c = 0 (Rensmeyer & Niggemann)'
     """

@@ -90,7 +90,8 @@ def auto_freeze(metric: Metric, burn_in: int, start: int = 0) -> tuple[int | Non
             "steps, or an explicit adapt_until",
         )
         return None, None
-    return int(start) + (3 * int(burn_in)) // 4, int(start) + (5 * int(burn_in)) // 8
+    until = (3 * int(burn_in)) // 4
+    return int(start) + until, int(start) + min((5 * int(burn_in)) // 8, until - 1)
 
 
 def guarantee(adaptation: Adaptation | None, share_means: Any = None) -> str:

@@ -22,6 +22,9 @@ def test_auto_resolves_to_three_quarters_of_the_burn_in_averaged_over_its_last_s
     m = sgrld.metrics.rmsprop()
     assert auto_freeze(m, 1000) == (750, 625)
     assert auto_freeze(m, 1000, start=300) == (1050, 925)
+    for burn_in in range(2, 12):  # short burn-ins still average over a window of a step or more
+        until, average_from = auto_freeze(m, burn_in)
+        assert 0 <= average_from < until < burn_in
     assert auto_freeze(sgrld.metrics.identity(), 1000) == (None, None)
     assert auto_freeze(m, 0, start=40) == (40, None)  # a continued run stays frozen
 
