@@ -1,6 +1,6 @@
 """The online share ĉ of Γ (sgrld.parts.share, ``correction_scale="auto"``): its limits (decay 0
 gives 1, a frozen average 0), its AR(1) closed forms, and the step it gives against the fixed
-share (benchmarks/right_by_default/selfcheck.py's checks, on the library)."""
+share (the research prototype's self-checks, 005b0af:benchmarks/right_by_default/selfcheck.py)."""
 
 from __future__ import annotations
 
