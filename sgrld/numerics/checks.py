@@ -103,3 +103,16 @@ def first_nonfinite(*trees: PyTree) -> jax.Array:
     ).reshape(len(trees), -1)
     per_leaf = jnp.any(bad, axis=0)
     return jnp.where(jnp.any(per_leaf), jnp.argmax(per_leaf), -1).astype(jnp.int32)
+
+
+def is_step(value: Any) -> bool:
+    """Whether ``value`` is a step counter: an integer >= 0 (a float of integer value too).
+
+    Example:
+        >>> [is_step(v) for v in (0, 7.0, -1, 2.5, float("nan"), "3", True)]
+        [True, True, False, False, False, False, False]
+    """
+    try:
+        return not isinstance(value, bool | str) and float(value) == int(value) >= 0
+    except (TypeError, ValueError, OverflowError):
+        return False

@@ -45,6 +45,7 @@ from sgrld.numerics.checks import (
     check_num_data,
     check_params,
     first_nonfinite,
+    is_step,
     is_zero,
 )
 from sgrld.numerics.potential import Potential
@@ -222,8 +223,11 @@ def _check(potential_fn, metric, learning_rate, num_data, temperature, adapt_unt
             f"num_data={num_data} differs from the potential's num_data={potential_fn.num_data}; "
             "the noise scale √(2·lr·T/N) and the potential's prior weight 1/N must use the same N"
         )
-    if adapt_until is not None and (int(adapt_until) != adapt_until or adapt_until < 0):
-        raise ValueError(f"adapt_until must be None or an integer >= 0, got {adapt_until!r}")
+    if adapt_until is not None and not is_step(adapt_until):
+        raise ValueError(
+            f"adapt_until must be None or an integer >= 0 (sgrld.sgrld also takes 'auto'), "
+            f"got {adapt_until!r}"
+        )
     return schedule, num_data, as_temperature(temperature)
 
 

@@ -111,3 +111,10 @@ def test_the_default_samples_a_normal_where_continuous_psgld_does_not(stat_seed)
                            num_samples=200, thin=20, burn_in=4000, num_chains=512)  # fmt: skip
         tvs[adapt_until] = tv_to_normal(np.asarray(out.params).ravel())
     assert tvs["auto"] <= 0.04 and tvs[None] >= 0.07, tvs
+
+
+@pytest.mark.parametrize("bad", ["foo", "Auto", -3, 2.5, float("nan"), float("inf"), True, [5]])
+def test_a_bad_adapt_until_is_one_clear_error(bad):
+    with pytest.raises(ValueError, match=r"adapt_until must be None or an integer >= 0 \(sgrld"):
+        sgrld.sgrld(T.potential, sgrld.metrics.rmsprop(), learning_rate=0.1, num_data=1,
+                    adapt_until=bad)  # fmt: skip
