@@ -38,9 +38,9 @@ The package's ``__init__`` and ``__main__`` stand above every layer; the reprodu
 MAX_MODULE_LINES = 500
 MAX_FUNCTION_CODE_LINES = 60
 SCAFFOLDING = f"{REPRODUCTIONS}.scaffolding"
-"""The one module every reproduction may share; otherwise a reproduction (a subpackage of
-``sgrld_reproductions``) imports only the library and its own modules."""
-"""Modules that are data, not code: exempt from the module size limit."""
+"""The one package every reproduction may share (its ``__init__`` lists what it shares);
+otherwise a reproduction (a subpackage of ``sgrld_reproductions``) imports only the library and its
+own modules."""
 
 
 @dataclass(frozen=True)
