@@ -182,11 +182,11 @@ def _check_scale(scale: float | str) -> float | str:
 
 
 def _share_probes(metric: Metric, share: PyTree, params: PyTree, z: PyTree):
-    """``(ĉ⊙z, share)``: the probes scaled by the share with θ_t folded in (``scale="auto"``)."""
+    """``(ĉ⊙z, share)``: the probes scaled by the share with θ_t folded in (``scale="auto"``).
+    A metric that is no moving average (``Metric.decay`` is ``None``) is a function of θ: its
+    share is 1, the probes and the moments are left as they are (``share_value`` gives 1)."""
     if metric.decay is None:
-        raise ValueError(
-            f'correction_scale="{AUTO}" needs a moving-average metric (Metric.decay is None)'
-        )
+        return z, share
     share = shares.share_update(share, params, decay=metric.decay, order=metric.statistic_order)
     c = shares.share_value(share)
     return jax.tree.map(lambda ci, zi: (ci * zi).astype(zi.dtype), c, z), share

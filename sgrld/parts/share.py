@@ -42,7 +42,8 @@ class ShareState(NamedTuple):
 
     Attributes:
       count: int32 updates folded in.
-      center: running mean of θ (the centre of the order-2 feature).
+      center: running mean of θ (the centre of the order-2 feature; zeros for order 1, which
+        needs none).
       bar: x̄, the metric's moving average (same decay or 1/√t schedule) applied to the feature x.
       mean: running mean of x.
       mean_bar: running mean of x̄.
@@ -107,10 +108,10 @@ def share_update(
     count = state.count + 1
     lam = jnp.maximum(1.0 / count.astype(jnp.float32), metric_weight(decay, count) / window)
     theta = jax.tree.map(lambda p: p.astype(jnp.float32), params)
-    center = jax.tree.map(lambda c, p: c + lam * (p - c), state.center, theta)
     if order == 1:
-        x = theta
+        center, x = state.center, theta
     else:
+        center = jax.tree.map(lambda c, p: c + lam * (p - c), state.center, theta)
         x = jax.tree.map(lambda p, c: jnp.square(p - c), theta, state.center)
     first = count == 1
     bar = jax.tree.map(

@@ -401,7 +401,7 @@ def sgrld(
     temperature: float | Schedule = 1.0,
     adapt_until: int | str | None = AUTO,
     correction: str | None = "none",
-    correction_scale: float | str = 1.0,
+    correction_scale: float | str = AUTO,
     num_probes: int = 1,
     correction_warmup: int | None = None,
     prior_in_metric: bool = True,
@@ -437,10 +437,12 @@ def sgrld(
         ``None``; :func:`riemannian_langevin` resolves nothing.
       correction: ``"none"`` (or ``None``: Γ dropped, as published), ``"hutchinson"`` or
         ``"exact"`` (:mod:`sgrld.parts.correction`).
-      correction_scale: c; 1 is the correct sampler when the metric follows θ, ``1 − decay``
-        reproduces TensorFlow Probability's pSGLD (autodiff through the moving average), 0 equals
-        ``"none"``; ``"auto"``: the share the dynamics need, estimated online per coordinate
-        (:mod:`sgrld.parts.share`; needs a moving-average metric; ``info.share_mean`` reports it).
+      correction_scale: ``"auto"`` (the default): the share of Γ the dynamics need, estimated
+        online per coordinate (:mod:`sgrld.parts.share`; ``info.share_mean`` reports it): 1 for a
+        metric that follows θ (decay 0, or no moving average), towards 0 for an average that
+        lags the chain. A number c fixes it: 1 is the correct sampler when the metric follows θ,
+        ``1 − decay`` reproduces TensorFlow Probability's pSGLD (autodiff through the moving
+        average), 0 equals ``"none"``.
       num_probes: Rademacher probes per step for ``"hutchinson"``.
       correction_warmup: metric updates before Γ is applied (``None``: the metric's ``warmup``,
         ``⌈3/(1 − decay)⌉``, so that D_S F is not evaluated at a statistic still near its initial

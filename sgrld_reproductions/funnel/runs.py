@@ -175,6 +175,7 @@ def run_metric(
         num_data=1,
         temperature=1.0,
         correction=correction,
+        correction_scale=1.0,  # the full Γ, as RESULTS §8 measured it
         max_drift_norm=setting.max_drift_norm,
         adapt_until=None,  # the paper's setting: the metric adapts throughout
     )

@@ -239,6 +239,7 @@ def sampler(method: Method, learning_rate: float, num_data: int) -> sgrld.Sample
         num_data=num_data,
         temperature=0.0 if sgd else 1.0,
         correction=method.correction,
+        correction_scale="auto",  # the library's default share of Γ (issue 36)
         prior_in_metric=False,
         adapt_until=None,  # the paper's setting: the metric adapts throughout
     )

@@ -72,7 +72,8 @@ ISGD_METHODS = (
         "rmsprop-gamma", "RMSprop + Γ", None, "sampler",
         (
             "sampler.kind=sgrld", "sampler.metric=rmsprop", "sampler.metric_params.eps=1e-4",
-            "sampler.correction=hutchinson", "sampler.adapt_until=never",
+            "sampler.correction=hutchinson", "sampler.correction_scale=1",
+            "sampler.adapt_until=never",
         ),
         SMALL_GRID,
     ),

@@ -130,6 +130,7 @@ def _sgrld_spec(name: str, factory: Callable, **settings: Any) -> MetricSpec:
             learning_rate=lr,
             num_data=1,
             correction=correction,
+            correction_scale=1.0,  # issue 3's claim is about the full Γ
             adapt_until=None,  # the paper's setting: the metric adapts throughout
         )
 

@@ -104,13 +104,16 @@ def test_auto_share_moves_between_zero_and_one_and_scales_gamma():
     assert bool(jnp.all(jnp.isfinite(state.params)))
 
 
-def test_auto_share_needs_a_moving_average_metric():
+def test_auto_share_of_a_metric_that_is_no_moving_average_is_the_full_gamma():
+    """``Metric.decay is None``: the metric is a function of θ, so ĉ = 1 and the step is the full
+    Γ's, bit for bit (the default share must work for a user's own metric)."""
     u, batch, start = problem()
-    metric = sgrld.metrics.monge()._replace(decay=None)
-    s = sgrld.sgrld(u, metric, learning_rate=0.05, num_data=8, correction="hutchinson",
-                    correction_scale="auto")  # fmt: skip
-    with pytest.raises(ValueError, match="moving-average metric"):
-        s.step(jax.random.key(0), s.init(start), batch)
+    options = dict(learning_rate=0.05, num_data=8, correction="hutchinson", correction_warmup=0)
+    metric = sgrld.metrics.monge(alpha2=2.0, decay=0.0)._replace(decay=None)
+    full, _ = run(sgrld.sgrld(u, metric, correction_scale=1.0, **options), start, batch)
+    auto, infos = run(sgrld.sgrld(u, metric, **options), start, batch)  # the default: "auto"
+    assert bool(jnp.all(full.params == auto.params))
+    assert all(float(i.share_mean) == 1.0 for i in infos)
 
 
 def test_auto_share_is_refused_by_name_when_misspelt():

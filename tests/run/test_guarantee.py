@@ -51,7 +51,8 @@ def caught(fn):
 @pytest.mark.parametrize("decay", [0.99, "inverse_sqrt"])
 def test_full_gamma_under_a_lagging_average_warns_once_naming_auto(fresh_warnings, decay):
     make = lambda: sgrld.sgrld(T.potential, sgrld.metrics.monge(decay=decay), learning_rate=0.1,
-                               num_data=1, correction="hutchinson", adapt_until=None)  # fmt: skip
+                               num_data=1, correction="hutchinson", correction_scale=1.0,
+                               adapt_until=None)  # fmt: skip
     first, second = caught(make), caught(make)
     assert len(first) == 1 and "correction_scale='auto'" in first[0] and second == []
 
@@ -68,6 +69,9 @@ def test_the_right_settings_do_not_warn(fresh_warnings):
     m = sgrld.metrics.monge(decay=0.99)
     options = dict(learning_rate=0.1, num_data=1, correction="hutchinson")
     assert caught(lambda: sgrld.sgrld(T.potential, m, correction_scale="auto", **options)) == []
+    made = []  # the default share, ĉ: no warning
+    make = lambda: made.append(sgrld.sgrld(T.potential, m, adapt_until=None, **options))
+    assert caught(make) == [] and made[0].adaptation.scale == "auto"
     auto = sgrld.sgrld(T.potential, sgrld.metrics.rmsprop(), **options)  # frozen after burn-in
     assert caught(lambda: auto.adaptation.resolve(1000, 0)) == []
 
@@ -79,9 +83,11 @@ def test_config_guarantees_and_never():
     )
     assert guarantee_of(cfg("sampler.adapt_until=never")).startswith("uncorrected:")
     assert guarantee_of(cfg("sampler.adapt_until=100")) == "exact: metric frozen at step 100"
-    corrected = cfg("sampler.adapt_until=never", "sampler.correction=hutchinson",
-                    'sampler.correction_scale="auto"')  # fmt: skip
-    assert guarantee_of(corrected) == "corrected: Γ with share ĉ estimated online"
+    corrected = cfg("sampler.adapt_until=never", "sampler.correction=hutchinson")
+    assert guarantee_of(corrected) == "corrected: Γ with share ĉ estimated online"  # the default
+    fixed = cfg("sampler.adapt_until=never", "sampler.correction=hutchinson",
+                "sampler.correction_scale=1")  # fmt: skip
+    assert guarantee_of(fixed) == "corrected: Γ with share c = 1 (fixed)"
 
 
 def test_config_adapt_until_after_the_burn_in_is_refused():

@@ -42,7 +42,7 @@ batches of 100, burn-in 1000 minibatches, a sample every 100 minibatches, 400 ep
     temperature = 1.0
     # adapt_until = "auto"      # freeze at 3/4 of run.burn_in ("never": adapt throughout; a step)
     correction = "none"         # none, hutchinson, exact (sgrld.parts.correction.MODES)
-    correction_scale = 1.0
+    # correction_scale = "auto"  # the share of Γ: estimated online ("auto") or a number c
     # num_probes = 1            # Rademacher probes per step of "hutchinson"
     # correction_warmup = 30    # metric updates before Γ (default: the metric's warm-up)
     # prior_in_metric = true    # the prior's gradient enters the metric's statistic

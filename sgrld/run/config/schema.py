@@ -122,10 +122,12 @@ class SamplerConfig:
             the kind's default (:data:`LEARNING_RATE`; the rule for isgd).
         temperature: T ≥ 0.
         adapt_until: freeze the metric after this many steps; ``"auto"``: adapt during the first
-            half of ``run.burn_in``, then freeze at the window average of the statistic (exact at
-            any decay; :func:`sgrld.sgrld`); ``"never"``: adapt throughout (biased without Γ).
+            three quarters of ``run.burn_in``, then freeze at the window average of the statistic
+            (exact at any decay; :func:`sgrld.sgrld`); ``"never"``: adapt throughout (biased
+            without Γ).
         correction: one of :data:`sgrld.parts.correction.MODES` (sgrld, sghmc).
-        correction_scale: the share c of Γ, or ``"auto"`` (estimated online).
+        correction_scale: ``"auto"`` (the default: the share of Γ estimated online) or a fixed
+            share c (1: the full Γ).
         num_probes: Rademacher probes per step of the ``"hutchinson"`` correction (sgrld, sghmc).
         correction_warmup: metric updates before Γ is applied (``None``: the metric's warm-up;
             sgrld, sghmc).
@@ -149,7 +151,7 @@ class SamplerConfig:
     temperature: float = 1.0
     adapt_until: int | str | None = "auto"
     correction: str = "none"
-    correction_scale: float | str = 1.0
+    correction_scale: float | str = "auto"
     num_probes: int = 1
     correction_warmup: int | None = None
     prior_in_metric: bool = True
