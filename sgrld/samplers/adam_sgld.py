@@ -10,9 +10,10 @@ import jax
 import jax.numpy as jnp
 
 from sgrld.metrics.metric import check_decay, check_nonnegative
-from sgrld.numerics.checks import as_schedule, as_temperature, check_num_data, check_params
+from sgrld.numerics.checks import check_params
 from sgrld.numerics.pytrees import PyTree
-from sgrld.parts.integrators import euler_maruyama, langevin_scales
+from sgrld.parts.integrators import Forces, euler_maruyama
+from sgrld.samplers.assembly import check_options
 from sgrld.samplers.sampler import Sampler, step_info
 
 
@@ -74,10 +75,13 @@ def adam_sgld(
     References:
       Kim, Song & Liang (2022); Rensmeyer & Niggemann, Sec. 2.2 and 3.2.
     """
+    common = check_options(
+        potential_fn, learning_rate=learning_rate, num_data=num_data, temperature=temperature
+    )
     options = _Options(
-        as_schedule(learning_rate),
-        check_num_data(num_data),
-        as_temperature(temperature),
+        common.schedule,
+        common.num_data,
+        common.temperature,
         check_nonnegative(a, "a"),
         check_decay(beta, "beta"),
         check_decay(decay, "decay"),
@@ -111,7 +115,7 @@ def _step(potential_fn, o: _Options, integrator, key, state, batch):
     n = o.num_data
     drift = jax.tree.map(lambda g, m, v: g + (o.a / n) * m / (o.eps / n + jnp.sqrt(v)), g, m, v)
     temperature = o.temperature(state.step)
-    scales = langevin_scales(lr, temperature=temperature, num_data=n, correction_scale=0)
-    xi = integrator.noise(key, state.params)
-    params = integrator.move(state.params, drift, xi, None, scales)
+    scales = integrator.scales(lr, temperature=temperature, num_data=n, correction_scale=0)
+    forces = Forces(g, drift, integrator.noise(key, state.params), None, lambda v: v)
+    params, _ = integrator.move(state.params, (), forces, scales)
     return AdamSGLDState(state.step + 1, params, m, v), step_info(value, g, lr, params)

@@ -78,12 +78,12 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from sgrld.numerics.checks import check_num_data, check_params, check_temperature, is_traced
+from sgrld.numerics.checks import check_params, check_temperature, is_traced
 from sgrld.numerics.noise import normal_like
 from sgrld.numerics.per_example import at_least_float32, gradient_variance
 from sgrld.numerics.potential import Potential
 from sgrld.numerics.pytrees import PyTree
-from sgrld.samplers.momentum import check_potential_size
+from sgrld.samplers.assembly import check_options
 from sgrld.samplers.sampler import Sampler, info_type, step_info
 
 NOISE_ESTIMATES = ("per_example", "square")
@@ -223,9 +223,10 @@ def isgd(
     References:
       Franzese et al. (Entropy 2021), Algorithm 1 (``C = Σ − B``) and Algorithm 2.
     """
-    num_data = check_num_data(num_data)
-    check_potential_size(potential_fn, num_data)
-    temperature = check_temperature(temperature)
+    num_data = check_options(
+        potential_fn, learning_rate=None, num_data=num_data, temperature=temperature
+    ).num_data
+    temperature = check_temperature(temperature)  # a constant: λ's rule divides by it
     if learning_rate is not None and not is_traced(learning_rate):
         learning_rate = float(learning_rate)
         if not (math.isfinite(learning_rate) and learning_rate > 0):

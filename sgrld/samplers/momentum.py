@@ -1,5 +1,6 @@
-"""What the momentum samplers (:func:`sgrld.sghmc`, :func:`sgrld.sgnht`) share: their checks and
-their ``info``.
+"""What the momentum samplers (:func:`sgrld.sghmc`, :func:`sgrld.sgnht`) share besides their parts
+(:mod:`sgrld.samplers.assembly`, :mod:`sgrld.parts.integrators`): the friction's check and their
+``info``.
 
 Example:
   >>> import jax.numpy as jnp
@@ -9,13 +10,10 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import jax
 import jax.numpy as jnp
 
 from sgrld.metrics.metric import tree_vdot
-from sgrld.numerics.potential import Potential
 from sgrld.numerics.pytrees import PyTree
 from sgrld.samplers.sampler import info_type, step_info
 
@@ -71,12 +69,3 @@ def check_friction(friction: float, name: str = "friction") -> float:
             f"got {friction}"
         )
     return value
-
-
-def check_potential_size(potential_fn: Callable, num_data: int) -> None:
-    """``ValueError`` where a :class:`~sgrld.Potential`'s N differs from ``num_data``."""
-    if isinstance(potential_fn, Potential) and potential_fn.num_data != num_data:
-        raise ValueError(
-            f"num_data={num_data} differs from the potential's num_data={potential_fn.num_data}; "
-            "the noise scale √(2·α·lr·T/N) and the potential's prior weight 1/N must use the same N"
-        )
