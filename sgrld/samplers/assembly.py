@@ -27,13 +27,24 @@ from typing import NamedTuple
 import jax
 
 from sgrld.metrics.metric import Metric
-from sgrld.numerics.checks import as_schedule, as_temperature, check_num_data
+from sgrld.numerics.checks import (
+    LEARNING_RATE,
+    TEMPERATURE,
+    Bound,
+    as_schedule,
+    as_temperature,
+    check_num_data,
+)
 from sgrld.numerics.potential import Potential
 from sgrld.numerics.pytrees import PyTree
 from sgrld.numerics.schedules import Schedule
 from sgrld.parts.correction import Correction, Estimate
 from sgrld.parts.integrators import Forces, Integrator
 from sgrld.parts.preconditioning import Directions, Precondition
+
+COMMON_BOUNDS: dict[str, Bound] = {"learning_rate": LEARNING_RATE, "temperature": TEMPERATURE}
+"""The ranges of the options every sampler takes; each sampler module's ``BOUNDS`` adds its own
+(read by the configuration's validation, :func:`sgrld.run.config.registries.sampler_bounds`)."""
 
 
 class Options(NamedTuple):

@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 
 from sgrld.metrics.metric import tree_vdot
+from sgrld.numerics.checks import Bound
 from sgrld.numerics.pytrees import PyTree
 from sgrld.samplers.sampler import info_type, step_info
 
@@ -60,12 +61,16 @@ def momentum_info(
     )
 
 
+FRICTION = Bound(0, 1, open_low=True)
+"""SGHMC's ``friction`` and SGNHT's ``diffusion``: α, the share of the momentum lost per step."""
+
+
 def check_friction(friction: float, name: str = "friction") -> float:
-    """``friction`` as a float in (0, 1], or ``ValueError`` naming it."""
+    """``friction`` as a float in :data:`FRICTION`, or ``ValueError`` naming it."""
     value = float(friction)
-    if not 0.0 < value <= 1.0:
+    if not FRICTION.holds(value):
         raise ValueError(
-            f"{name} must lie in (0, 1] (α = h·C, the share of the momentum lost per step), "
-            f"got {friction}"
+            f"{name} must lie {FRICTION.text()} (α = h·C, the share of the momentum lost per "
+            f"step), got {friction}"
         )
     return value

@@ -46,10 +46,25 @@ from sgrld.numerics.pytrees import PyTree
 from sgrld.numerics.schedules import Schedule
 from sgrld.parts import correction as corrections
 from sgrld.parts.integrators import Integrator, euler_maruyama
-from sgrld.parts.preconditioning import by_metric, limit_drift
+from sgrld.parts.preconditioning import MAX_DRIFT_NORM, by_metric, limit_drift
 from sgrld.parts.share import share_init, share_mean, share_value
-from sgrld.samplers.assembly import Assembly, Options, advance, check_metric, check_options
+from sgrld.samplers.assembly import (
+    COMMON_BOUNDS,
+    Assembly,
+    Options,
+    advance,
+    check_metric,
+    check_options,
+)
 from sgrld.samplers.guarantee import AUTO, Adaptation, auto_freeze, warn_if_biased
+
+BOUNDS = {
+    **COMMON_BOUNDS,
+    "num_probes": corrections.NUM_PROBES,
+    "correction_warmup": corrections.WARMUP,
+    "max_drift_norm": MAX_DRIFT_NORM,
+}
+"""The ranges of :func:`sgrld`'s numeric options, as its parts check them."""
 
 
 class SGRLDState(NamedTuple):

@@ -45,19 +45,36 @@ import jax
 import jax.numpy as jnp
 
 from sgrld.metrics.identity import identity
-from sgrld.metrics.metric import Metric, MetricState, check_decay
+from sgrld.metrics.metric import DECAY, Metric, MetricState, check_decay
 from sgrld.numerics.checks import check_params
 from sgrld.numerics.per_example import gradient_variance
 from sgrld.numerics.pytrees import PyTree
 from sgrld.parts import correction as corrections
 from sgrld.parts.integrators import momentum
 from sgrld.parts.preconditioning import by_metric
-from sgrld.samplers.assembly import Assembly, Options, advance, check_metric, check_options
-from sgrld.samplers.momentum import MomentumInfo, check_friction, momentum_info
+from sgrld.samplers.assembly import (
+    COMMON_BOUNDS,
+    Assembly,
+    Options,
+    advance,
+    check_metric,
+    check_options,
+)
+from sgrld.samplers.momentum import FRICTION, MomentumInfo, check_friction, momentum_info
 from sgrld.samplers.sampler import Sampler, gradient_fn
 
 NOISE_ESTIMATES = ("per_example",)
 """Named minibatch-noise estimates (``gradient_noise``), besides ``None`` and a number."""
+
+
+BOUNDS = {
+    **COMMON_BOUNDS,
+    "num_probes": corrections.NUM_PROBES,
+    "correction_warmup": corrections.WARMUP,
+    "friction": FRICTION,
+    "noise_decay": DECAY,
+}
+"""The ranges of :func:`sghmc`'s numeric options, as it and its parts check them."""
 
 
 class SGHMCState(NamedTuple):
