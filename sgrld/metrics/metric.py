@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from sgrld.numerics.checks import is_traced
+from sgrld.numerics.checks import Bound, is_traced
 from sgrld.numerics.pytrees import PyTree
 
 
@@ -106,15 +106,22 @@ INVERSE_SQRT_WARMUP = 50
 so the warm-up only lets the average of 1/√t-weighted statistics settle over a few dozen batches."""
 
 
+DECAY = Bound(0, 1, open_high=True)
+"""A moving average's ``decay`` (also SGHMC's ``noise_decay`` and Adam-SGLD's)."""
+
+
 def check_decay(decay: float | str, name: str = "decay") -> float | str:
-    """Return ``decay`` as a float in [0, 1), or :data:`INVERSE_SQRT`; else raise ``ValueError``."""
+    """Return ``decay`` as a float in :data:`DECAY`, or :data:`INVERSE_SQRT`; else raise
+    ``ValueError``."""
     if isinstance(decay, str):
         if decay != INVERSE_SQRT:
-            raise ValueError(f"{name} must be a float in [0, 1) or {INVERSE_SQRT!r}, got {decay!r}")
+            raise ValueError(
+                f"{name} must be a float {DECAY.text()} or {INVERSE_SQRT!r}, got {decay!r}"
+            )
         return decay
     decay = float(decay)
-    if not 0.0 <= decay < 1.0:
-        raise ValueError(f"{name} must lie in [0, 1), got {decay}")
+    if not DECAY.holds(decay):
+        raise ValueError(f"{name} must lie {DECAY.text()}, got {decay}")
     return decay
 
 

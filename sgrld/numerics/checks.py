@@ -3,13 +3,66 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from sgrld.numerics.pytrees import PyTree
 from sgrld.numerics.schedules import Schedule
+
+
+class Bound(NamedTuple):
+    """Where an option's number may lie, declared once beside the factory that checks it and read
+    by the configuration's validation (:mod:`sgrld.run.config.validation`), so the two never
+    disagree. ``high=None``: no upper bound; ``open_low``/``open_high``: the end is excluded.
+
+    Example:
+        >>> friction = Bound(0, 1, open_low=True)
+        >>> friction.text(), friction.holds(1.0), friction.rule(0.0), friction.rule(1.5)
+        ('in (0, 1]', True, 'must be > 0', 'must lie in (0, 1]')
+        >>> Bound(1).text(), Bound(1).holds(float("nan"))
+        ('>= 1', False)
+    """
+
+    low: float
+    high: float | None = None
+    open_low: bool = False
+    open_high: bool = False
+
+    def _above_low(self, value: float) -> bool:
+        return value > self.low if self.open_low else value >= self.low
+
+    def _below_high(self, value: float) -> bool:
+        if self.high is None:
+            return True
+        return value < self.high if self.open_high else value <= self.high
+
+    def holds(self, value: float) -> bool:
+        """Whether ``value`` lies inside (NaN never does)."""
+        return self._above_low(value) and self._below_high(value)
+
+    def text(self) -> str:
+        """The range in words: ``"> 0"``, ``">= 1"``, ``"in (0, 1]"``."""
+        if self.high is None:
+            return f"{'>' if self.open_low else '>='} {self.low}"
+        left, right = "(" if self.open_low else "[", ")" if self.open_high else "]"
+        return f"in {left}{self.low}, {self.high}{right}"
+
+    def rule(self, value: float) -> str | None:
+        """The rule ``value`` breaks, ``"must be > 0"`` or ``"must lie in (0, 1]"``; ``None``
+        where it holds."""
+        if not self._above_low(value):
+            return f"must be {'>' if self.open_low else '>='} {self.low}"
+        if not self._below_high(value):
+            return f"must lie {self.text()}"
+        return None
+
+
+LEARNING_RATE = Bound(0, open_low=True)
+"""``learning_rate`` (a number; :func:`as_schedule`)."""
+TEMPERATURE = Bound(0)
+"""``temperature`` (a number; :func:`check_temperature`)."""
 
 
 def check_params(params: PyTree) -> PyTree:
@@ -49,14 +102,18 @@ def as_schedule(learning_rate: float | Schedule) -> Schedule:
             first = float(first)
         except (TypeError, jax.errors.ConcretizationTypeError):
             return learning_rate
-        if not (math.isfinite(first) and first > 0):
-            raise ValueError(f"learning_rate schedule gives {first} at step 0; it must be > 0")
+        if not (math.isfinite(first) and LEARNING_RATE.holds(first)):
+            raise ValueError(
+                f"learning_rate schedule gives {first} at step 0; it must be {LEARNING_RATE.text()}"
+            )
         return learning_rate
     if is_traced(learning_rate):
         return lambda step: jnp.asarray(learning_rate, jnp.float32)
     lr = float(learning_rate)
-    if not (math.isfinite(lr) and lr > 0):
-        raise ValueError(f"learning_rate must be a finite number > 0, got {learning_rate}")
+    if not (math.isfinite(lr) and LEARNING_RATE.holds(lr)):
+        raise ValueError(
+            f"learning_rate must be a finite number {LEARNING_RATE.text()}, got {learning_rate}"
+        )
     return lambda step: jnp.asarray(lr, jnp.float32)
 
 
@@ -70,8 +127,10 @@ def check_num_data(num_data: int) -> int:
 def check_temperature(temperature: float) -> float:
     """``temperature`` as a float, or ``ValueError`` unless it is finite and >= 0."""
     temperature = float(temperature)
-    if not (math.isfinite(temperature) and temperature >= 0):
-        raise ValueError(f"temperature must be a finite number >= 0, got {temperature}")
+    if not (math.isfinite(temperature) and TEMPERATURE.holds(temperature)):
+        raise ValueError(
+            f"temperature must be a finite number {TEMPERATURE.text()}, got {temperature}"
+        )
     return temperature
 
 

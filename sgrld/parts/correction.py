@@ -45,6 +45,7 @@ import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
 from sgrld.metrics.metric import Metric, MetricState, inv_tangent
+from sgrld.numerics.checks import Bound
 from sgrld.numerics.noise import rademacher
 from sgrld.numerics.pytrees import PyTree
 from sgrld.parts import share as shares
@@ -167,9 +168,23 @@ def none() -> Correction:
     return Correction("none", 0.0, estimate)
 
 
+NUM_PROBES = Bound(1)
+"""``num_probes``, an integer."""
+WARMUP = Bound(0)
+"""``correction_warmup``, an integer (or ``None``)."""
+
+
+def _check_probes(num_probes: int) -> int:
+    if int(num_probes) != num_probes or not NUM_PROBES.holds(num_probes):
+        raise ValueError(f"num_probes must be an integer {NUM_PROBES.text()}, got {num_probes!r}")
+    return int(num_probes)
+
+
 def _check_warmup(warmup: int | None) -> int | None:
-    if warmup is not None and (int(warmup) != warmup or warmup < 0):
-        raise ValueError(f"correction_warmup must be None or an integer >= 0, got {warmup!r}")
+    if warmup is not None and (int(warmup) != warmup or not WARMUP.holds(warmup)):
+        raise ValueError(
+            f"correction_warmup must be None or an integer {WARMUP.text()}, got {warmup!r}"
+        )
     return None if warmup is None else int(warmup)
 
 
@@ -252,9 +267,7 @@ def hutchinson(
     Returns:
       The :class:`Correction`.
     """
-    if int(num_probes) != num_probes or num_probes < 1:
-        raise ValueError(f"num_probes must be an integer >= 1, got {num_probes!r}")
-    num = int(num_probes)
+    num = _check_probes(num_probes)
     return _probed("hutchinson", lambda key, p: probe_fn(key, p, num), "mean", scale, warmup)
 
 
@@ -287,8 +300,7 @@ def from_mode(
     mode = "none" if mode is None else mode
     warmup = _check_warmup(warmup)
     scale = _check_scale(scale)
-    if int(num_probes) != num_probes or num_probes < 1:
-        raise ValueError(f"num_probes must be an integer >= 1, got {num_probes!r}")
+    _check_probes(num_probes)
     if mode not in MODES:
         raise ValueError(f"correction must be one of {MODES} (or None), got {mode!r}")
     if mode == "hutchinson":

@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 
 from sgrld.metrics.metric import Metric, tree_vdot
+from sgrld.numerics.checks import Bound
 from sgrld.numerics.pytrees import PyTree
 
 
@@ -40,6 +41,9 @@ class Directions(NamedTuple):
     gamma: PyTree | None
     fallback: jax.Array
 
+
+MAX_DRIFT_NORM = Bound(0, open_low=True)
+"""``max_drift_norm`` (or ``None``)."""
 
 Precondition = Callable[[Any, PyTree, PyTree, PyTree | None], Directions]
 """``(metric_state, g, ξ, Γ̂) -> Directions``."""
@@ -69,8 +73,8 @@ def limit_drift(precondition: Precondition, max_norm: float) -> Precondition:
     Returns:
       The guarded :data:`Precondition`.
     """
-    if not float(max_norm) > 0:
-        raise ValueError(f"max_drift_norm must be None or > 0, got {max_norm}")
+    if not MAX_DRIFT_NORM.holds(float(max_norm)):
+        raise ValueError(f"max_drift_norm must be None or {MAX_DRIFT_NORM.text()}, got {max_norm}")
     max_norm = float(max_norm)
 
     def guarded(metric_state, g, xi, gamma):

@@ -4,6 +4,26 @@ SGRLD and its :class:`~sgrld.samplers.sampler.Sampler` contract, SGHMC, SGNHT, i
 Adam-SGLD and the approximate-inference baselines.
 """
 
-from sgrld.samplers import adam_sgld, baselines, isgd, momentum, sampler, sghmc, sgnht, swept
+from sgrld.samplers import (
+    adam_sgld,
+    assembly,
+    baselines,
+    isgd,
+    momentum,
+    sampler,
+    sghmc,
+    sgnht,
+    swept,
+)
 
-__all__ = ["adam_sgld", "baselines", "isgd", "momentum", "sampler", "sghmc", "sgnht", "swept"]
+__all__ = [
+    "adam_sgld",
+    "assembly",
+    "baselines",
+    "isgd",
+    "momentum",
+    "sampler",
+    "sghmc",
+    "sgnht",
+    "swept",
+]

@@ -1,4 +1,6 @@
-"""Adam-SGLD (Kim, Song & Liang, 2022): Langevin dynamics with an Adam-like extra drift."""
+"""Adam-SGLD (Kim, Song & Liang, 2022): Langevin dynamics with an Adam-like extra drift, assembled
+from the identity metric, no correction and the Euler–Maruyama integrator
+(:mod:`sgrld.samplers.assembly`), its drift in place of the gradient."""
 
 from __future__ import annotations
 
@@ -9,10 +11,14 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from sgrld.metrics.identity import identity
 from sgrld.metrics.metric import check_decay, check_nonnegative
-from sgrld.numerics.checks import as_schedule, as_temperature, check_num_data, check_params
+from sgrld.numerics.checks import check_params
 from sgrld.numerics.pytrees import PyTree
-from sgrld.parts.integrators import euler_maruyama, langevin_scales
+from sgrld.parts.correction import Estimate, none
+from sgrld.parts.integrators import euler_maruyama
+from sgrld.parts.preconditioning import by_metric
+from sgrld.samplers.assembly import Assembly, Options, advance, check_options
 from sgrld.samplers.sampler import Sampler, step_info
 
 
@@ -74,22 +80,21 @@ def adam_sgld(
     References:
       Kim, Song & Liang (2022); Rensmeyer & Niggemann, Sec. 2.2 and 3.2.
     """
-    options = _Options(
-        as_schedule(learning_rate),
-        check_num_data(num_data),
-        as_temperature(temperature),
+    options = check_options(
+        potential_fn, learning_rate=learning_rate, num_data=num_data, temperature=temperature
+    )
+    metric = identity()
+    parts = Assembly(metric, none(), by_metric(metric), euler_maruyama(), options.num_data)
+    adaptive = _Adaptive(
         check_nonnegative(a, "a"),
         check_decay(beta, "beta"),
         check_decay(decay, "decay"),
         check_nonnegative(eps, "eps"),
     )
-    return Sampler(_init, partial(_step, potential_fn, options, euler_maruyama()))
+    return Sampler(_init, partial(_step, potential_fn, options, parts, adaptive))
 
 
-class _Options(NamedTuple):
-    schedule: Callable
-    num_data: int
-    temperature: Callable
+class _Adaptive(NamedTuple):
     a: float
     beta: float
     decay: float
@@ -102,16 +107,16 @@ def _init(params: PyTree) -> AdamSGLDState:
     return AdamSGLDState(jnp.zeros((), jnp.int32), params, zeros, zeros)
 
 
-def _step(potential_fn, o: _Options, integrator, key, state, batch):
-    """One step: the averages m and V, the drift ``g + (a/N)·m ⊘ (eps/N + √V)``, the update."""
-    lr = jnp.asarray(o.schedule(state.step), jnp.float32)
+def _step(potential_fn, options: Options, parts: Assembly, o: _Adaptive, key, state, batch):
+    """One step: the averages m and V, the drift ``g + (a/N)·m ⊘ (eps/N + √V)`` handed to the
+    identity metric's Euler–Maruyama move, uncorrected."""
+    lr = jnp.asarray(options.schedule(state.step), jnp.float32)
     value, g = jax.value_and_grad(potential_fn)(state.params, batch)
     m = jax.tree.map(lambda m, g: o.beta * m + (1 - o.beta) * g, state.momentum, g)
     v = jax.tree.map(lambda v, g: o.decay * v + (1 - o.decay) * g**2, state.second_moment, g)
-    n = o.num_data
+    n = options.num_data
     drift = jax.tree.map(lambda g, m, v: g + (o.a / n) * m / (o.eps / n + jnp.sqrt(v)), g, m, v)
-    temperature = o.temperature(state.step)
-    scales = langevin_scales(lr, temperature=temperature, num_data=n, correction_scale=0)
-    xi = integrator.noise(key, state.params)
-    params = integrator.move(state.params, drift, xi, None, scales)
+    est = Estimate(value, drift, parts.metric.init(state.params), None)
+    temperature = options.temperature(state.step)
+    params, _, _ = advance(parts, key, state.params, (), est, lr, temperature)
     return AdamSGLDState(state.step + 1, params, m, v), step_info(value, g, lr, params)

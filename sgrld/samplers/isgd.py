@@ -78,12 +78,18 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from sgrld.numerics.checks import check_num_data, check_params, check_temperature, is_traced
+from sgrld.numerics.checks import (
+    LEARNING_RATE,
+    Bound,
+    check_params,
+    check_temperature,
+    is_traced,
+)
 from sgrld.numerics.noise import normal_like
 from sgrld.numerics.per_example import at_least_float32, gradient_variance
 from sgrld.numerics.potential import Potential
 from sgrld.numerics.pytrees import PyTree
-from sgrld.samplers.momentum import check_potential_size
+from sgrld.samplers.assembly import COMMON_BOUNDS, check_options
 from sgrld.samplers.sampler import Sampler, info_type, step_info
 
 NOISE_ESTIMATES = ("per_example", "square")
@@ -169,6 +175,19 @@ ISGDInfo = info_type(
 )
 
 
+BOUNDS = {
+    **COMMON_BOUNDS,
+    "warmup": Bound(1),
+    "noise_window": Bound(1),
+    "margin": Bound(1),
+}
+"""The ranges of :func:`isgd`'s numeric options (integers: ``warmup``, ``noise_window``)."""
+
+
+def _is_count(value, bound: Bound) -> bool:
+    return not isinstance(value, bool) and int(value) == value and bound.holds(value)
+
+
 class _Options(NamedTuple):
     estimate: Callable
     num_data: int
@@ -223,26 +242,34 @@ def isgd(
     References:
       Franzese et al. (Entropy 2021), Algorithm 1 (``C = Σ − B``) and Algorithm 2.
     """
-    num_data = check_num_data(num_data)
-    check_potential_size(potential_fn, num_data)
-    temperature = check_temperature(temperature)
+    num_data = check_options(
+        potential_fn, learning_rate=None, num_data=num_data, temperature=temperature
+    ).num_data
+    temperature = check_temperature(temperature)  # a constant: λ's rule divides by it
     if learning_rate is not None and not is_traced(learning_rate):
         learning_rate = float(learning_rate)
-        if not (math.isfinite(learning_rate) and learning_rate > 0):
+        if not (math.isfinite(learning_rate) and LEARNING_RATE.holds(learning_rate)):
             raise ValueError(
-                f"learning_rate must be None or a finite number > 0, got {learning_rate}"
+                f"learning_rate must be None or a finite number {LEARNING_RATE.text()}, "
+                f"got {learning_rate}"
             )
     elif temperature == 0.0:
         raise ValueError(
             "temperature=0 needs a learning_rate: the rule λ = margin·max B̄/T has no finite value"
         )
-    if isinstance(warmup, bool) or int(warmup) != warmup or warmup < 1:
-        raise ValueError(f"warmup must be an integer >= 1, got {warmup!r}")
+    if not _is_count(warmup, BOUNDS["warmup"]):
+        raise ValueError(f"warmup must be an integer {BOUNDS['warmup'].text()}, got {warmup!r}")
     window = warmup if noise_window is None else noise_window
-    if isinstance(window, bool) or int(window) != window or window < 1:
-        raise ValueError(f"noise_window must be None or an integer >= 1, got {noise_window!r}")
-    if not (math.isfinite(float(margin)) and margin >= 1.0):
-        raise ValueError(f"margin must be a finite number >= 1 (λ must dominate B̄), got {margin}")
+    if not _is_count(window, BOUNDS["noise_window"]):
+        raise ValueError(
+            f"noise_window must be None or an integer {BOUNDS['noise_window'].text()}, "
+            f"got {noise_window!r}"
+        )
+    if not (math.isfinite(float(margin)) and BOUNDS["margin"].holds(margin)):
+        raise ValueError(
+            f"margin must be a finite number {BOUNDS['margin'].text()} (λ must dominate B̄), "
+            f"got {margin}"
+        )
     estimate = noise_estimate(potential_fn, num_data, gradient_noise)
     options = _Options(
         estimate, num_data, learning_rate, temperature, int(warmup), int(window), float(margin)

@@ -1,5 +1,6 @@
-"""What the momentum samplers (:func:`sgrld.sghmc`, :func:`sgrld.sgnht`) share: their checks and
-their ``info``.
+"""What the momentum samplers (:func:`sgrld.sghmc`, :func:`sgrld.sgnht`) share besides their parts
+(:mod:`sgrld.samplers.assembly`, :mod:`sgrld.parts.integrators`): the friction's check and their
+``info``.
 
 Example:
   >>> import jax.numpy as jnp
@@ -9,13 +10,11 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import jax
 import jax.numpy as jnp
 
 from sgrld.metrics.metric import tree_vdot
-from sgrld.numerics.potential import Potential
+from sgrld.numerics.checks import Bound
 from sgrld.numerics.pytrees import PyTree
 from sgrld.samplers.sampler import info_type, step_info
 
@@ -62,21 +61,16 @@ def momentum_info(
     )
 
 
+FRICTION = Bound(0, 1, open_low=True)
+"""SGHMC's ``friction`` and SGNHT's ``diffusion``: α, the share of the momentum lost per step."""
+
+
 def check_friction(friction: float, name: str = "friction") -> float:
-    """``friction`` as a float in (0, 1], or ``ValueError`` naming it."""
+    """``friction`` as a float in :data:`FRICTION`, or ``ValueError`` naming it."""
     value = float(friction)
-    if not 0.0 < value <= 1.0:
+    if not FRICTION.holds(value):
         raise ValueError(
-            f"{name} must lie in (0, 1] (α = h·C, the share of the momentum lost per step), "
-            f"got {friction}"
+            f"{name} must lie {FRICTION.text()} (α = h·C, the share of the momentum lost per "
+            f"step), got {friction}"
         )
     return value
-
-
-def check_potential_size(potential_fn: Callable, num_data: int) -> None:
-    """``ValueError`` where a :class:`~sgrld.Potential`'s N differs from ``num_data``."""
-    if isinstance(potential_fn, Potential) and potential_fn.num_data != num_data:
-        raise ValueError(
-            f"num_data={num_data} differs from the potential's num_data={potential_fn.num_data}; "
-            "the noise scale √(2·α·lr·T/N) and the potential's prior weight 1/N must use the same N"
-        )

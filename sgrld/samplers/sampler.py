@@ -10,8 +10,8 @@ piece that exists once:
   step, with its Hessian-vector products, reduction and warm-up;
 * a **preconditioner** (:mod:`sgrld.parts.preconditioning`): drift and noise through the metric,
   with safeguards as wrappers (:func:`~sgrld.parts.preconditioning.limit_drift`);
-* an **integrator** (:mod:`sgrld.parts.integrators`): the noise draw and the update
-  (Euler–Maruyama).
+* an **integrator** (:mod:`sgrld.parts.integrators`): its state, the noise draw and the update
+  (Euler–Maruyama; :func:`~sgrld.parts.integrators.momentum` gives SGHMC's dynamics in G).
 
 :func:`sgrld` is the convenient constructor: options by name, validated, turned into parts.
 
@@ -19,11 +19,12 @@ Extension points (none needs an edit of the existing samplers):
 
 * a new metric, e.g. from per-example gradients: a :class:`~sgrld.metrics.Metric` (its statistic
   makes Γ̂ available through the same corrections);
-* a new sampler, e.g. with momentum (SGHMC): a function returning :class:`Sampler` with its own
-  state NamedTuple, built from :mod:`sgrld.numerics.checks`, a correction's ``estimate``, a
-  preconditioner, an integrator and :func:`step_info`; :func:`sgrld.sample` and the experiment
-  runner run any such sampler whose ``info`` has ``is_finite`` and ``nonfinite_leaf``
-  (:func:`sgrld.adam_sgld` is built this way);
+* a new sampler: a function returning :class:`Sampler` with its own state NamedTuple, built
+  from :mod:`sgrld.samplers.assembly` (the options check, an
+  :class:`~sgrld.samplers.assembly.Assembly` of a correction, a preconditioner and an integrator,
+  :func:`~sgrld.samplers.assembly.advance`) and :func:`step_info`; :func:`sgrld.sample` and the
+  experiment runner run any such sampler whose ``info`` has ``is_finite`` and ``nonfinite_leaf``
+  (:func:`sgrld.sghmc` and :func:`sgrld.sgnht` are built this way);
 * a new safeguard: a wrapper of a :data:`~sgrld.parts.preconditioning.Precondition`.
 """
 
@@ -39,23 +40,31 @@ import jax.numpy as jnp
 
 from sgrld.metrics.identity import identity
 from sgrld.metrics.metric import Metric, MetricState, branch_over_chains, freeze, tree_vdot
-from sgrld.numerics.checks import (
-    as_schedule,
-    as_temperature,
-    check_num_data,
-    check_params,
-    first_nonfinite,
-    is_step,
-    is_zero,
-)
+from sgrld.numerics.checks import check_params, first_nonfinite, is_step, is_zero
 from sgrld.numerics.potential import Potential
 from sgrld.numerics.pytrees import PyTree
 from sgrld.numerics.schedules import Schedule
 from sgrld.parts import correction as corrections
-from sgrld.parts.integrators import Integrator, euler_maruyama, langevin_scales
-from sgrld.parts.preconditioning import by_metric, limit_drift
+from sgrld.parts.integrators import Integrator, euler_maruyama
+from sgrld.parts.preconditioning import MAX_DRIFT_NORM, by_metric, limit_drift
 from sgrld.parts.share import share_init, share_mean, share_value
+from sgrld.samplers.assembly import (
+    COMMON_BOUNDS,
+    Assembly,
+    Options,
+    advance,
+    check_metric,
+    check_options,
+)
 from sgrld.samplers.guarantee import AUTO, Adaptation, auto_freeze, warn_if_biased
+
+BOUNDS = {
+    **COMMON_BOUNDS,
+    "num_probes": corrections.NUM_PROBES,
+    "correction_warmup": corrections.WARMUP,
+    "max_drift_norm": MAX_DRIFT_NORM,
+}
+"""The ranges of :func:`sgrld`'s numeric options, as its parts check them."""
 
 
 class SGRLDState(NamedTuple):
@@ -69,6 +78,8 @@ class SGRLDState(NamedTuple):
         ``()`` otherwise).
       share: the moments of the share ĉ (``correction_scale="auto"``,
         :class:`sgrld.parts.share.ShareState`; ``()`` otherwise).
+      integrator: the integrator's state (``()`` for Euler–Maruyama; a momentum for
+        :func:`sgrld.parts.integrators.momentum`).
     """
 
     step: jax.Array
@@ -76,6 +87,7 @@ class SGRLDState(NamedTuple):
     metric_state: MetricState
     stat_sum: PyTree = ()
     share: PyTree = ()
+    integrator: PyTree = ()
 
 
 class SGRLDInfo(NamedTuple):
@@ -212,23 +224,12 @@ def _check_average(adapt_until, average_from):
         )
 
 
-def _check(potential_fn, metric, learning_rate, num_data, temperature, adapt_until):
-    """Validated ``(schedule, num_data, temperature schedule)``; errors name the argument."""
-    if not isinstance(metric, Metric):
-        raise TypeError(f"metric must be an sgrld.metrics.Metric, got {type(metric).__name__}")
-    schedule = as_schedule(learning_rate)
-    num_data = check_num_data(num_data)
-    if isinstance(potential_fn, Potential) and potential_fn.num_data != num_data:
-        raise ValueError(
-            f"num_data={num_data} differs from the potential's num_data={potential_fn.num_data}; "
-            "the noise scale √(2·lr·T/N) and the potential's prior weight 1/N must use the same N"
-        )
+def _check_adapt_until(adapt_until):
     if adapt_until is not None and not is_step(adapt_until):
         raise ValueError(
             f"adapt_until must be None or an integer >= 0 (sgrld.sgrld also takes 'auto'), "
             f"got {adapt_until!r}"
         )
-    return schedule, num_data, as_temperature(temperature)
 
 
 def _estimate_fn(
@@ -284,22 +285,22 @@ def _estimate_fn(
 class _Parts(NamedTuple):
     """The assembled parts of an SGRLD step."""
 
-    schedule: Schedule
-    temperature: Schedule
+    options: Options
     estimate: Callable
-    precondition: Callable
-    integrator: Integrator
-    scales: Callable
+    assembly: Assembly
     corrected: bool
     adaptive: bool
 
 
-def _init(metric: Metric, averaged: bool, adaptive: bool, params: PyTree) -> SGRLDState:
+def _init(
+    metric: Metric, integrator: Integrator, averaged: bool, adaptive: bool, params: PyTree
+) -> SGRLDState:
     params = check_params(params)
     metric_state = metric.init(params)
     stat_sum = jax.tree.map(jnp.zeros_like, metric_state.stat) if averaged else ()
     share = share_init(params) if adaptive else ()
-    return SGRLDState(jnp.zeros((), jnp.int32), params, metric_state, stat_sum, share)
+    step = jnp.zeros((), jnp.int32)
+    return SGRLDState(step, params, metric_state, stat_sum, share, integrator.init(params))
 
 
 def _step(
@@ -307,13 +308,14 @@ def _step(
 ) -> tuple[SGRLDState, SGRLDInfo]:
     """One SGRLD step: estimate (gradient, metric, Γ̂), precondition, integrate, report."""
     noise_key, probe_key = jax.random.split(key)
-    params = state.params
-    lr = jnp.asarray(parts.schedule(state.step), jnp.float32)
+    params, step = state.params, state.step
+    lr = jnp.asarray(parts.options.schedule(step), jnp.float32)
     est, stat_sum = parts.estimate(probe_key, params, batch, state)
-    xi = parts.integrator.noise(noise_key, params)
-    d = parts.precondition(est.metric_state, est.grad, xi, est.gamma if parts.corrected else None)
-    scales = parts.scales(lr, temperature=parts.temperature(state.step))
-    new_params = parts.integrator.move(params, d.drift, d.noise, d.gamma, scales)
+    moving = est if parts.corrected else est._replace(gamma=None)
+    temperature = parts.options.temperature(step)
+    new_params, moved, d = advance(
+        parts.assembly, noise_key, params, state.integrator, moving, lr, temperature
+    )
     info = step_info(
         est.value,
         est.grad,
@@ -325,7 +327,7 @@ def _step(
     )
     if parts.adaptive:
         info = SGRLDShareInfo(*info, share_mean(share_value(est.share)))
-    new_state = SGRLDState(state.step + 1, new_params, est.metric_state, stat_sum, est.share)
+    new_state = SGRLDState(step + 1, new_params, est.metric_state, stat_sum, est.share, moved)
     return new_state, info
 
 
@@ -362,9 +364,11 @@ def riemannian_langevin(
     Returns:
       A :class:`Sampler` whose ``step`` returns :class:`SGRLDState` and :class:`SGRLDInfo`.
     """
-    schedule, num_data, temperatures = _check(
-        potential_fn, metric, learning_rate, num_data, temperature, adapt_until
+    options = check_options(
+        potential_fn, learning_rate=learning_rate, num_data=num_data, temperature=temperature
     )
+    check_metric(metric)
+    _check_adapt_until(adapt_until)
     _check_average(adapt_until, average_from)
     correction = correction or corrections.none()
     if is_zero(temperature) or metric.statistic is None or correction.scale == 0.0:
@@ -372,23 +376,17 @@ def riemannian_langevin(
     precondition = by_metric(metric)
     if max_drift_norm is not None:
         precondition = limit_drift(precondition, max_drift_norm)
+    integrator = integrator or euler_maruyama()
     parts = _Parts(
-        schedule=schedule,
-        temperature=temperatures,
+        options=options,
         estimate=_estimate_fn(
             correction, potential_fn, prior_in_metric, metric, adapt_until, average_from
         ),
-        precondition=precondition,
-        integrator=integrator or euler_maruyama(),
-        scales=partial(
-            langevin_scales,
-            num_data=num_data,
-            correction_scale=correction.scale,
-        ),
+        assembly=Assembly(metric, correction, precondition, integrator, options.num_data),
         corrected=correction.mode != "none",
         adaptive=correction.adaptive,
     )
-    init = partial(_init, metric, average_from is not None, correction.adaptive)
+    init = partial(_init, metric, integrator, average_from is not None, correction.adaptive)
     return Sampler(init, partial(_step, parts))
 
 

@@ -45,22 +45,36 @@ import jax
 import jax.numpy as jnp
 
 from sgrld.metrics.identity import identity
-from sgrld.metrics.metric import Metric, MetricState, check_decay
-from sgrld.numerics.checks import as_schedule, as_temperature, check_num_data, check_params
-from sgrld.numerics.noise import normal_like
+from sgrld.metrics.metric import DECAY, Metric, MetricState, check_decay
+from sgrld.numerics.checks import check_params
 from sgrld.numerics.per_example import gradient_variance
 from sgrld.numerics.pytrees import PyTree
 from sgrld.parts import correction as corrections
-from sgrld.samplers.momentum import (
-    MomentumInfo,
-    check_friction,
-    check_potential_size,
-    momentum_info,
+from sgrld.parts.integrators import momentum
+from sgrld.parts.preconditioning import by_metric
+from sgrld.samplers.assembly import (
+    COMMON_BOUNDS,
+    Assembly,
+    Options,
+    advance,
+    check_metric,
+    check_options,
 )
+from sgrld.samplers.momentum import FRICTION, MomentumInfo, check_friction, momentum_info
 from sgrld.samplers.sampler import Sampler, gradient_fn
 
 NOISE_ESTIMATES = ("per_example",)
 """Named minibatch-noise estimates (``gradient_noise``), besides ``None`` and a number."""
+
+
+BOUNDS = {
+    **COMMON_BOUNDS,
+    "num_probes": corrections.NUM_PROBES,
+    "correction_warmup": corrections.WARMUP,
+    "friction": FRICTION,
+    "noise_decay": DECAY,
+}
+"""The ranges of :func:`sghmc`'s numeric options, as it and its parts check them."""
 
 
 class SGHMCState(NamedTuple):
@@ -83,12 +97,9 @@ class SGHMCState(NamedTuple):
 
 
 class _Options(NamedTuple):
-    schedule: Callable
-    temperature: Callable
-    num_data: int
+    options: Options
+    parts: Assembly
     friction: float
-    metric: Metric
-    correction: corrections.Correction
     gradients: Callable
     noise: str | float | None
     noise_decay: float
@@ -151,11 +162,10 @@ def sghmc(
     noise = _check_noise(gradient_noise)
     if noise is not None and metric is not None:
         raise ValueError("gradient_noise needs the identity metric: leave metric=None")
-    metric = identity() if metric is None else metric
-    if not isinstance(metric, Metric):
-        raise TypeError(f"metric must be an sgrld.metrics.Metric, got {type(metric).__name__}")
-    num_data = check_num_data(num_data)
-    check_potential_size(potential_fn, num_data)
+    metric = check_metric(identity() if metric is None else metric)
+    options = check_options(
+        potential_fn, learning_rate=learning_rate, num_data=num_data, temperature=temperature
+    )
     correction = corrections.from_mode(correction, num_probes=num_probes, warmup=correction_warmup)
     if metric.statistic is None:
         correction = corrections.none()
@@ -164,18 +174,16 @@ def sghmc(
         if noise == "per_example"
         else gradient_fn(potential_fn, True, metric)
     )
-    options = _Options(
-        as_schedule(learning_rate),
-        as_temperature(temperature),
-        num_data,
-        check_friction(friction),
-        metric,
-        correction,
+    alpha = check_friction(friction)
+    o = _Options(
+        options,
+        Assembly(metric, correction, by_metric(metric), momentum(alpha), options.num_data),
+        alpha,
         gradients,
         noise,
         float(check_decay(noise_decay, "noise_decay")),
     )
-    return Sampler(partial(_init, options), partial(_step, options))
+    return Sampler(partial(_init, o), partial(_step, o))
 
 
 def _check_noise(gradient_noise) -> str | float | None:
@@ -195,54 +203,44 @@ def _check_noise(gradient_noise) -> str | float | None:
 
 def _init(o: _Options, params: PyTree) -> SGHMCState:
     params = check_params(params)
-    zeros = jax.tree.map(jnp.zeros_like, params)
-    variance = zeros if o.noise == "per_example" else ()
-    return SGHMCState(jnp.zeros((), jnp.int32), params, zeros, o.metric.init(params), variance)
+    variance = jax.tree.map(jnp.zeros_like, params) if o.noise == "per_example" else ()
+    momentum_ = o.parts.integrator.init(params)
+    return SGHMCState(
+        jnp.zeros((), jnp.int32), params, momentum_, o.parts.metric.init(params), variance
+    )
 
 
 def _estimate(o: _Options, key, state: SGHMCState, batch):
     """``(Estimate, V̂)``: gradient, metric update and Γ̂ (``None`` without a correction), and
     the minibatch gradient's variance per leaf (0 without an estimate)."""
+    metric, correction = o.parts.metric, o.parts.correction
     if o.noise == "per_example":
         value, g, v = o.gradients(state.params, batch)
         d = o.noise_decay
         variance = jax.tree.map(
             lambda old, new: d * old + (1 - d) * new.astype(old.dtype), state.noise_variance, v
         )
-        return corrections.Estimate(
-            value, g, o.metric.update(state.metric_state, g), None
-        ), variance
+        return corrections.Estimate(value, g, metric.update(state.metric_state, g), None), variance
     grad_fn = partial(o.gradients, batch=batch, key=jax.random.fold_in(key, 1))
-    est = o.correction.estimate(key, grad_fn, state.params, o.metric, state.metric_state)
-    if o.correction.mode == "none":
+    est = correction.estimate(key, grad_fn, state.params, metric, state.metric_state)
+    if correction.mode == "none":
         est = est._replace(gamma=None)
     return est, jax.tree.map(lambda x: jnp.float32(o.noise or 0.0), state.params)
 
 
 def _step(o: _Options, key, state: SGHMCState, batch) -> tuple[SGHMCState, MomentumInfo]:
-    """One step: gradient (and Γ̂, V̂), momentum update, position update, diagnostics."""
+    """One step: gradient (and Γ̂, V̂), the momentum integrator's move, diagnostics."""
     noise_key, probe_key = jax.random.split(key)
-    lr = jnp.asarray(o.schedule(state.step), jnp.float32)
-    temp = o.temperature(state.step)
+    lr = jnp.asarray(o.options.schedule(state.step), jnp.float32)
+    temp = o.options.temperature(state.step)
     est, variance = _estimate(o, probe_key, state, batch)
-    ms, alpha, n = est.metric_state, o.friction, o.num_data
+    alpha, n = o.friction, o.options.num_data
     excess = jax.tree.map(lambda v: alpha * temp - 0.5 * lr * n * v, variance)  # α·T − β̂
     clipped = jnp.any(jnp.stack([jnp.any(e < 0) for e in jax.tree.leaves(excess)]))
-    xi = o.metric.inv_sqrt(ms, normal_like(noise_key, state.params))
-    noise = jax.tree.map(lambda x, e: jnp.sqrt(2.0 * lr / n * jnp.maximum(e, 0.0)) * x, xi, excess)
-    force = o.metric.inv(
-        ms, jax.tree.map(lambda v, g: alpha * v + lr * g, state.momentum, est.grad)
-    )
-    gamma_scale = o.correction.scale * lr * temp / n
-
-    def momentum(v, f, e, *gam):
-        out = v - f.astype(v.dtype) + e.astype(v.dtype)
-        return out + (gamma_scale * gam[0]).astype(v.dtype) if gam else out
-
-    gamma = () if est.gamma is None else (est.gamma,)
-    v = jax.tree.map(momentum, state.momentum, force, noise, *gamma)
-    params = jax.tree.map(lambda x, d: x + d.astype(x.dtype), state.params, o.metric.inv(ms, v))
+    noise = jax.tree.map(lambda e: jnp.sqrt(2.0 * lr / n * jnp.maximum(e, 0.0)), excess)
+    params, v, _ = advance(o.parts, noise_key, state.params, state.momentum, est, lr, temp, noise)
     kept = variance if o.noise == "per_example" else state.noise_variance
+    ms = est.metric_state
     info = momentum_info(
         est.value, est.grad, lr, params, v, thermostat=alpha, num_data=n, gamma=est.gamma,
         noise_clipped=clipped, metric_fallbacks=ms.fallbacks,

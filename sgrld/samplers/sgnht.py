@@ -24,17 +24,18 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from sgrld.metrics.metric import tree_vdot
-from sgrld.numerics.checks import as_schedule, as_temperature, check_num_data, check_params
-from sgrld.numerics.noise import normal_like
+from sgrld.metrics.identity import identity
+from sgrld.numerics.checks import check_params
 from sgrld.numerics.pytrees import PyTree
-from sgrld.samplers.momentum import (
-    MomentumInfo,
-    check_friction,
-    check_potential_size,
-    momentum_info,
-)
-from sgrld.samplers.sampler import Sampler
+from sgrld.parts import correction as corrections
+from sgrld.parts.integrators import Thermostat, nose_hoover
+from sgrld.parts.preconditioning import by_metric
+from sgrld.samplers.assembly import COMMON_BOUNDS, Assembly, Options, advance, check_options
+from sgrld.samplers.momentum import FRICTION, MomentumInfo, check_friction, momentum_info
+from sgrld.samplers.sampler import Sampler, gradient_fn
+
+BOUNDS = {**COMMON_BOUNDS, "diffusion": FRICTION}
+"""The ranges of :func:`sgnht`'s numeric options."""
 
 
 class SGNHTState(NamedTuple):
@@ -54,11 +55,9 @@ class SGNHTState(NamedTuple):
 
 
 class _Options(NamedTuple):
-    potential_fn: Callable
-    schedule: Callable
-    temperature: Callable
-    num_data: int
-    diffusion: float
+    options: Options
+    parts: Assembly
+    gradients: Callable
 
 
 def sgnht(
@@ -93,37 +92,33 @@ def sgnht(
     References:
       Ding, Fang, Babbush, Chen, Skeel & Neven (NeurIPS 2014), Sec. 3 and its algorithm.
     """
-    num_data = check_num_data(num_data)
-    check_potential_size(potential_fn, num_data)
-    options = _Options(
-        potential_fn,
-        as_schedule(learning_rate),
-        as_temperature(temperature),
-        num_data,
-        check_friction(diffusion, "diffusion"),
+    options = check_options(
+        potential_fn, learning_rate=learning_rate, num_data=num_data, temperature=temperature
     )
-    return Sampler(partial(_init, options), partial(_step, options))
+    metric, integrator = identity(), nose_hoover(check_friction(diffusion, "diffusion"))
+    parts = Assembly(metric, corrections.none(), by_metric(metric), integrator, options.num_data)
+    o = _Options(options, parts, gradient_fn(potential_fn, True, metric))
+    return Sampler(partial(_init, o), partial(_step, o))
 
 
 def _init(o: _Options, params: PyTree) -> SGNHTState:
     params = check_params(params)
-    zeros = jax.tree.map(jnp.zeros_like, params)
-    return SGNHTState(jnp.zeros((), jnp.int32), params, zeros, jnp.float32(o.diffusion))
+    return SGNHTState(jnp.zeros((), jnp.int32), params, *o.parts.integrator.init(params))
 
 
 def _step(o: _Options, key, state: SGNHTState, batch) -> tuple[SGNHTState, MomentumInfo]:
-    """One step: momentum with the thermostat's friction, position, thermostat, diagnostics."""
-    lr = jnp.asarray(o.schedule(state.step), jnp.float32)
-    temp, n, xi = o.temperature(state.step), o.num_data, state.thermostat
-    value, g = jax.value_and_grad(o.potential_fn)(state.params, batch)
-    scale = jnp.sqrt(2.0 * o.diffusion * lr * temp / n)
-
-    def momentum(v, g, e):
-        return v - (xi * v + lr * g).astype(v.dtype) + (scale * e).astype(v.dtype)
-
-    v = jax.tree.map(momentum, state.momentum, g, normal_like(key, state.params))
-    params = jax.tree.map(jnp.add, state.params, v)
-    size = sum(x.size for x in jax.tree.leaves(v))
-    xi = xi + tree_vdot(v, v) / size - lr * temp / n
-    info = momentum_info(value, g, lr, params, v, thermostat=xi, num_data=n)
-    return SGNHTState(state.step + 1, params, v, xi), info
+    """One step: the gradient, the thermostat integrator's move, diagnostics. The noise is drawn
+    with the step's key itself (the step draws nothing else)."""
+    lr = jnp.asarray(o.options.schedule(state.step), jnp.float32)
+    temp, metric = o.options.temperature(state.step), o.parts.metric
+    grad_fn = partial(o.gradients, batch=batch, key=key)
+    est = o.parts.correction.estimate(key, grad_fn, state.params, metric, metric.init(state.params))
+    moving = Thermostat(state.momentum, state.thermostat)
+    params, moved, _ = advance(
+        o.parts, key, state.params, moving, est._replace(gamma=None), lr, temp
+    )
+    info = momentum_info(
+        est.value, est.grad, lr, params, moved.momentum, thermostat=moved.thermostat,
+        num_data=o.options.num_data,
+    )  # fmt: skip
+    return SGNHTState(state.step + 1, params, *moved), info

@@ -288,3 +288,25 @@ def test_every_sampler_option_can_be_set():
     ):
         with pytest.raises(ConfigError, match=key):
             load_config(None, [bad])
+
+
+def test_sampler_ranges_are_the_factories():
+    """Every range [sampler] checks is one its kind's factory declares (its module's BOUNDS) and
+    checks itself: a value outside it fails in both, with the key named in the configuration."""
+    import sgrld
+    from sgrld.run.config import SAMPLERS
+    from sgrld.run.config.registries import sampler_bounds, sampler_keywords
+
+    u = sgrld.potential(lambda w, b: -0.5 * (b - w) ** 2, None, num_data=4)
+    for kind in SAMPLERS:
+        bounds = sampler_bounds(kind)
+        assert set(bounds) <= set(sampler_keywords(kind)), kind
+        for name, bound in bounds.items():
+            bad = bound.low - 1 if not bound.open_low else bound.low
+            kw = {"learning_rate": 0.1} | (
+                {"metric": sgrld.metrics.identity()} if kind == "sgrld" else {}
+            )
+            with pytest.raises(ValueError, match=name):
+                SAMPLERS[kind](u, num_data=4, **(kw | {name: bad}))
+            with pytest.raises(ConfigError, match=f"sampler.{name}: must be"):
+                load_config(None, [f"sampler.kind={kind}", f"sampler.{name}={bad}"])

@@ -60,6 +60,18 @@ def _assembled() -> sgrld.Sampler:
     )
 
 
+def _assembled_momentum() -> sgrld.Sampler:
+    """SGRLD's assembly with SGHMC's integrator: the momentum is the integrator's state."""
+    return sgrld.riemannian_langevin(
+        quartic_potential(),
+        sgrld.metrics.rmsprop(eps=1.0),
+        learning_rate=LR,
+        num_data=10,
+        correction=sgrld.parts.correction.hutchinson(warmup=0),
+        integrator=sgrld.parts.integrators.momentum(0.2),
+    )
+
+
 def _sghmc(**options) -> Callable[[], sgrld.Sampler]:
     return lambda: sgrld.sghmc(
         quartic_potential(), learning_rate=LR, num_data=10, friction=0.2, **options
@@ -74,6 +86,7 @@ FACTORIES: dict[str, Callable[[], sgrld.Sampler]] = {
     },
     "sgrld-rmsprop-exact": _sgrld("rmsprop", "exact"),
     "sgrld-assembled": _assembled,
+    "sgrld-assembled-momentum": _assembled_momentum,
     "adam_sgld": lambda: sgrld.adam_sgld(quartic_potential(), learning_rate=LR, num_data=10),
     "sghmc": _sghmc(),
     "sghmc-noise": _sghmc(gradient_noise="per_example"),

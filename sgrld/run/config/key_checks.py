@@ -129,7 +129,7 @@ def check_type(key: str, value: Any, annotation: Any) -> Any:
 _SCALARS = (bool, int, float, str)
 
 
-def _declared_type(factory: Callable[..., Any], name: str, default: Any) -> Any:
+def declared_type(factory: Callable[..., Any], name: str, default: Any) -> Any:
     """What keyword ``name`` of ``factory`` is checked against: its annotation where that is a
     scalar or a union of scalars (``float | str``: either), else the type of its default (None:
     unchecked here, the factory checks it)."""
@@ -163,7 +163,7 @@ def check_kwargs(key: str, factory: Callable[..., Any], params: Mapping[str, Any
     for name, value in params.items():
         if name not in signature.parameters:
             raise unknown_key(f"{key}.{name}", valid, f"[{key}] of {factory.__name__}()")
-        expected = _declared_type(factory, name, signature.parameters[name].default)
+        expected = declared_type(factory, name, signature.parameters[name].default)
         if expected is not None:
             check_type(f"{key}.{name}", value, expected)
     try:

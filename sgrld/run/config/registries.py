@@ -91,6 +91,17 @@ def sampler_keywords(kind: str) -> dict[str, Any]:
     }
 
 
+def sampler_bounds(kind: str) -> dict[str, Any]:
+    """The ranges (:class:`sgrld.numerics.checks.Bound`) of the numeric options of the sampler
+    ``kind``, as its module declares and its factory checks them (``BOUNDS``).
+
+    Example:
+        >>> sampler_bounds("sgnht")["diffusion"].text()
+        'in (0, 1]'
+    """
+    return importlib.import_module(SAMPLERS[kind].__module__).BOUNDS
+
+
 MODEL_KINDS = ("mlp", "cnn", "regression_mlp", "resnet20")
 """``model.kind``: built by :mod:`sgrld.run.from_config`."""
 

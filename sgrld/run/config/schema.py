@@ -13,12 +13,16 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
 import json
+import operator
 import typing
 from dataclasses import dataclass, field
 from typing import Any
 
-from sgrld.run.config.registries import sampler_keywords
+from sgrld.run.config.key_checks import declared_type
+from sgrld.run.config.registries import SAMPLERS, sampler_keywords
 
 
 @dataclass(frozen=True)
@@ -101,68 +105,56 @@ LEARNING_RATE = 0.25
 """``sampler.learning_rate`` of sgrld, sghmc and sgnht when it is not set (Yu et al.'s)."""
 
 
-@dataclass(frozen=True)
-class SamplerConfig:
-    """``[sampler]``: the sampler's kind, its metric and every keyword option of the samplers.
+CONFIG_TYPES: dict[str, Any] = {
+    "learning_rate": float | str | None,
+    "correction": str,
+    "gradient_noise": str | None,
+}
+"""``[sampler]`` keys whose type is not that of the factories' annotations: ``learning_rate``
+also takes ``"rule"`` (i-SGD's ``None``), ``correction`` names its mode (``None`` is the Python
+spelling of ``"none"``), and ``gradient_noise`` only names an estimate (SGHMC's known variance, a
+number, is for the Python API)."""
 
-    The fields after ``metric_params`` are exactly the keyword options of :func:`sgrld.sgrld`,
-    :func:`sgrld.sghmc`, :func:`sgrld.sgnht` and :func:`sgrld.isgd` (all but ``num_data``, the
-    training-set size, and ``metric``); a test keeps them in step. Those of :func:`sgrld.sgrld`
-    have its defaults, except ``learning_rate`` (``None``: :data:`LEARNING_RATE`, Yu et al.'s
-    0.25, except for isgd, whose default is its λ rule); the others default to ``None``, the
-    sampler's own default. An option set for a kind that does not take it is an
-    error. :meth:`sampler_options` passes the kind's options on.
 
-    Attributes:
-        kind: a name of :data:`sgrld.run.config.SAMPLERS`: ``sgrld``, ``sghmc``, ``sgnht``,
-            ``isgd``.
-        metric: a name of :data:`sgrld.run.config.METRICS` (sgrld, sghmc).
-        metric_params: keyword arguments of the metric factory.
-        learning_rate: ``lr = h·N`` (> 0); ``"rule"``: i-SGD's λ rule (isgd only); ``None``:
-            the kind's default (:data:`LEARNING_RATE`; the rule for isgd).
-        temperature: T ≥ 0.
-        adapt_until: freeze the metric after this many steps; ``"auto"``: adapt during the first
-            three quarters of ``run.burn_in``, then freeze at the window average of the statistic
-            (exact at any decay; :func:`sgrld.sgrld`); ``"never"``: adapt throughout (biased
-            without Γ).
-        correction: one of :data:`sgrld.parts.correction.MODES` (sgrld, sghmc).
-        correction_scale: ``"auto"`` (the default: the share of Γ estimated online) or a fixed
-            share c (1: the full Γ).
-        num_probes: Rademacher probes per step of the ``"hutchinson"`` correction (sgrld, sghmc).
-        correction_warmup: metric updates before Γ is applied (``None``: the metric's warm-up;
-            sgrld, sghmc).
-        prior_in_metric: whether the prior's gradient enters the metric's statistic.
-        max_drift_norm: identity fallback threshold on ‖G⁻¹g‖ (``None``: no fallback).
-        friction: SGHMC's α ∈ (0, 1].
-        diffusion: SGNHT's α ∈ (0, 1].
-        gradient_noise: the minibatch-noise estimate: ``"per_example"`` (sghmc, isgd) or
-            ``"square"`` (isgd).
-        noise_decay: decay of SGHMC's per-example noise average, in [0, 1).
-        warmup: i-SGD's steps over which the noise estimate is averaged (≥ 1).
-        noise_window: the steps i-SGD's noise average remembers during the warm-up (≥ 1;
-            ``None``: the whole warm-up).
-        margin: i-SGD's λ factor over the noise estimate (≥ 1).
+def sampler_fields() -> list[tuple[str, Any, Any]]:
+    """``(name, type, default)`` of ``[sampler]``'s keys after ``metric_params``: the keyword
+    options of the samplers of :data:`~sgrld.run.config.registries.SAMPLERS`, in the order they
+    first appear (:func:`~sgrld.run.config.registries.sampler_keywords`), typed by their
+    annotations (:func:`~sgrld.run.config.key_checks.declared_type`, united over the kinds) and
+    defaulting to :func:`sgrld.sgrld`'s default, else ``None`` (the kind's own default).
+
+    Example:
+        >>> [f for f in sampler_fields() if f[0] in ("friction", "correction_scale")]
+        [('correction_scale', float | str, 'auto'), ('friction', float | None, None)]
     """
+    types_: dict[str, list[Any]] = {}
+    for kind in SAMPLERS:
+        for name, default in sampler_keywords(kind).items():
+            hint = declared_type(SAMPLERS[kind], name, default)
+            types_.setdefault(name, []).extend(typing.get_args(hint) or [hint])
+    defaults = sampler_keywords("sgrld")
+    fields = []
+    for name, hints in types_.items():
+        default = defaults.get(name)
+        if default is inspect.Parameter.empty:
+            default = None
+        kinds = tuple(dict.fromkeys(h for h in hints if h is not None))
+        if default is None:
+            kinds = tuple(dict.fromkeys((*kinds, type(None))))
+        declared = CONFIG_TYPES.get(name, functools.reduce(operator.or_, kinds))
+        fields.append((name, declared, default))
+    return fields
+
+
+@dataclass(frozen=True)
+class SamplerSection:
+    """The keys of ``[sampler]`` that are not a sampler's keyword option: ``kind`` (a name of
+    :data:`sgrld.run.config.SAMPLERS`), ``metric`` (a name of :data:`sgrld.run.config.METRICS`;
+    sgrld, sghmc) and ``metric_params`` (keyword arguments of the metric factory)."""
 
     kind: str = "sgrld"
     metric: str = "identity"
     metric_params: dict[str, Any] = field(default_factory=dict)
-    learning_rate: float | str | None = None
-    temperature: float = 1.0
-    adapt_until: int | str | None = "auto"
-    correction: str = "none"
-    correction_scale: float | str = "auto"
-    num_probes: int = 1
-    correction_warmup: int | None = None
-    prior_in_metric: bool = True
-    max_drift_norm: float | None = None
-    friction: float | None = None
-    diffusion: float | None = None
-    gradient_noise: str | None = None
-    noise_decay: float | None = None
-    warmup: int | None = None
-    noise_window: int | None = None
-    margin: float | None = None
 
     def sampler_options(self) -> dict[str, Any]:
         """The keyword arguments of the kind's sampler (all but ``num_data`` and ``metric``);
@@ -187,6 +179,34 @@ class SamplerConfig:
             if value is not None or default is None:
                 options[name] = value
         return options
+
+
+SamplerConfig = dataclasses.make_dataclass(
+    "SamplerConfig", sampler_fields(), bases=(SamplerSection,), frozen=True
+)
+SamplerConfig.__module__ = __name__
+SamplerConfig.__doc__ = """``[sampler]``: the kind, its metric and every keyword option of the
+    samplers.
+
+    The fields after ``metric_params`` are made from the samplers' signatures
+    (:func:`sampler_fields`): every keyword option of :func:`sgrld.sgrld`, :func:`sgrld.sghmc`,
+    :func:`sgrld.sgnht` and :func:`sgrld.isgd` but ``num_data`` (the training-set size) and
+    ``metric``, with :func:`sgrld.sgrld`'s defaults, except ``learning_rate`` (``None``:
+    :data:`LEARNING_RATE`, Yu et al.'s 0.25, except for isgd, whose default is its λ rule); the
+    others default to ``None``, the sampler's own default. An option set for a kind that does not
+    take it is an error. :meth:`sampler_options` passes the kind's options on. The factories'
+    docstrings document each option; in a file:
+
+    Attributes:
+        kind: a name of :data:`sgrld.run.config.SAMPLERS`: ``sgrld``, ``sghmc``, ``sgnht``,
+            ``isgd``.
+        metric: a name of :data:`sgrld.run.config.METRICS` (sgrld, sghmc).
+        metric_params: keyword arguments of the metric factory.
+        learning_rate: ``lr = h·N`` (> 0); ``"rule"``: i-SGD's λ rule (isgd only); ``None``:
+            the kind's default (:data:`LEARNING_RATE`; the rule for isgd).
+        adapt_until: an integer, ``"auto"`` or ``"never"`` (adapt throughout; TOML has no null).
+        gradient_noise: ``"per_example"`` (sghmc, isgd) or ``"square"`` (isgd).
+    """
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,8 @@
 """Value checks of a whole configuration, one function per section (types are checked earlier).
 
+A sampler option's range is the one its factory checks (the module's ``BOUNDS``,
+:func:`sgrld.run.config.registries.sampler_bounds`), worded for the key.
+
 Example:
     >>> from sgrld.run.config import Config, SamplerConfig
     >>> validate(Config(sampler=SamplerConfig(num_probes=0)))
@@ -22,6 +25,7 @@ from sgrld.run.config.registries import (
     MODEL_KINDS,
     PRIORS,
     SAMPLERS,
+    sampler_bounds,
     sampler_keywords,
 )
 from sgrld.samplers.isgd import NOISE_ESTIMATES as ISGD_NOISE
@@ -102,30 +106,19 @@ def _validate_sampler(config: Config) -> None:
     _check_kind_options(s)
     choice("sampler.metric", s.metric, sorted(METRICS))
     check_kwargs("sampler.metric_params", METRICS[s.metric], s.metric_params)
-    if s.learning_rate not in ("rule", None):
-        if isinstance(s.learning_rate, str):
-            raise ConfigError(
-                f"sampler.learning_rate: a number > 0 or 'rule' (isgd), got {s.learning_rate!r}"
-            )
-        at_least("sampler.learning_rate", s.learning_rate, 0, strict=True)
-    at_least("sampler.temperature", s.temperature, 0)
+    if isinstance(s.learning_rate, str) and s.learning_rate != "rule":
+        raise ConfigError(
+            f"sampler.learning_rate: a number > 0 or 'rule' (isgd), got {s.learning_rate!r}"
+        )
     choice("sampler.correction", s.correction, MODES)
     at_least("sampler.adapt_until", None if isinstance(s.adapt_until, str) else s.adapt_until, 0)
-    at_least("sampler.num_probes", s.num_probes, 1)
-    at_least("sampler.correction_warmup", s.correction_warmup, 0)
-    at_least("sampler.max_drift_norm", s.max_drift_norm, 0, strict=True)
-    for key in ("friction", "diffusion"):
-        at_least(f"sampler.{key}", getattr(s, key), 0, strict=True)
-        if (getattr(s, key) or 0) > 1:
-            raise ConfigError(f"sampler.{key}: must lie in (0, 1], got {getattr(s, key)}")
     if s.gradient_noise is not None:
         choice("sampler.gradient_noise", s.gradient_noise, NOISE_ESTIMATES[s.kind])
-    at_least("sampler.noise_decay", s.noise_decay, 0)
-    if (s.noise_decay or 0) >= 1:
-        raise ConfigError(f"sampler.noise_decay: must lie in [0, 1), got {s.noise_decay}")
-    at_least("sampler.warmup", s.warmup, 1)
-    at_least("sampler.noise_window", s.noise_window, 1)
-    at_least("sampler.margin", s.margin, 1)
+    for name, bound in sampler_bounds(s.kind).items():  # the ranges the factory checks
+        value = getattr(s, name)
+        rule = None if value is None or isinstance(value, str) else bound.rule(value)
+        if rule is not None:
+            raise ConfigError(f"sampler.{name}: {rule}, got {value}")
     if s.kind == "isgd" and s.learning_rate in ("rule", None) and s.temperature == 0:
         raise ConfigError("sampler.temperature: 0 needs a numeric learning_rate, not 'rule'")
 
