@@ -76,6 +76,7 @@ def main() -> int:
             make(decay=decay) if name.startswith("fisher") else make(),
             lr,
             correction="none" if frozen else mode,
+            correction_scale=1.0,  # the full Γ (RESULTS §16); the default share ĉ: §29
             adapt_until=args.burn_in if frozen else None,
             chains=args.chains,
             steps=args.steps,

@@ -119,7 +119,8 @@ def learning_rate(metric: str, labels: str) -> float:
 def chain_candidate(name, corrected, params, potential, batch, args, metric=None) -> Candidate:
     """One sampler's scanned chain; ``metric`` (default ``name``) picks the metric."""
     metric = metric or name
-    extra = {"correction": "hutchinson", "correction_warmup": 0} if corrected else {}
+    extra = {"correction": "hutchinson", "correction_scale": 1.0, "correction_warmup": 0}
+    extra = extra if corrected else {}  # the full Γ's step (the share ĉ's: right_by_default/)
     sampler = sgrld.sgrld(
         potential,
         make_metric(metric, args.labels),

@@ -61,6 +61,7 @@ def main() -> int:
             learning_rate=LEARNING_RATE,
             num_data=1,
             correction=correction,
+            correction_scale=1.0,  # the full Γ, as RESULTS measured it
         )
         t0 = time.perf_counter()
         out = sgrld.sample(

@@ -106,7 +106,8 @@ def make_metric(name: str, corrected: bool = False):
 
 def make_sampler(potential, name: str, corrected: bool = False):
     """``sgrld.sgrld`` with the metric ``name``, uncorrected or with the Hutchinson Γ."""
-    extra = {"correction": "hutchinson"} if corrected else {}
+    # The full Γ's step; what the default share ĉ adds: right_by_default/share_cost.py.
+    extra = {"correction": "hutchinson", "correction_scale": 1.0} if corrected else {}
     return sgrld.sgrld(
         potential,
         make_metric(name, corrected),

@@ -33,6 +33,7 @@ def covariance(eps: float, correction: str, args: argparse.Namespace) -> np.ndar
         learning_rate=eps / 2,
         num_data=1,
         correction=correction,
+        correction_scale=1.0,  # the full Γ, as RESULTS measured it
     )
     sample_key, init_key = jax.random.split(jax.random.key(args.seed))
     init = target.sample(init_key, 1)[0]

@@ -42,7 +42,7 @@ def cost(args) -> None:
     }
     chains = {}
     for name, (m, mode) in routes.items():
-        extra = {"correction": mode} if mode else {}
+        extra = {"correction": mode, "correction_scale": 1.0} if mode else {}  # the full Γ
         sampler = sgrld.sgrld(potential, m, learning_rate=1e-4, num_data=mlp.NUM_DATA, **extra)
         chains[name] = mlp.ScanChain(sampler, params, batch, args.steps)
     times = interleave(chains, args.rounds)
@@ -66,7 +66,12 @@ def eps(args) -> None:
     for e in args.eps:
         metric = sgrld.metrics.shampoo(eps=e, update_every=100, block_size=128)
         sampler = sgrld.sgrld(
-            potential, metric, learning_rate=1e-5, num_data=mlp.NUM_DATA, correction="hutchinson"
+            potential,
+            metric,
+            learning_rate=1e-5,
+            num_data=mlp.NUM_DATA,
+            correction="hutchinson",
+            correction_scale=1.0,
         )
         step = jax.jit(sampler.step)
         state, first_bad = sampler.init(params), None
