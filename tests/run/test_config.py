@@ -310,3 +310,11 @@ def test_sampler_ranges_are_the_factories():
                 SAMPLERS[kind](u, num_data=4, **(kw | {name: bad}))
             with pytest.raises(ConfigError, match=f"sampler.{name}: must be"):
                 load_config(None, [f"sampler.kind={kind}", f"sampler.{name}={bad}"])
+
+
+@pytest.mark.parametrize("bad", ['sampler.adapt_until="atuo"', 'sampler.correction_scale="atuo"'])
+def test_a_misspelt_name_of_a_numeric_option_is_refused_at_load(bad):
+    """``adapt_until`` and ``correction_scale`` take a number or a name ("auto", "never"): a
+    misspelt name is refused when the configuration loads, before any data is read."""
+    with pytest.raises(ConfigError, match=bad.split("=")[0] + ".*atuo"):
+        load_config(None, [bad])

@@ -112,6 +112,9 @@ def _validate_sampler(config: Config) -> None:
         )
     choice("sampler.correction", s.correction, MODES)
     at_least("sampler.adapt_until", None if isinstance(s.adapt_until, str) else s.adapt_until, 0)
+    for name, names in (("adapt_until", ["auto", "never"]), ("correction_scale", ["auto"])):
+        if isinstance(getattr(s, name), str):  # a number, or one of its names
+            choice(f"sampler.{name}", getattr(s, name), names)
     if s.gradient_noise is not None:
         choice("sampler.gradient_noise", s.gradient_noise, NOISE_ESTIMATES[s.kind])
     for name, bound in sampler_bounds(s.kind).items():  # the ranges the factory checks
