@@ -30,7 +30,7 @@ dynamics need when the average follows θ only in part (:mod:`sgrld.parts.share`
 steps, about the chains' correlation time along w₁₄ (the weight of the heavy-tailed 14th
 feature), so the full Γ (``correction_scale=1``), twelve times DOP's along w₁₄, overcorrects
 QDOP: 0.112 / 0.279 at 16,000 steps (RESULTS §16). That case was an expected failure of this
-test until the default share became ĉ (issue 36; RESULTS §29 has both side by side).
+test until the default share became ĉ (issue 36; RESULTS §29 has the two side by side).
 """
 
 from __future__ import annotations
