@@ -10,7 +10,8 @@ NUTS). Every row runs ``--chains`` chains from the NUTS mean through ``sgrld.sam
   burn-in, freeze at the statistic's average over its [5/8, 3/4)), no Γ;
 * ``share``: adapting throughout with Hutchinson's Γ scaled by the online share
   (``correction_scale="auto"``);
-* ``full Γ``: adapting throughout with Hutchinson's full Γ, ``correction_scale=1`` (the old default);
+* ``full Γ``: adapting throughout with Hutchinson's full Γ, ``correction_scale=1`` (the share's
+  old default);
 * ``none``: adapting throughout without Γ (the old default).
 
     python benchmarks/right_by_default/library_blr.py [--chains 64] [--steps 8000] [--burn-in 2000]
