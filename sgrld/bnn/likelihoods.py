@@ -100,13 +100,15 @@ def init_likelihood_params(log_noise: float = 0.0) -> dict[str, jax.Array]:
     return {"log_noise": jnp.asarray(log_noise, jnp.float32)}
 
 
-def _squeeze_trailing_one(a: jax.Array, name: str, batch_size: int) -> jax.Array:
+def _squeeze_trailing_one(
+    a: jax.Array, name: str, batch_size: int, likelihood: str = "gaussian"
+) -> jax.Array:
     """Accept ``[B]`` or ``[B, 1]`` and return ``[B]``; anything else is a ``ValueError``."""
     if a.ndim == 2 and a.shape[1] == 1:
         a = a[:, 0]
     if a.shape != (batch_size,):
         raise ValueError(
-            f"gaussian likelihood expects {name} of shape [batch] or [batch, 1] with "
+            f"{likelihood} likelihood expects {name} of shape [batch] or [batch, 1] with "
             f"batch = {batch_size}, got {a.shape}"
         )
     return a
@@ -163,6 +165,50 @@ def gaussian(apply_fn: ApplyFn, noise_std: float | None = None) -> LoglikFn:
         mean = _squeeze_trailing_one(apply_fn(params["net"], x), "predictions", jnp.shape(x)[0])
         sigma = noise_std if noise_std is not None else jnp.exp(params["likelihood"]["log_noise"])
         return mean + sigma * jax.random.normal(key, mean.shape, mean.dtype)
+
+    loglik_fn.sample = sample
+    return loglik_fn
+
+
+def bernoulli(apply_fn: ApplyFn) -> LoglikFn:
+    """Bernoulli (logistic) likelihood for binary classification.
+
+    ``log p(y_i | x_i, theta) = y_i·z_i − softplus(z_i)`` with the logit ``z_i = f_theta(x_i)``
+    of ``apply_fn(params["net"], .)`` and ``y_i ∈ {0, 1}``: ``log σ(z)`` for ``y = 1`` and
+    ``log(1 − σ(z))`` for ``y = 0``, computed without forming ``σ(z)``. With a linear
+    ``f_theta`` (:func:`sgrld.bnn.models.logistic_regression`) it is logistic regression.
+
+    Args:
+        apply_fn: ``apply_fn(net_params, x) -> logits`` of shape ``[B]`` or ``[B, 1]``.
+
+    Returns:
+        ``loglik_fn(params, (x, y)) -> [B]``, where ``B = x.shape[0]``. ``y`` holds the labels 0/1
+        (integer or float) of shape ``[B]`` or ``[B, 1]``; another value is not checked (JAX
+        cannot check values at trace time) and gives the formula's value. Raises ``ValueError``
+        if the shapes do not reduce to ``[B]``.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> loglik = bernoulli(lambda net, x: x @ net)
+        >>> params = {"net": jnp.ones((1, 1))}  # z = x
+        >>> x, y = jnp.array([[0.0], [2.0], [2.0]]), jnp.array([1, 1, 0])
+        >>> loglik(params, (x, y)).round(4).tolist()  # log ½, log σ(2), log(1 − σ(2))
+        [-0.6931, -0.1269, -2.1269]
+    """
+
+    def logits(params: PyTree, x: jax.Array) -> jax.Array:
+        z = apply_fn(params["net"], x)
+        return _squeeze_trailing_one(z, "logits", jnp.shape(x)[0], "bernoulli")
+
+    def loglik_fn(params: PyTree, batch: Batch) -> jax.Array:
+        x, y = batch
+        z = logits(params, x)
+        y = _squeeze_trailing_one(jnp.asarray(y), "labels y", z.shape[0], "bernoulli")
+        return y.astype(z.dtype) * z - jax.nn.softplus(z)
+
+    def sample(key: jax.Array, params: PyTree, x: jax.Array) -> jax.Array:
+        """Labels ``ỹ ~ Bernoulli(σ(f_θ(x)))``, int32 ``[B]`` (the Fisher metrics' model labels)."""
+        return jax.random.bernoulli(key, jax.nn.sigmoid(logits(params, x))).astype(jnp.int32)
 
     loglik_fn.sample = sample
     return loglik_fn

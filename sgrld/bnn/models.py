@@ -2,6 +2,7 @@
 
 * :class:`MLP`: the 784-W-W-10 ReLU classifier of Yu et al. (2023), Sec. 4.3 (W = 400, 800, 1200);
   with :func:`regression_mlp` the same class gives a small regression network.
+* :func:`logistic_regression`: one ``nn.Dense(1)``, the logit of Bayesian logistic regression.
 * :class:`CNN`: the MNIST convolutional network of Li et al. (2016), Sec. 5.
 * :class:`ResNet20`: the "Google ResNet-20" of Fortuin et al. (2021) for CIFAR-10 (Yu et al.,
   Sec. 4.4), with :class:`BatchNorm` over the batch; :func:`evaluation_apply_fn` evaluates it with
@@ -91,6 +92,26 @@ def regression_mlp(width: int = 50) -> MLP:
         ((50,), 1)
     """
     return MLP(features=(width,), num_outputs=1)
+
+
+def logistic_regression() -> nn.Dense:
+    """The linear logit of logistic regression: one Flax ``nn.Dense(1)``.
+
+    ``z = x·w + b`` with parameters ``{"kernel": [d, 1], "bias": [1]}`` (``d`` input features),
+    the layer that the Fisher metrics' per-example fast path (:mod:`sgrld.numerics.layer_taps`)
+    and QDOP's bias–weight blocks know. With :func:`sgrld.bnn.likelihoods.bernoulli` it is
+    Bayesian logistic regression. Initialised as the other models: He-normal ``w``, ``b = 0``.
+
+    Returns:
+        ``nn.Dense(1, kernel_init=he_normal)``.
+
+    Example:
+        >>> import jax
+        >>> net = init_params(logistic_regression(), jax.random.key(0), (1, 14))
+        >>> jax.tree.map(jax.numpy.shape, net)
+        {'bias': (1,), 'kernel': (14, 1)}
+    """
+    return nn.Dense(1, kernel_init=he_normal)
 
 
 class CNN(nn.Module):

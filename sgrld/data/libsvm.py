@@ -3,6 +3,10 @@
 One example a line: a label, then ``index:value`` pairs with 1-based feature indices, separated
 by white space (``-1 1:0.5 3:2``); features left out are 0. Blank lines are skipped and line
 ends may be ``\\n`` or ``\\r\\n``. See https://www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets/.
+
+:func:`load_libsvm_set` reads a known binary set (``sgrld.data.DATASETS``, format ``"libsvm"``):
+its labels ±1 (or 0/1) become the classes 0/1, and a set with no official test file (australian)
+has its test rows held out with the fixed seed :data:`LIBSVM_TEST_SEED`.
 """
 
 from __future__ import annotations
@@ -14,8 +18,14 @@ import numpy as np
 
 from .dataset import FLOAT32_MAX
 from .errors import DataError, MissingDataError
+from .files import DataFiles
+from .splits import train_validation_split
 
-__all__ = ["load_libsvm", "parse_libsvm"]
+__all__ = ["LIBSVM_TEST_SEED", "binary_labels", "load_libsvm", "load_libsvm_set", "parse_libsvm"]
+
+LIBSVM_TEST_SEED = 0
+"""Seed of the test rows held out from a set without a test file; fixed, so every validation
+seed sees the same test set (as digits' :data:`sgrld.data.digits.DIGITS_TEST_SEED`)."""
 
 
 def _number(token: str, what: str, where: str) -> float:
@@ -112,3 +122,59 @@ def load_libsvm(path: str | Path, num_features: int) -> tuple[np.ndarray, np.nda
     if not path.is_file():
         raise MissingDataError(f"{path}: no such LIBSVM file")
     return parse_libsvm(path.read_bytes(), num_features, str(path))
+
+
+def binary_labels(labels: np.ndarray, source: str) -> np.ndarray:
+    """The classes ``int32`` 0/1 of binary labels written ±1 (``+1`` → 1, ``−1`` → 0) or 0/1.
+
+    Raises:
+        DataError: If a label is none of −1, 0, +1, or both −1 and 0 appear.
+
+    Example:
+        >>> binary_labels(np.array([1.0, -1.0, 1.0]), "x").tolist()
+        [1, 0, 1]
+    """
+    bad = np.flatnonzero(~np.isin(labels, (-1.0, 0.0, 1.0)))
+    if bad.size:
+        i = int(bad[0])
+        raise DataError(
+            f"{source}: label {labels[i]:g} of example {i} is not a binary label (±1 or 0/1)"
+        )
+    if np.any(labels == -1) and np.any(labels == 0):
+        raise DataError(f"{source}: labels mix -1 and 0; a binary set uses ±1 or 0/1")
+    return (labels > 0).astype(np.int32)
+
+
+def load_libsvm_set(
+    files: DataFiles, test_size: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Read a LIBSVM binary classification set of the registry.
+
+    The features are dense ``float32`` (not standardised) and the labels :func:`binary_labels`.
+    The test split is the file ``<name>.t`` where the set has one (a9a); otherwise
+    ``test_size`` rows of ``<name>`` are held out by ``holdout_indices(n, test_size,
+    LIBSVM_TEST_SEED)`` (:func:`sgrld.data.holdout_indices`), 0 keeping every row for training.
+
+    Args:
+        files: the data set's resolved files.
+        test_size: test rows to hold out from a set without a test file (ignored otherwise).
+
+    Returns:
+        ``(x_train, y_train, x_test, y_test)``, rows in file order.
+
+    Raises:
+        MissingDataError: If a file is missing.
+        DataError: If a file fails its checksum or is malformed, or a label is not binary.
+        ValueError: If ``test_size`` is negative or exceeds the rows of the file.
+    """
+    info = files.info
+    sets = []
+    for name in info.files:
+        path, data = files.read(name)
+        x, labels = parse_libsvm(data, info.num_features, str(path))
+        sets.append((x, binary_labels(labels, str(path))))
+    if len(sets) == 2:
+        (x_train, y_train), (x_test, y_test) = sets
+        return x_train, y_train, x_test, y_test
+    [(x, y)] = sets
+    return train_validation_split(x, y, test_size, LIBSVM_TEST_SEED)

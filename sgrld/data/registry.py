@@ -10,8 +10,8 @@ That *base* directory may hold one subfolder per data set (``mnist/``, ``fashion
 ``cifar10/``; for CIFAR-10 also ``cifar10/cifar-10-batches-py/`` as extracted from the
 official archive, or ``cifar-10-batches-py/`` directly in the base; for the UCI regression sets
 ``uci/<folder>/`` or ``<folder>/``, optionally with the ``data/`` level of the published
-``UCI_Datasets/<folder>/data/``, e.g. ``uci/bostonHousing/``), or it may itself be the folder
-that holds the files. Nothing is ever downloaded.
+``UCI_Datasets/<folder>/data/``, e.g. ``uci/bostonHousing/``; for a LIBSVM set ``libsvm_<name>/``
+or ``libsvm/``), or it may itself be the folder that holds the files. Nothing is ever downloaded.
 """
 
 from __future__ import annotations
@@ -80,8 +80,9 @@ class DatasetInfo:
     Attributes:
         name: Registry name, the ``name`` argument of :func:`sgrld.data.load_dataset`.
         format: ``"idx"`` (MNIST-style IDX files), ``"cifar"`` (CIFAR-10 python pickles),
-            ``"sklearn"`` (bundled with scikit-learn, no files) or ``"uci"`` (the text files of
-            Hernández-Lobato & Adams's UCI regression splits).
+            ``"sklearn"`` (bundled with scikit-learn, no files), ``"uci"`` (the text files of
+            Hernández-Lobato & Adams's UCI regression splits) or ``"libsvm"`` (a LIBSVM binary
+            classification set: ``<name>`` and, if it has an official test split, ``<name>.t``).
         num_classes: Number of classes; 0 for a regression data set.
         image_shape: ``(height, width, channels)`` of one input; ``None`` for tabular data.
         validation_size: Default number of training examples held out for validation.
@@ -92,10 +93,13 @@ class DatasetInfo:
         checksums: Known SHA-256 (hex; MD5 for the 32-digit CIFAR-10 ones) per exact file name,
             e.g. ``"t10k-images-idx3-ubyte"``.
         source: Human-readable instructions on where to obtain the files.
+        num_features: Features of a LIBSVM set (its largest feature index); 0 for the others.
+        test_size: Examples held out as the test set, with a fixed seed, from a set with no
+            official test split (:func:`sgrld.data.load_dataset`); 0 for the others.
     """
 
     name: str
-    format: Literal["idx", "cifar", "sklearn", "uci"]
+    format: Literal["idx", "cifar", "sklearn", "uci", "libsvm"]
     num_classes: int
     image_shape: tuple[int, int, int] | None
     validation_size: int
@@ -105,6 +109,8 @@ class DatasetInfo:
     subdirs: tuple[str, ...] = ()
     checksums: Mapping[str, str] = field(default_factory=dict)
     source: str = ""
+    num_features: int = 0
+    test_size: int = 0
 
     @property
     def regression(self) -> bool:
@@ -169,6 +175,35 @@ def _uci(name: str, folder: str) -> DatasetInfo:
     )
 
 
+LIBSVM_SHA256 = {
+    "a9a": "f5d5ffd8d865ff41328e7ee043e4b020816914ff6843ff15b98905ddbedce906",
+    "a9a.t": "1f448a153f0320399a7e40836eb207655b0bde0f21fc941cc472193daa9f5de9",
+    "australian": "a3b5960775ac0eff78b579ab43affd73b848bef6f59d1cc972fc60188f0fb6ba",
+}
+"""SHA-256 of the LIBSVM files. None is published; these are of the copies whose provenance
+``docs/logistic-regression.md`` describes (a9a.t rebuilt by a majority vote of three mirrors)."""
+
+
+def _libsvm(name: str, num_features: int, standardize: bool, test_size: int = 0) -> DatasetInfo:
+    """A LIBSVM binary classification set: labels ±1 (or 0/1), ``num_features`` features."""
+    files = (name,) if test_size else (name, f"{name}.t")
+    return DatasetInfo(
+        name=name,
+        format="libsvm",
+        num_classes=2,
+        image_shape=None,
+        validation_size=0,
+        standardize=standardize,
+        files=files,
+        subdirs=(f"libsvm_{name}", "libsvm"),
+        checksums=MappingProxyType({f: LIBSVM_SHA256[f] for f in files}),
+        source=f"the LIBSVM file{'s' if len(files) > 1 else ''} {' and '.join(files)} (unscaled)"
+        " from https://www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets/binary.html",
+        num_features=num_features,
+        test_size=test_size,
+    )
+
+
 UCI_FOLDERS = {
     "uci_boston": "bostonHousing",
     "uci_concrete": "concrete",
@@ -220,6 +255,8 @@ DATASETS: Mapping[str, DatasetInfo] = MappingProxyType(
             source="scikit-learn (sklearn.datasets.load_digits), bundled, no download needed",
         ),
         **{name: _uci(name, folder) for name, folder in UCI_FOLDERS.items()},
+        "australian": _libsvm("australian", 14, standardize=True, test_size=138),  # 20 %
+        "a9a": _libsvm("a9a", 123, standardize=False),  # binary features, kept 0/1
     }
 )
 """All data sets :func:`sgrld.data.load_dataset` knows, by name."""

@@ -58,12 +58,15 @@ def build_experiment(
     the training-set size; parameters are ``{"net": ..., "prior": ...}`` initialised per chain by
     :func:`sgrld.bnn.init_params` (He initialisation) and ``prior.init``.
 
-    Classification uses the categorical likelihood. Regression (the UCI sets) uses the Gaussian
-    likelihood on the standardised targets (:func:`sgrld.data.load_dataset`), with σ fixed at
-    ``likelihood.noise_std / target_std`` or sampled as ``params["likelihood"]["log_noise"]``
-    (flat prior on ``log σ``, started at σ = 1, the targets' std); the predictions are mapped
-    back to the targets' own units, so RMSE and NLL are reported in those units, as in the
-    literature.
+    Classification uses the categorical likelihood, or with ``model.kind =
+    "logistic_regression"`` the Bernoulli likelihood of the one logit ``z``, scored as the two
+    classes' logits ``[0, z]`` (the same probabilities: softmax of ``[0, z]`` is ``(1 − σ(z),
+    σ(z))``), so accuracy, NLL and ECE are those of any classifier. Regression (the UCI sets)
+    uses the Gaussian likelihood on the standardised targets (:func:`sgrld.data.load_dataset`),
+    with σ fixed at ``likelihood.noise_std / target_std`` or sampled as
+    ``params["likelihood"]["log_noise"]`` (flat prior on ``log σ``, started at σ = 1, the
+    targets' std); the predictions are mapped back to the targets' own units, so RMSE and NLL
+    are reported in those units, as in the literature.
 
     Args:
         config: a validated configuration.
@@ -111,7 +114,19 @@ def build_experiment(
     if config.schedule.kind == "cyclical" and num_steps >= config.schedule.cycles:
         keep = cyclical_of(config.schedule, num_steps).keep
     common = dict(sampler=sampler, init_fn=init_fn, train=(x_train, y_train), meta=meta, keep=keep)
+    if config.model.kind == "logistic_regression":
+        apply = _two_class_logits(apply)
     return _experiment(ds, apply, regression, fixed, **common)
+
+
+def _two_class_logits(apply: Callable) -> Callable:
+    """``apply`` of a logistic regression's logit ``z [n, 1]`` as the two classes' ``[0, z]``."""
+
+    def logits(net: PyTree, x: jax.Array) -> jax.Array:
+        z = apply(net, x)
+        return jnp.concatenate([jnp.zeros_like(z), z], axis=-1)
+
+    return logits
 
 
 class _Posterior(NamedTuple):
@@ -139,9 +154,12 @@ def _posterior(config: Config) -> _Posterior:
     prior = PRIORS[config.prior.kind](**config.prior.params)
     noise_std = config.likelihood.noise_std
     fixed = None if noise_std is None else noise_std / ds.target_std
-    loglik = (
-        bnn.likelihoods.gaussian(apply, fixed) if regression else bnn.likelihoods.categorical(apply)
-    )
+    if regression:
+        loglik = bnn.likelihoods.gaussian(apply, fixed)
+    elif config.model.kind == "logistic_regression":
+        loglik = bnn.likelihoods.bernoulli(apply)
+    else:
+        loglik = bnn.likelihoods.categorical(apply)
     potential = make_potential(loglik, bnn.logprior_fn(prior), len(x_train))
     train = (x_train, y_train)
     return _Posterior(ds, train, regression, model, apply, prior, noise_std, fixed, potential)
@@ -252,6 +270,7 @@ def _load(config: Config):
             d.data_dir,
             validation_size=d.validation_size,
             split=d.split,
+            test_size=d.test_size,
             verify=None if d.verify_checksums else False,
         )
     except DataError:
@@ -263,6 +282,8 @@ def _load(config: Config):
 def _model(config: Config, num_classes: int, regression: bool):
     """The Flax network of ``[model]``."""
     m = config.model
+    if m.kind == "logistic_regression":
+        return bnn.models.logistic_regression()
     if m.kind == "resnet20":
         return bnn.ResNet20(
             width=m.widths[0],

@@ -102,7 +102,7 @@ def sampler_bounds(kind: str) -> dict[str, Any]:
     return importlib.import_module(SAMPLERS[kind].__module__).BOUNDS
 
 
-MODEL_KINDS = ("mlp", "cnn", "regression_mlp", "resnet20")
+MODEL_KINDS = ("mlp", "cnn", "regression_mlp", "resnet20", "logistic_regression")
 """``model.kind``: built by :mod:`sgrld.run.from_config`."""
 
 CONVOLUTIONS = ("auto", "xla", "im2col")

@@ -39,6 +39,9 @@ class DataConfig:
         batch_size: minibatch size B; an epoch is ``n_train // B`` minibatches.
         split: the published train/test split of a UCI regression set (the other data sets
             have none and accept only 0).
+        test_size: examples held out as the test set of a set with no official test split
+            (australian; ``None``: the data set's, 138 = 20 %; ``0``: train on every row, no
+            test scores).
     """
 
     name: str = "mnist"
@@ -48,6 +51,7 @@ class DataConfig:
     verify_checksums: bool = True
     batch_size: int = 100
     split: int = 0
+    test_size: int | None = None
 
 
 @dataclass(frozen=True)
@@ -58,7 +62,9 @@ class ModelConfig:
         kind: ``"mlp"`` (hidden ``widths``), ``"cnn"`` (Li et al.'s CNN, ``widths`` = its dense
             layers), ``"regression_mlp"`` (one hidden layer, ``widths = [width]``) or
             ``"resnet20"`` (:class:`sgrld.bnn.ResNet20`, ``widths = [w]``: the first stack's
-            channels, 16 in the paper, then 2w and 4w).
+            channels, 16 in the paper, then 2w and 4w) or ``"logistic_regression"`` (one
+            ``nn.Dense(1)``, :func:`sgrld.bnn.models.logistic_regression`, with the Bernoulli
+            likelihood; a binary data set, e.g. ``australian``, ``a9a``; no ``widths``).
         widths: hidden layer widths.
         depth: layers of a ``resnet20`` (``6n + 2``: 20 is ResNet-20, 8 one block per stack).
         conv: how a ``cnn`` or ``resnet20`` computes its convolutions
@@ -77,7 +83,8 @@ class ModelConfig:
 class LikelihoodConfig:
     """``[likelihood]``: the Gaussian likelihood of a regression data set.
 
-    A classification data set always has the categorical (softmax) likelihood and no options.
+    A classification data set has the categorical (softmax) likelihood, or with
+    ``model.kind = "logistic_regression"`` the Bernoulli one, and no options.
 
     Attributes:
         noise_std: the noise standard deviation σ, fixed, in the units of the targets in the

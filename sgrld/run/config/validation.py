@@ -44,11 +44,19 @@ def _validate_data(config: Config) -> None:
     if DATASETS[d.name].format != "uci" and d.split != 0:
         raise ConfigError(f"data.split: only the UCI data sets have splits, not {d.name!r}")
     at_least("data.split", d.split, 0)
+    if d.test_size is not None and not DATASETS[d.name].test_size:
+        raise ConfigError(
+            f"data.test_size: only a data set without an official test split (australian) holds "
+            f"one out, not {d.name!r}"
+        )
+    at_least("data.test_size", d.test_size, 0)
 
 
 def _validate_model(config: Config) -> None:
     name, m = config.data.name, config.model
     choice("model.kind", m.kind, MODEL_KINDS)
+    if m.kind == "logistic_regression":
+        _validate_logistic(config)
     if not m.widths:
         raise ConfigError("model.widths: needs at least one width")
     for i, width in enumerate(m.widths):
@@ -79,6 +87,22 @@ def _validate_model(config: Config) -> None:
         raise ConfigError(
             f"model.kind: 'regression_mlp' needs a regression data set, and data.name = "
             f"{name!r} is a classification data set (the UCI sets uci_* are regression)"
+        )
+
+
+def _validate_logistic(config: Config) -> None:
+    """A ``logistic_regression`` has no hidden layers and needs two classes."""
+    name, m = config.data.name, config.model
+    if m.widths != type(m)().widths:
+        raise ConfigError(
+            f"model.widths: a logistic_regression has no hidden layers, got {list(m.widths)}"
+        )
+    if DATASETS[name].num_classes != 2:
+        binary = ", ".join(n for n, info in DATASETS.items() if info.num_classes == 2)
+        raise ConfigError(
+            f"model.kind: 'logistic_regression' needs a binary data set ({binary}), and "
+            f"data.name = {name!r} has {DATASETS[name].num_classes or 'real-valued'} "
+            f"{'classes' if DATASETS[name].num_classes else 'targets'}"
         )
 
 
