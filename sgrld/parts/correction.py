@@ -259,7 +259,7 @@ def hutchinson(
 
     Args:
       num_probes: probes per step; one costs about one extra forward-over-reverse pass.
-      scale: c, the share of Γ applied; ``"auto"``: the share ĉ estimated online, per coordinate
+      scale: c, the share of Γ applied; ``"auto"``: the share ĉ estimated online, per leaf
         (:mod:`sgrld.parts.share`).
       warmup: metric updates before Γ̂ is applied (``None``: the metric's warm-up).
       probe_fn: ``(key, params, num) -> probes`` with ``E[z zᵀ] = I``, stacked on a leading axis.

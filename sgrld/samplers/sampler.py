@@ -47,7 +47,7 @@ from sgrld.numerics.schedules import Schedule
 from sgrld.parts import correction as corrections
 from sgrld.parts.integrators import Integrator, euler_maruyama
 from sgrld.parts.preconditioning import MAX_DRIFT_NORM, by_metric, limit_drift
-from sgrld.parts.share import share_init, share_mean, share_value
+from sgrld.parts.share import share_init, share_mean
 from sgrld.samplers.assembly import (
     COMMON_BOUNDS,
     Assembly,
@@ -326,7 +326,7 @@ def _step(
         metric_fallbacks=est.metric_state.fallbacks,
     )
     if parts.adaptive:
-        info = SGRLDShareInfo(*info, share_mean(share_value(est.share)))
+        info = SGRLDShareInfo(*info, share_mean(est.share))
     new_state = SGRLDState(step + 1, new_params, est.metric_state, stat_sum, est.share, moved)
     return new_state, info
 
@@ -436,7 +436,7 @@ def sgrld(
       correction: ``"none"`` (or ``None``: Γ dropped, as published), ``"hutchinson"`` or
         ``"exact"`` (:mod:`sgrld.parts.correction`).
       correction_scale: ``"auto"`` (the default): the share of Γ the dynamics need, estimated
-        online per coordinate (:mod:`sgrld.parts.share`; ``info.share_mean`` reports it): 1 for a
+        online per leaf (:mod:`sgrld.parts.share`; ``info.share_mean`` reports it): 1 for a
         metric that follows θ (decay 0, or no moving average), towards 0 for an average that
         lags the chain. A number c fixes it: 1 is the correct sampler when the metric follows θ,
         ``1 − decay`` reproduces TensorFlow Probability's pSGLD (autodiff through the moving
