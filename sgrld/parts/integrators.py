@@ -175,7 +175,7 @@ def momentum(
       noise_fn: ``(key, params) -> ξ``.
 
     Returns:
-      The :class:`Integrator`.
+      The :class:`Integrator`, its state the momentum ``v`` (zeros shaped like the parameters).
 
     Example:
       >>> import jax.numpy as jnp
@@ -217,7 +217,7 @@ def nose_hoover(
       noise_fn: ``(key, params) -> ξ'``.
 
     Returns:
-      The :class:`Integrator`.
+      The :class:`Integrator`, its state a :class:`Thermostat` (``v`` from 0, ``ξ`` from α).
 
     Example:
       >>> import jax.numpy as jnp

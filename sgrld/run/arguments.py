@@ -11,7 +11,7 @@ import importlib
 import importlib.metadata
 import textwrap
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from sgrld.run import sweep as sgrld_sweep
 from sgrld.run.config import Config, to_toml
@@ -73,10 +73,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for add in (_run_parser, _demo_parser, _export_parser, _diagnose_parser, _sweep_parser):
-        add(sub)
+    for name, command in _COMMANDS.items():
+        raw = {"formatter_class": argparse.RawDescriptionHelpFormatter}
+        after = {} if command.epilog is None else {"epilog": command.epilog(), **raw}
+        command.add_arguments(
+            sub.add_parser(name, help=command.help, description=command.description, **after)
+        )
     _reproduce_parser(sub)
     return parser
+
+
+class _Command(NamedTuple):
+    """A subcommand of ``sgrld`` (:data:`_COMMANDS`): its one-line help, its description, what
+    adds its arguments and, for ``sgrld run``, the text after them (printed as it is)."""
+
+    help: str
+    description: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    epilog: Callable[[], str] | None = None
 
 
 def _version() -> str:
@@ -87,16 +101,8 @@ def _version() -> str:
         return "(not installed)"
 
 
-def _run_parser(sub: argparse._SubParsersAction) -> None:
+def _run_arguments(run: argparse.ArgumentParser) -> None:
     """The ``sgrld run`` subcommand's arguments."""
-    run = sub.add_parser(
-        "run",
-        help="run the experiment of a TOML configuration file",
-        description="Sample a Bayesian neural network with SGRLD as a TOML file says, scoring "
-        "the ensemble of samples after every epoch.",
-        epilog=_run_help(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
     run.add_argument(
         "config",
         metavar="CONFIG.toml",
@@ -133,72 +139,41 @@ def _output_arguments(
     again.add_argument("--overwrite", action="store_true", help=overwrite)
 
 
-def _demo_parser(sub: argparse._SubParsersAction) -> None:
-    """The ``sgrld demo`` subcommand's arguments."""
-    demo = sub.add_parser(
-        "demo",
-        help="the main job: four metrics on the digits data set (no files needed, ~1 minute)",
-        description="Identity, RMSprop, Monge and Shampoo SGRLD on scikit-learn's digits with a "
-        "64-100-100-10 MLP and the horseshoe prior: a table of log-likelihood, accuracy, ECE and "
-        "time, and the curves of Yu et al.'s Fig. 3.",
-    )
+def _demo_arguments(demo: argparse.ArgumentParser) -> None:
+    """The ``sgrld demo`` subcommand's arguments (:mod:`sgrld.run.demo`'s, imported here)."""
     importlib.import_module("sgrld.run.demo").add_arguments(demo)
 
 
-def _export_parser(sub: argparse._SubParsersAction) -> None:
+def _export_arguments(export: argparse.ArgumentParser) -> None:
     """The ``sgrld export`` subcommand's arguments."""
-    export = sub.add_parser(
-        "export",
-        help="write a run's samples as ArviZ data (netCDF or Zarr)",
-        description="Write the samples of a run with run.save_samples = true as an ArviZ "
-        "DataTree (groups posterior and sample_stats, dims chain and draw).",
-    )
     export.add_argument("folder", metavar="OUT", help="the results folder of the run")
     export.add_argument("--format", choices=("netcdf", "zarr"), default="netcdf")
     export.add_argument("--to", help="where to write it (default: OUT/inference_data.nc or .zarr)")
 
 
-def _diagnose_parser(sub: argparse._SubParsersAction) -> None:
+def _diagnose_arguments(diagnose: argparse.ArgumentParser) -> None:
     """The ``sgrld diagnose`` subcommand's arguments."""
-    diagnose = sub.add_parser(
-        "diagnose",
-        help="split R-hat and bulk/tail ESS of a run's potential, test log-likelihood and a "
-        "few parameters",
-        description="Convergence diagnostics (ArviZ) of a run with run.save_samples = true: split "
-        "R-hat and bulk/tail ESS of the potential, of each draw's mean log-likelihood on the "
-        "evaluation sets (test_log_likelihood, ...) and of a fixed random subset of scalar "
-        "parameters, and their traces in OUT/diagnose.png. R-hat above 1.01: not mixed. For a run "
-        f"with at most {KSD_MAX_DIM:,} parameters it also prints the IMQ kernel Stein discrepancy "
-        f"of the pooled draws (at most {KSD_MAX_DRAWS:,}, evenly thinned) against the full-batch "
-        "log posterior, rebuilt from OUT/config.toml and the data set (skipped, with a line why, "
-        "if either is missing); for a larger run, --ksd-coordinates K computes it on K random "
-        "coordinates with the joint score (one full-batch gradient per draw).",
-    )
     diagnose.add_argument("folder", metavar="OUT", help="the results folder of the run")
-    diagnose.add_argument(
-        "--params", type=positive_int, default=8, help="how many scalar parameters (>= 1)"
-    )
-    diagnose.add_argument(
-        "--seed", type=integer_at_least(0), default=0, help="seed of the parameters' choice"
-    )
-    diagnose.add_argument(
-        "--no-ksd", action="store_true", help="do not compute the kernel Stein discrepancy"
-    )
-    diagnose.add_argument(
-        "--ksd-coordinates",
-        type=positive_int,
-        metavar="K",
-        help=f"the KSD on K random coordinates (seed --seed) with the joint score; needed above "
-        f"D = {KSD_MAX_DIM:,} (default: all coordinates, for D <= {KSD_MAX_DIM:,})",
-    )
-    diagnose.add_argument(
-        "--ksd-draws",
-        type=positive_int,
-        default=KSD_MAX_DRAWS,
-        metavar="M",
-        help=f"the KSD of at most M pooled draws, evenly thinned (default {KSD_MAX_DRAWS:,}); "
-        "each costs one full-batch gradient",
-    )
+    options = {
+        "--params": dict(type=positive_int, default=8, help="how many scalar parameters (>= 1)"),
+        "--seed": dict(type=integer_at_least(0), default=0, help="seed of the parameters' choice"),
+        "--no-ksd": dict(action="store_true", help="do not compute the kernel Stein discrepancy"),
+        "--ksd-coordinates": dict(
+            type=positive_int,
+            metavar="K",
+            help=f"the KSD on K random coordinates (seed --seed) with the joint score; needed "
+            f"above D = {KSD_MAX_DIM:,} (default: all coordinates, for D <= {KSD_MAX_DIM:,})",
+        ),
+        "--ksd-draws": dict(
+            type=positive_int,
+            default=KSD_MAX_DRAWS,
+            metavar="M",
+            help=f"the KSD of at most M pooled draws, evenly thinned (default "
+            f"{KSD_MAX_DRAWS:,}); each costs one full-batch gradient",
+        ),
+    }
+    for flag, settings in options.items():
+        diagnose.add_argument(flag, **settings)
 
 
 def _reproduce_parser(sub: argparse._SubParsersAction) -> None:
@@ -213,18 +188,8 @@ def _reproduce_parser(sub: argparse._SubParsersAction) -> None:
         p.set_defaults(reproduction=reproduction)
 
 
-def _sweep_parser(sub: argparse._SubParsersAction) -> None:
+def _sweep_arguments(sweep: argparse.ArgumentParser) -> None:
     """The ``sgrld sweep`` subcommand's arguments."""
-    sweep = sub.add_parser(
-        "sweep",
-        help="learning rates (or Monge's α², temperatures) x replicates as the chains of one "
-        "program",
-        description="Run every (setting, replicate) pair of a grid as the chains of one compiled "
-        "program (replicate r: seed run.seed + r, the chains of `sgrld run` with that seed), then "
-        "print and save (sweep.md, sweep.json, summary.json) the mean ± std over replicates of "
-        "the test scores per setting and the best setting on the validation log-likelihood. "
-        f"Sweepable keys: {', '.join(sgrld_sweep.SWEEPABLE)}.",
-    )
     sweep.add_argument(
         "config", metavar="CONFIG.toml", nargs="?", help="the configuration file (as sgrld run)"
     )
@@ -343,3 +308,51 @@ KSD_MAX_DIM = 1000
 KSD_MAX_DRAWS = 1000
 """... of at most this many pooled draws (evenly thinned): the scores are one full-batch gradient
 each, and the kernel sum is O(n²)."""
+
+
+_COMMANDS = {
+    "run": _Command(
+        "run the experiment of a TOML configuration file",
+        "Sample a Bayesian neural network with SGRLD as a TOML file says, scoring the ensemble of "
+        "samples after every epoch.",
+        _run_arguments,
+        epilog=_run_help,
+    ),
+    "demo": _Command(
+        "the main job: four metrics on the digits data set (no files needed, ~1 minute)",
+        "Identity, RMSprop, Monge and Shampoo SGRLD on scikit-learn's digits with a 64-100-100-10 "
+        "MLP and the horseshoe prior: a table of log-likelihood, accuracy, ECE and time, and the "
+        "curves of Yu et al.'s Fig. 3.",
+        _demo_arguments,
+    ),
+    "export": _Command(
+        "write a run's samples as ArviZ data (netCDF or Zarr)",
+        "Write the samples of a run with run.save_samples = true as an ArviZ DataTree (groups "
+        "posterior and sample_stats, dims chain and draw).",
+        _export_arguments,
+    ),
+    "diagnose": _Command(
+        "split R-hat and bulk/tail ESS of a run's potential, test log-likelihood and a few "
+        "parameters",
+        "Convergence diagnostics (ArviZ) of a run with run.save_samples = true: split R-hat and "
+        "bulk/tail ESS of the potential, of each draw's mean log-likelihood on the evaluation sets "
+        "(test_log_likelihood, ...) and of a fixed random subset of scalar parameters, and their "
+        "traces in OUT/diagnose.png. R-hat above 1.01: not mixed. For a run with at most "
+        f"{KSD_MAX_DIM:,} parameters it also prints the IMQ kernel Stein discrepancy of the pooled "
+        f"draws (at most {KSD_MAX_DRAWS:,}, evenly thinned) against the full-batch log posterior, "
+        "rebuilt from OUT/config.toml and the data set (skipped, with a line why, if either is "
+        "missing); for a larger run, --ksd-coordinates K computes it on K random coordinates with "
+        "the joint score (one full-batch gradient per draw).",
+        _diagnose_arguments,
+    ),
+    "sweep": _Command(
+        "learning rates (or Monge's α², temperatures) x replicates as the chains of one program",
+        "Run every (setting, replicate) pair of a grid as the chains of one compiled program "
+        "(replicate r: seed run.seed + r, the chains of `sgrld run` with that seed), then print "
+        "and save (sweep.md, sweep.json, summary.json) the mean ± std over replicates of the test "
+        "scores per setting and the best setting on the validation log-likelihood. Sweepable "
+        f"keys: {', '.join(sgrld_sweep.SWEEPABLE)}.",
+        _sweep_arguments,
+    ),
+}
+"""The subcommands besides ``reproduce``, in the order ``sgrld --help`` lists them."""

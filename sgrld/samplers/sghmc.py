@@ -52,14 +52,7 @@ from sgrld.numerics.pytrees import PyTree
 from sgrld.parts import correction as corrections
 from sgrld.parts.integrators import momentum
 from sgrld.parts.preconditioning import by_metric
-from sgrld.samplers.assembly import (
-    COMMON_BOUNDS,
-    Assembly,
-    Options,
-    advance,
-    check_metric,
-    check_options,
-)
+from sgrld.samplers import assembly
 from sgrld.samplers.momentum import FRICTION, MomentumInfo, check_friction, momentum_info
 from sgrld.samplers.sampler import Sampler, gradient_fn
 
@@ -68,7 +61,7 @@ NOISE_ESTIMATES = ("per_example",)
 
 
 BOUNDS = {
-    **COMMON_BOUNDS,
+    **assembly.COMMON_BOUNDS,
     "num_probes": corrections.NUM_PROBES,
     "correction_warmup": corrections.WARMUP,
     "friction": FRICTION,
@@ -97,8 +90,8 @@ class SGHMCState(NamedTuple):
 
 
 class _Options(NamedTuple):
-    options: Options
-    parts: Assembly
+    options: assembly.Options
+    parts: assembly.Assembly
     friction: float
     gradients: Callable
     noise: str | float | None
@@ -162,8 +155,8 @@ def sghmc(
     noise = _check_noise(gradient_noise)
     if noise is not None and metric is not None:
         raise ValueError("gradient_noise needs the identity metric: leave metric=None")
-    metric = check_metric(identity() if metric is None else metric)
-    options = check_options(
+    metric = assembly.check_metric(identity() if metric is None else metric)
+    options = assembly.check_options(
         potential_fn, learning_rate=learning_rate, num_data=num_data, temperature=temperature
     )
     correction = corrections.from_mode(correction, num_probes=num_probes, warmup=correction_warmup)
@@ -177,7 +170,7 @@ def sghmc(
     alpha = check_friction(friction)
     o = _Options(
         options,
-        Assembly(metric, correction, by_metric(metric), momentum(alpha), options.num_data),
+        assembly.Assembly(metric, correction, by_metric(metric), momentum(alpha), options.num_data),
         alpha,
         gradients,
         noise,
@@ -238,7 +231,9 @@ def _step(o: _Options, key, state: SGHMCState, batch) -> tuple[SGHMCState, Momen
     excess = jax.tree.map(lambda v: alpha * temp - 0.5 * lr * n * v, variance)  # α·T − β̂
     clipped = jnp.any(jnp.stack([jnp.any(e < 0) for e in jax.tree.leaves(excess)]))
     noise = jax.tree.map(lambda e: jnp.sqrt(2.0 * lr / n * jnp.maximum(e, 0.0)), excess)
-    params, v, _ = advance(o.parts, noise_key, state.params, state.momentum, est, lr, temp, noise)
+    params, v, _ = assembly.advance(
+        o.parts, noise_key, state.params, state.momentum, est, lr, temp, noise
+    )
     kept = variance if o.noise == "per_example" else state.noise_variance
     ms = est.metric_state
     info = momentum_info(

@@ -424,9 +424,7 @@ REPRODUCTION = Reproduction.from_module(
     "Gaussian and correlated priors",
     progress=last_run_message,
     exit_code=worst_run_exit_code,
-    stem="cifar_resnet",
     quick_help="a smoke test of the pipeline: a ResNet-8 of width 4, the first 1 000 training "
     "images, 1 epoch of 20 batches of 50",
-    out="results/cifar-resnet",
     resumable=True,
 )

@@ -283,10 +283,8 @@ def progress(results: Results) -> str:
 REPRODUCTION = Reproduction.from_module(
     globals(),
     summary="Yu et al. (2023) Fig. 2: the 2-D funnel in four metrics",
-    stem="funnel",
     quick_help=f"a small run (under a minute): {QUICK_SAMPLES:,} samples per metric in "
     f"{QUICK_CHAINS} chains",
-    out="results/funnel",
     seed=1,
     rows_key="metrics",
 )

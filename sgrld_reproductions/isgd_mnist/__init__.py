@@ -42,7 +42,6 @@ from sgrld_reproductions.scaffolding import (
     data_dir_option,
     exit_code_of,
     no_verify_option,
-    paper_caption,
     positive_int,
     quick_note,
     record_run,
@@ -346,9 +345,6 @@ def exit_code(results: Results) -> int:
 REPRODUCTION = Reproduction.from_module(
     globals(),
     summary="Franzese et al. (2021) App. C.2: i-SGD, samplers and baselines, MNIST ConvNet",
-    caption=paper_caption,
-    stem="isgd_mnist",
     quick_help="a smoke test in about 2.5 minutes on a CPU: the first 2,000 training images, 1 "
     "epoch, one dense layer of 32 units, S = 5, one replicate, one learning rate per method",
-    out="results/isgd-mnist",
 )

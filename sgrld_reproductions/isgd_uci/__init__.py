@@ -42,7 +42,6 @@ from sgrld_reproductions.scaffolding import (
     method_lr,
     method_options,
     no_verify_option,
-    paper_caption,
     positive_int,
     quick_note,
     record_run,
@@ -338,9 +337,6 @@ def exit_code(results: Results) -> int:
 REPRODUCTION = Reproduction.from_module(
     globals(),
     summary="Franzese et al. (2021) App. C.1: i-SGD, samplers and baselines on six UCI sets",
-    caption=paper_caption,
-    stem="isgd_uci",
     quick_help="a smoke test in about a minute on a CPU: boston, split 0, 400 updates a run, "
     "S = 20, one learning rate per method",
-    out="results/isgd-uci",
 )

@@ -453,9 +453,7 @@ REPRODUCTION = Reproduction.from_module(
     summary="Yu et al. (2023) Tables 1-2: MNIST 784-W-W-10 MLPs in five metrics",
     progress=last_run_message,
     exit_code=worst_run_exit_code,
-    stem="mnist_mlp",
     quick_help="a smoke test in a few minutes: the first 10 000 training images, 4 epochs, "
     "burn-in 2 epochs, 4 samples an epoch (with the default W=400 and horseshoe prior)",
-    out="results/mnist-mlp",
     resumable=True,
 )

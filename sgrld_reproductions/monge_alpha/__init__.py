@@ -448,9 +448,7 @@ REPRODUCTION = Reproduction.from_module(
     summary="Yu et al. (2023) Fig. 4: Monge's α² against the other metrics, MNIST MLP",
     progress=last_run_message,
     exit_code=worst_run_exit_code,
-    stem="monge_alpha",
     quick_help="a smoke test in a few minutes: the first 10 000 training images, 4 epochs, "
     f"α² ∈ {{{', '.join(map(str, QUICK_ALPHA2))}}}",
-    out="results/monge-alpha",
     resumable=True,
 )

@@ -36,7 +36,6 @@ from sgrld_reproductions.scaffolding import (
     choices_option,
     data_dir_option,
     exit_code_of,
-    paper_caption,
     positive_int,
     positive_number,
     quick_note,
@@ -320,10 +319,7 @@ def exit_code(results: Results) -> int:
 REPRODUCTION = Reproduction.from_module(
     globals(),
     summary="Marceau-Caron & Ollivier (2017) Table 1: Fisher-preconditioned SGLD on MNIST",
-    caption=paper_caption,
-    stem="natural_langevin",
     quick_help="a smoke test in a few minutes on a CPU: the first 10 000 training images, 5 "
     "epochs (500 updates), burn-in 100, a sample every 25, one step size per method",
-    out="results/natural-langevin",
     resumable=True,
 )

@@ -471,9 +471,7 @@ REPRODUCTION = Reproduction.from_module(
     globals(),
     plot=figure.plot,
     summary="Li et al. (2016): SGLD and pSGLD on BLR, a 2-D Gaussian, MNIST FNNs and the CNN",
-    stem="psgld",
     quick_help="a smoke test: short BLR chains, 2 step sizes of the Gaussian, the networks on "
     f"{QUICK_NETWORK['train_size']} images for {QUICK_NETWORK['epochs']} epochs",
-    out="results/psgld",
     resumable=True,
 )

@@ -17,7 +17,7 @@ the JSON under ``rows_key``.
 To add a reproduction: a package that defines the parts under the names of :data:`MODULE_NAMES`
 (``COLUMNS``, ``NOTES``, ``caption``, ``table_rows``, ``options``, ``header``, ``compute``,
 ``progress``, and ``plot`` or ``exit_code`` where it has them), ends with
-``REPRODUCTION = Reproduction.from_module(globals(), summary=..., stem=..., ...)``, and names
+``REPRODUCTION = Reproduction.from_module(globals(), summary=..., quick_help=..., ...)``, and names
 that object in the ``sgrld.reproductions`` entry-point group of its ``pyproject.toml``
 (``docs/reproductions/index.md``).
 """
@@ -151,11 +151,13 @@ class Reproduction:
 
     Attributes:
       summary: one line, the help of ``sgrld reproduce NAME``.
-      stem: the files' name: ``<stem>.md``, ``<stem>.json`` in ``--out``.
+      stem: the files' name: ``<stem>.md``, ``<stem>.json`` in ``--out`` (:meth:`from_module`:
+        the module's own name, e.g. ``isgd_mnist``).
       options: adds the reproduction's own options to a parser.
       quick_help: help of ``--quick``.
       seed: the default random seed.
-      out: the default results folder.
+      out: the default results folder (:meth:`from_module`: ``results/<stem with hyphens>``,
+        e.g. ``results/isgd-mnist``).
       header: ``args -> str``, printed before the run.
       compute: ``(args, on_result) -> results``; calls ``on_result(results)`` after each row.
       progress: ``results -> str | None``, printed after each row (None: nothing).
@@ -164,7 +166,8 @@ class Reproduction:
       columns: the table's columns (:func:`sgrld.run.report.columns`).
       rows: ``results -> rows``, one JSON-ready dict per row (the table and the JSON); default
         :func:`stored_rows`.
-      caption: ``results -> str``, one line describing the run, above the table.
+      caption: ``results -> str``, one line describing the run, above the table; default
+        :func:`paper_caption`.
       notes: what the columns mean, below the Markdown table.
       exit_code: ``results -> int``, the command's exit code.
       resumable: its runs write checkpoints into folders under ``--out``, and it takes
@@ -184,18 +187,20 @@ class Reproduction:
     rows_key: str = "rows"
     columns: Sequence[report.Column]
     rows: Callable[[Results], list[dict[str, Any]]] = stored_rows
-    caption: Callable[[Results], str]
+    caption: Callable[[Results], str] = paper_caption
     notes: str
     exit_code: Callable[[Results], int] = lambda results: 0
     resumable: bool = False
 
     @classmethod
     def from_module(cls, namespace: Mapping[str, Any], **settings: Any) -> Reproduction:
-        """The reproduction whose parts a module defines under :data:`MODULE_NAMES`.
+        """The reproduction whose parts a module defines under :data:`MODULE_NAMES`, its ``stem``
+        and ``out`` by default named after the module (``...isgd_mnist``: ``isgd_mnist``,
+        ``results/isgd-mnist``).
 
         Args:
           namespace: the module's ``globals()``.
-          **settings: the other fields (``stem``, ``quick_help``, ``out``, ...).
+          **settings: the other fields (``summary``, ``quick_help``, ...).
 
         Example:
           >>> parts = dict(
@@ -214,7 +219,9 @@ class Reproduction:
         parts = {
             field: namespace[name] for field, name in MODULE_NAMES.items() if name in namespace
         }
-        return cls(**parts, **settings)
+        stem = str(namespace.get("__name__", "")).rpartition(".")[2]
+        named = {"stem": stem, "out": f"results/{stem.replace('_', '-')}"} if stem else {}
+        return cls(**parts, **(named | settings))
 
     def markdown(self, results: Results) -> str:
         """The table as Markdown, with its caption and notes."""

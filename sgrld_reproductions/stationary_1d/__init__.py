@@ -300,8 +300,6 @@ def progress(results: Results) -> str:
 REPRODUCTION = Reproduction.from_module(
     globals(),
     summary="Rensmeyer & Niggemann Fig. 1: biased 1-D stationary densities, and the Γ fix",
-    stem="stationary_1d",
     quick_help=f"a small run for CI: {QUICK_CHAINS} chains per row sampling a quarter of the "
     "time span (the TVs are then dominated by noise; see the floor column)",
-    out="results/stationary-1d",
 )

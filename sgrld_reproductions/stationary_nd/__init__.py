@@ -329,8 +329,6 @@ REPRODUCTION = Reproduction.from_module(
     globals(),
     summary="Covariance error of adaptive samplers with and without Γ on n-D Gaussians "
     "and the funnel",
-    stem="stationary_nd",
     quick_help="a small run for CI: every chain for a tenth of the sampling span, on "
     f"{', '.join(QUICK_PROBLEMS)} unless --only is given",
-    out="results/stationary-nd",
 )

@@ -69,20 +69,22 @@ def exact_moments(x, y, h, temperature):
     return mu, second - np.outer(mu, mu), np.linalg.inv(big_a)
 
 
-def run_chains(x, y, temperature, seed):
+def potential():
+    """The model's per-datum potential Û/N (also SGHMC's and SGNHT's, ``test_sghmc.py``)."""
     apply = lambda net, inputs: inputs @ net["kernel"] + net["bias"]
     prior = bnn.priors.gaussian(weight_scale=np.sqrt(DIM), bias_scale=1.0)  # std 1 everywhere
-    potential = sgrld.potential(
+    return sgrld.potential(
         bnn.likelihoods.gaussian(apply, noise_std=NOISE), bnn.logprior_fn(prior), N
     )
-    sampler = sgrld.sgrld(
-        potential, sgrld.metrics.identity(), learning_rate=LR, num_data=N, temperature=temperature
-    )
+
+
+def run_chains(sampler, x, y, seed, chains=CHAINS, burn=BURN, samples=SAMPLES):
+    """``sampler``'s chains from 0 on minibatches of (x, y): ``[chains, samples, 4]`` float64."""
     params = {"net": {"kernel": jnp.zeros((DIM, 1)), "bias": jnp.zeros(1)}, "prior": {}}
     out = sgrld.sample(
         jax.random.key(seed), sampler, params,
         sgrld.minibatch_fn((jnp.asarray(x), jnp.asarray(y)), B),
-        num_samples=SAMPLES, thin=THIN, burn_in=BURN, num_chains=CHAINS,
+        num_samples=samples, thin=THIN, burn_in=burn, num_chains=chains,
     )  # fmt: skip
     net = out.params["net"]
     return np.concatenate([net["kernel"][..., 0], net["bias"]], axis=-1).astype(np.float64)
@@ -95,7 +97,10 @@ def test_sgld_matches_the_exact_stationary_moments(temperature, stat_seed):
     5 standard errors over 256 chains: Student t with 255 degrees of freedom, 1.07e-6 each)."""
     x, y = data()
     mu, cov, posterior_cov = exact_moments(x, y, LR / N, temperature)
-    theta = run_chains(x, y, temperature, stat_seed)  # [chains, samples, 4]
+    sampler = sgrld.sgrld(
+        potential(), sgrld.metrics.identity(), learning_rate=LR, num_data=N, temperature=temperature
+    )
+    theta = run_chains(sampler, x, y, stat_seed)  # [chains, samples, 4]
     per_chain_mean = theta.mean(1)
     dev = theta - mu
     per_chain_cov = np.einsum("csi,csj->cij", dev, dev) / SAMPLES

@@ -16,18 +16,22 @@ fixed seeds.
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import sgrld
-from sgrld import bnn
 from tests.helpers import assert_vmap_equals_single_chains
-from tests.samplers.test_conjugate import DIM, NOISE, B, N, data
+from tests.samplers.test_conjugate import DIM, NOISE, B, N, data, potential
+from tests.samplers.test_conjugate import run_chains as conjugate_chains
 from tests.samplers.test_sampler import batch, init_params, quartic_potential
 
-CHAINS, BURN, SAMPLES, THIN = 128, 300, 200, 5
+CHAINS, BURN = 128, 300
+run_chains = functools.partial(conjugate_chains, chains=CHAINS, burn=BURN)
+"""The conjugate model's chains (200 samples, every 5th step), 128 of them after 300 steps."""
 # B̂ of the toy models' leaves (not nn.Dense) comes from the vmap(grad) fallback, which warns
 pytestmark = pytest.mark.filterwarnings("ignore::sgrld.numerics.per_example.FallbackWarning")
 UPPER = np.triu_indices(DIM + 1)
@@ -97,25 +101,6 @@ def test_identity_metric_is_plain_sghmc():
         b, _ = metric.step(jax.random.key(k), b, batch(k))
     for x, y in zip(jax.tree.leaves(a.params), jax.tree.leaves(b.params), strict=True):
         np.testing.assert_array_equal(x, y)
-
-
-def potential():
-    apply = lambda net, inputs: inputs @ net["kernel"] + net["bias"]
-    prior = bnn.priors.gaussian(weight_scale=np.sqrt(DIM), bias_scale=1.0)  # std 1 everywhere
-    return sgrld.potential(
-        bnn.likelihoods.gaussian(apply, noise_std=NOISE), bnn.logprior_fn(prior), N
-    )
-
-
-def run_chains(sampler, x, y, seed, chains=CHAINS, burn=BURN, samples=SAMPLES):
-    params = {"net": {"kernel": jnp.zeros((DIM, 1)), "bias": jnp.zeros(1)}, "prior": {}}
-    out = sgrld.sample(
-        jax.random.key(seed), sampler, params,
-        sgrld.minibatch_fn((jnp.asarray(x), jnp.asarray(y)), B),
-        num_samples=samples, thin=THIN, burn_in=burn, num_chains=chains,
-    )  # fmt: skip
-    net = out.params["net"]
-    return np.concatenate([net["kernel"][..., 0], net["bias"]], axis=-1).astype(np.float64)
 
 
 def posterior(x, y):
