@@ -113,12 +113,11 @@ def share_update(
     ``window`` memories of the metric (``w_t`` its weight). With ``d = x − m`` and ``e = x̄ − m``
     (m the mean of x before the update), per leaf
 
-        V ← (1−λ)(V + λ Σᵢ ωᵢdᵢ²),    C ← (1−λ)(C + λ f Σᵢ ωᵢdᵢeᵢ),    m ← m + λd,
+        V ← (1−λ)(V + λ Σᵢ dᵢ²),    C ← (1−λ)(C + λ f Σᵢ dᵢeᵢ),    m ← m + λd,
 
-    with f = (W+1)/W, the window's bias undone, for order 1 (1 for order 2), and ω = 1 for
-    order 1 and ω = 1/m² for order 2 (∝ 1/Var(x) for a Gaussian θ, so each
-    coordinate counts alike). x̄ is centred on x's mean, not its own: the covariance needs only
-    one factor centred, and x̄'s mean is x's in a stationary chain.
+    with f = (W+1)/W, the window's bias undone, for order 1 (1 for order 2). x̄ is centred on x's
+    mean, not its own: the covariance needs only one factor centred, and x̄'s mean is x's in a
+    stationary chain.
 
     Args:
       state: the moments so far.
@@ -149,14 +148,10 @@ def share_update(
     e = jax.tree.map(jnp.subtract, bar, state.mean)
     mean = jax.tree.map(lambda m, di: m + lam * di, state.mean, d)
 
-    def pool(v, di, ei, m):
-        # order 2: each coordinate weighted by 1/m² ∝ 1/Var(x) (x = (θ − μ)², Var = 2m² for a
-        # Gaussian θ), so that a wide coordinate does not outweigh the rest of its leaf
-        w = 1.0 if order == 1 else jnp.where(m > 0, 1.0 / jnp.where(m > 0, m * m, 1.0), 0.0)
-        wd = w * di
-        return (1 - lam) * (v + lam * jnp.stack([jnp.sum(wd * di), factor * jnp.sum(wd * ei)]))
+    def pool(v, di, ei):
+        return (1 - lam) * (v + lam * jnp.stack([jnp.sum(di * di), factor * jnp.sum(di * ei)]))
 
-    pooled = jax.tree.map(pool, state.pooled, d, e, state.mean)
+    pooled = jax.tree.map(pool, state.pooled, d, e)
     return ShareState(count, center, bar, mean, pooled)
 
 
