@@ -50,7 +50,7 @@ def test_ar1_share_matches_its_closed_form(beta, rho, order, stat_seed):
     False-failure probability: ≤ 0.01 (not derived: the estimator undoes its finite-window factor
     W/(W+1) for order 1, whose estimate lies within 2 % of the closed form; order 2 is lower on
     slow chains, docs/right-by-default.md; the tolerance is 10 % + 0.02; 0 failures in 50 seeds of
-    each case, RESULTS §24, to be rerun for the per-leaf estimator)."""
+    each case for the per-leaf estimator, RESULTS §24)."""
     path = ar1(jax.random.key(stat_seed), rho, 40_000, 64)
     want = (1 - beta) / (1 - beta * rho**order)
     got = float(jnp.mean(estimate(path, beta, window=50.0, order=order)))
