@@ -50,6 +50,8 @@ BLR = ["data.name=australian", "model.kind=logistic_regression", "prior.kind=gau
         (["data.name=a9a", "data.test_size=10"], "data.test_size: only a data set without"),
         (["data.name=australian", "data.test_size=-1"], "data.test_size: must be >= 0"),
         (["model.kind=logistic"], "model.kind"),
+        ([*BLR, "likelihood.noise_std=0.5"], r"likelihood \(Bernoulli\) has no noise"),
+        (["data.name=digits", "likelihood.noise_std=0.5"], r"likelihood \(categorical\)"),
     ],
 )
 def test_config_refuses_bad_combinations(overrides, words):

@@ -110,9 +110,10 @@ def _validate_likelihood(config: Config) -> None:
     noise_std = config.likelihood.noise_std
     if noise_std is not None:
         if not DATASETS[config.data.name].regression:
+            kind = "Bernoulli" if config.model.kind == "logistic_regression" else "categorical"
             raise ConfigError(
                 f"likelihood.noise_std: {config.data.name!r} is a classification data set, "
-                "whose likelihood (categorical) has no noise"
+                f"whose likelihood ({kind}) has no noise"
             )
         at_least("likelihood.noise_std", noise_std, 0, strict=True)
 
