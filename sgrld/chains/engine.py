@@ -99,7 +99,14 @@ def epochs(num_examples: int, batch_size: int) -> Source:
     permutation of the examples, drawn with the data key of the epoch's first step, in minibatches
     of ``batch_size``, and the last incomplete minibatch is dropped, so every step's potential is
     an unbiased estimate of ``U/N`` with the same variance.
+
+    Full batch (``batch_size == num_examples``): every step sees all of ``data`` in its own order,
+    shared by the chains. No permutation is drawn, as the order of a full batch changes only the
+    sum's rounding; drawing one for each chain at each step cost 5–7× the step of 16–256 chains of a
+    15-parameter logistic regression (RESULTS §30).
     """
+    if batch_size == num_examples:
+        return Source(lambda data, key, start, n: jnp.zeros((n, 0), jnp.int32), lambda d, x, k: d)
     steps = num_examples // batch_size
 
     def prepare(data, key, start, n):

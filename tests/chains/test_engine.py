@@ -88,6 +88,32 @@ def test_epochs_source_walks_a_permutation_per_chain_and_epoch():
     assert np.asarray(carry.state.step).tolist() == [8, 8]
 
 
+def test_a_full_batch_epoch_gives_every_chain_all_of_the_data_at_every_step():
+    n = 7
+    data = (jnp.arange(n, dtype=jnp.float32), jnp.arange(n, dtype=jnp.float32) ** 2)
+
+    def step(key, state, batch):
+        x, y = batch  # every example, in order: the weights pick out a permuted or partial batch
+        seen = jnp.sum(x * jnp.arange(1.0, n + 1)) + jnp.sum(y)
+        return sgrld.SGRLDState(state.step + 1, state.params, ()), sgrld.SGRLDInfo(
+            seen,
+            *(jnp.zeros(()) for _ in range(3)),
+            jnp.zeros((), bool),
+            jnp.zeros((), jnp.int32),
+            jnp.ones((), bool),
+            jnp.full((), -1, jnp.int32),
+        )
+
+    sampler = sgrld.Sampler(lambda p: sgrld.SGRLDState(jnp.zeros((), jnp.int32), p, ()), step)
+    eng = engine.Engine(sampler, engine.epochs(n, n))
+    carry = eng.init(sampler.init(jnp.zeros(())), num_chains=3)
+    keys = engine.chain_keys(jax.random.key(0), 3)
+    for epoch in range(2):
+        carry, chunk, _ = eng.run_chunk(carry, keys, data, start=epoch, num_steps=1)
+        expected = sum(i * (i + 1) + i**2 for i in range(n))
+        assert float(chunk.summary["potential_sum"]) == 3 * expected  # 3 chains, one step each
+
+
 def test_chunks_do_not_change_the_chains():
     t, s = identity_sampler()
     eng = engine.Engine(s, engine.random_batches(t.batch_fn), burn_in=5, thin=3)
