@@ -8,7 +8,7 @@ import jax.numpy as jnp
 from sgrld.metrics.metric import Metric, check_decay, check_nonnegative, ema_metric, tree_vdot
 
 
-def monge(alpha2: float = 1.0, decay: float = 0.9) -> Metric:
+def monge(alpha2: float = 1.0, decay: float | str = 0.9) -> Metric:
     """Monge metric ``G = I + α² m mᵀ`` with ``m`` the EMA of the gradient.
 
     ``m ← decay·m + (1 − decay)·g`` from ``m₀ = 0``; inner products run over all leaves. By
@@ -24,7 +24,8 @@ def monge(alpha2: float = 1.0, decay: float = 0.9) -> Metric:
 
     Args:
       alpha2: α² ≥ 0 (0 gives the identity metric).
-      decay: EMA decay λ, in [0, 1).
+      decay: EMA decay λ, in [0, 1), or :data:`~sgrld.metrics.metric.INVERSE_SQRT` (the t-th
+        statistic weighted 1/√t).
 
     Returns:
       The metric; its statistic is ``s(g) = g``.

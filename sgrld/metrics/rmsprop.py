@@ -8,7 +8,7 @@ import jax.numpy as jnp
 from sgrld.metrics.metric import Metric, check_decay, check_nonnegative, ema_metric
 
 
-def rmsprop(decay: float = 0.99, eps: float = 1e-8) -> Metric:
+def rmsprop(decay: float | str = 0.99, eps: float = 1e-8) -> Metric:
     """Diagonal RMSprop metric (pSGLD).
 
     ``V ← decay·V + (1 − decay)·g²`` from ``V₀ = 0`` (no bias correction, as in the paper and the
@@ -16,7 +16,8 @@ def rmsprop(decay: float = 0.99, eps: float = 1e-8) -> Metric:
     ``G^{-1/2}ξ = ξ / √(√V + eps)``. The statistic is ``s(g) = g²``.
 
     Args:
-      decay: EMA decay λ, in [0, 1).
+      decay: EMA decay λ, in [0, 1), or :data:`~sgrld.metrics.metric.INVERSE_SQRT` (the t-th
+        statistic weighted 1/√t).
       eps: stability constant added to √V (0 is allowed, as in Yu et al.'s funnel run).
 
     Returns:

@@ -246,7 +246,7 @@ def _inv_grad_tangent(
 
 
 def shampoo(
-    decay: float = 0.99, eps: float = 1e-8, update_every: int = 100, block_size: int = 128
+    decay: float | str = 0.99, eps: float = 1e-8, update_every: int = 100, block_size: int = 128
 ) -> Metric:
     """Kronecker-factored Shampoo metric, per leaf and per block.
 
@@ -264,7 +264,8 @@ def shampoo(
     it: see the module docstring.
 
     Args:
-      decay: EMA decay λ, in [0, 1).
+      decay: EMA decay λ, in [0, 1), or :data:`~sgrld.metrics.metric.INVERSE_SQRT` (the t-th
+        statistic weighted 1/√t).
       eps: initial statistic scale and relative ridge; with the Γ correction use eps ≈ 1e-2.
       update_every: root refresh period in updates.
       block_size: largest block length along any dimension.

@@ -55,7 +55,7 @@ def _scaled(
     )
 
 
-def wenzel(decay: float = 0.99, eps: float = 1e-8, update_every: int = 500) -> Metric:
+def wenzel(decay: float | str = 0.99, eps: float = 1e-8, update_every: int = 500) -> Metric:
     """Layer-wise metric of Wenzel et al. (2020), as implemented by Fortuin et al. (2021).
 
     ``v_l ← decay·v_l + (1 − decay)·mean(g_l²)`` for each leaf ``l``, from ``v_l = 1``. Every
@@ -68,7 +68,8 @@ def wenzel(decay: float = 0.99, eps: float = 1e-8, update_every: int = 500) -> M
     state here: no parameter-sized buffer to read and write at every step.
 
     Args:
-      decay: EMA decay λ, in [0, 1).
+      decay: EMA decay λ, in [0, 1), or :data:`~sgrld.metrics.metric.INVERSE_SQRT` (the t-th
+        statistic weighted 1/√t).
       eps: stability constant.
       update_every: refresh period in updates (the authors: once per epoch).
 

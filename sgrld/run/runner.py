@@ -5,7 +5,8 @@ How a run works (:func:`run`):
 * The steps run on the chain engine (:mod:`sgrld.chains.engine`), **one jitted chunk per epoch**
   with the data on the device: every chain walks its own permutation of the training set in
   minibatches of ``batch_size``, the **last incomplete minibatch dropped** (an epoch is ``n_train //
-  batch_size`` steps, each potential an unbiased estimate of ``U/N`` with the same variance).
+  batch_size`` steps, each potential an unbiased estimate of ``U/N`` with the same variance; at
+  ``batch_size = n_train``, one step over all of it, no permutation drawn).
   ``chains = K`` chains are ``jax.vmap``-ed, each with its own initialisation, shuffling and noise.
 * Burn-in and thinning count minibatches over the whole run (global step ``s``, from 0), as in
   the authors' code: ``s`` is a sample when ``s >= burn_in and (s + 1) % thin == 0``

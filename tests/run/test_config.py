@@ -77,9 +77,13 @@ def test_int_is_accepted_for_float():
 
 
 @pytest.mark.parametrize("decay", ["0.9", "inverse_sqrt"])
-def test_a_parameter_of_either_type_takes_both(decay):
-    """``fisher_diag(decay: float | str)``: a number or the name of the paper's schedule."""
-    c = load_config(None, ["sampler.metric=fisher_diag", f"sampler.metric_params.decay={decay}"])
+@pytest.mark.parametrize(
+    "metric", ["fisher_diag", "fisher_qdiag", "rmsprop", "monge", "wenzel", "shampoo"]
+)
+def test_a_parameter_of_either_type_takes_both(metric, decay):
+    """Every moving-average metric's ``decay: float | str``: a number or the name of the 1/√t
+    schedule, which the library takes (RMSprop's and Monge's refused it on the command line)."""
+    c = load_config(None, [f"sampler.metric={metric}", f"sampler.metric_params.decay={decay}"])
     assert c.sampler.metric_params == {"decay": 0.9 if decay == "0.9" else decay}
 
 
