@@ -188,7 +188,7 @@ def test_exact_gamma_equals_jacfwd_of_the_dense_metric(kind):
     potential, params, batch = classifier(seed=3)
     metric = METRICS[kind](eps=0.05, decay=0.0)
     flat, unravel = ravel_pytree(params)
-    jac = jax.jacfwd(dense_inv_of_theta(metric, potential, batch, unravel))(flat)
+    jac = jax.jit(jax.jacfwd(dense_inv_of_theta(metric, potential, batch, unravel)))(flat)
     expected = jnp.einsum("ijj->i", jac)  # Γ_i = Σ_j ∂(G⁻¹)_ij/∂θ_j
     grad_fn = partial(gradient_fn(potential, True, metric), batch=batch, key=None)
     correction = sgrld.parts.correction.exact(warmup=0)
@@ -213,7 +213,7 @@ def test_exact_gamma_equals_jacfwd_of_brute_force_statistics(kind):
         eye = jnp.eye(flat.size)
         return jax.vmap(lambda e: ravel_pytree(metric.inv(state, unravel(e)))[0])(eye).T
 
-    expected = jnp.einsum("ijj->i", jax.jacfwd(reference_inv)(flat))
+    expected = jnp.einsum("ijj->i", jax.jit(jax.jacfwd(reference_inv))(flat))
     grad_fn = partial(gradient_fn(potential, True, metric), batch=batch, key=None)
     correction = sgrld.parts.correction.exact(warmup=0)
     est = correction.estimate(None, grad_fn, params, metric, metric.init(params))

@@ -27,7 +27,7 @@ def reference_gamma(metric, metric_state, grad_fn, params):
         st = metric_state._replace(stat=stat)
         return jax.vmap(lambda e: ravel_pytree(metric.inv(st, unravel(e)))[0])(jnp.eye(flat.size)).T
 
-    jac = jax.jacfwd(dense_inv)(flat)  # [i, j, k] = ∂_k (G⁻¹)_ij
+    jac = jax.jit(jax.jacfwd(dense_inv))(flat)  # [i, j, k] = ∂_k (G⁻¹)_ij; one compilation
     return np.asarray(jnp.einsum("ijj->i", jac), np.float64)
 
 
@@ -42,11 +42,12 @@ def test_exact_step_adds_reference_gamma(name):
         potential, METRICS[name](), correction="exact", correction_scale=scale, **kw
     )
     state = plain.init(init_params())
+    plain_step = jax.jit(plain.step)  # compiled once for its four steps
     for k in range(3):  # adapt the statistic to the path first
-        state, _ = plain.step(jax.random.key(k), state, batch(k))
+        state, _ = plain_step(jax.random.key(k), state, batch(k))
     b = batch(7)
-    without, _ = plain.step(jax.random.key(5), state, b)
-    with_gamma, info = exact.step(jax.random.key(5), state, b)
+    without, _ = plain_step(jax.random.key(5), state, b)
+    with_gamma, info = jax.jit(exact.step)(jax.random.key(5), state, b)
     gamma = (ravel_pytree(with_gamma.params)[0] - ravel_pytree(without.params)[0]) / (
         scale * lr / 10 * temperature
     )
@@ -173,9 +174,10 @@ def test_correction_waits_for_the_metric_warmup():
         potential, metric, learning_rate=0.01, num_data=10, correction="hutchinson"
     )
     state = sampler.init(init_params())
+    step = jax.jit(sampler.step)  # one compilation, not 32 steps dispatched op by op
     norms = []
     for k in range(32):
-        state, info = sampler.step(jax.random.key(k), state, batch(k))
+        state, info = step(jax.random.key(k), state, batch(k))
         norms.append(float(info.gamma_norm))
     assert all(n == 0 for n in norms[:30]) and norms[30] > 0 and norms[31] > 0
 
@@ -197,9 +199,14 @@ def test_shampoo_fast_tangent_equals_the_composed_derivatives(block_size):
     state, grads = adapted_state(metric, params, num_updates=4)
     v, dg = (random_tree(k, params) for k in jax.random.split(jax.random.key(1)))
     g = grads[-1]
-    _, dstat = jax.jvp(metric.statistic, (g,), (dg,))
-    composed = ravel_pytree(sgrld.metrics.inv_tangent(metric, state, v, dstat))[0]
-    fast = ravel_pytree(metric.inv_grad_tangent(state, v, g, dg))[0]
+
+    @jax.jit  # each side one compilation, not dispatched op by op
+    def composed_fn(state, v, g, dg):
+        _, dstat = jax.jvp(metric.statistic, (g,), (dg,))
+        return ravel_pytree(sgrld.metrics.inv_tangent(metric, state, v, dstat))[0]
+
+    composed = composed_fn(state, v, g, dg)
+    fast = jax.jit(lambda *a: ravel_pytree(metric.inv_grad_tangent(*a))[0])(state, v, g, dg)
     assert float(jnp.abs(composed).max()) > 1e-2
     np.testing.assert_allclose(
         fast, composed, rtol=1e-4, atol=1e-4 * float(jnp.abs(composed).max())
