@@ -34,9 +34,9 @@ LONG = digits_toml(
 RUN_MOMENTS = [(0.5 * i, None) for i in range(1, 18)]
 RUN_MOMENTS += [(0.5, "summary.json"), (2.0, "summary.json"), (0.0, "metrics.jsonl")]
 SWEEP_MOMENTS = [(1.0, None), (3.0, None), (5.0, None), (7.0, None), (1.0, "summary.json")]
-"""Seconds from the start, or from when the results folder holds a file: ``summary.json`` is
-written just before the compilation, ``metrics.jsonl`` after the first epoch. On an idle machine
-the run starts compiling at about 4 s and samples from about 9 s."""
+"""Seconds from the start, or from when a file of the results folder has content: ``summary.json``
+is written just before the compilation, ``metrics.jsonl``'s first line after the first epoch. On
+an idle machine the run starts compiling at about 4 s and samples from about 9 s."""
 STOP_S = 5.0
 CONCURRENCY = 4
 """Processes at a time: the 2 cores of CI run the 25 within the fast suite's minute."""
@@ -55,8 +55,10 @@ def _env(cache: Path) -> dict[str, str]:
 
 
 def _wait_for(path: Path, proc: subprocess.Popen) -> None:
+    """Until ``path`` holds something: the run folder's files are created empty at its start
+    (:func:`sgrld.run.run_folder.start`), so a moment after the first epoch waits for its line."""
     deadline = time.monotonic() + 240
-    while not path.exists():
+    while not (path.exists() and path.stat().st_size > 0):
         assert proc.poll() is None and time.monotonic() < deadline, f"{path} never appeared"
         time.sleep(0.02)
 
