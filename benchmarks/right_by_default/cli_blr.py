@@ -10,7 +10,8 @@ reads ``samples/`` back (:func:`sgrld.load_samples`) and scores the pooled draws
 learning rate and the run length:
 
 * ``[data]``: australian, every row for training (``test_size = 0``, as the NUTS reference, no
-  test scores), full-batch gradients (``batch_size = 690``: an epoch is one step);
+  test scores), full-batch gradients (``batch_size = 690``: an epoch is one step) or
+  ``--batch-size`` rows a step;
 * ``[model]`` ``logistic_regression``; ``[prior]`` ``gaussian`` with ``weight_scale = 10·√14``
   and ``bias_scale = 10``, i.e. N(0, 10² I) on the 15 parameters (checked before the first row:
   the run's log posterior minus the reference's is constant);
@@ -18,7 +19,10 @@ learning rate and the run length:
   ``learning_rate``: 0.02 (DOP, QDOP), 0.01 (RMSprop), 0.5 (Monge), as RESULTS §29's library
   table. Variant ``default``: nothing else (``adapt_until = "auto"``, no Γ); variant ``Γ``:
   ``correction = "hutchinson"`` adapting throughout (``adapt_until = "never"``), the share at its
-  default ``correction_scale = "auto"``;
+  default ``correction_scale = "auto"``; variant ``frozen``: the metric adapts through the whole
+  burn-in and is frozen after it (``adapt_until`` = the burn-in), the reference of the issue's
+  minibatch bar; ``none``: adapting throughout without Γ; ``full Γ``: adapting throughout with
+  ``correction_scale = 1``;
 * ``[run]``: ``--chains`` chains from the CLI's own initialisation (He-normal weights, zero
   bias, not the NUTS mean), ``--burn-in`` steps, then ``--steps`` kept every 10th.
 
@@ -26,7 +30,8 @@ The data are read from ``../shared/data`` (``--data-dir``); without them the scr
 exits 0.
 
     python benchmarks/right_by_default/cli_blr.py [--chains 256] [--steps 16000] [--burn-in 1000]
-        [--decays 0.9 0.99 inverse_sqrt] [--only fisher_qdiag ...] [--variants default Γ]
+        [--decays 0.9 0.99 inverse_sqrt] [--only fisher_qdiag ...] [--variants default Γ frozen]
+        [--batch-size 690]
 """
 
 from __future__ import annotations
@@ -55,9 +60,15 @@ METRICS = {
 }
 """``sampler.metric`` -> (its name in the table, learning rate, other ``metric_params``)."""
 VARIANTS = {
-    "default": "",
-    "Γ": 'correction = "hutchinson"\nadapt_until = "never"\n',
+    "default": lambda burn_in: "",
+    "Γ": lambda burn_in: 'correction = "hutchinson"\nadapt_until = "never"\n',
+    "frozen": lambda burn_in: f"adapt_until = {burn_in}\n",
+    "none": lambda burn_in: 'adapt_until = "never"\n',
+    "full Γ": lambda burn_in: (
+        'correction = "hutchinson"\nadapt_until = "never"\ncorrection_scale = 1.0\n'
+    ),
 }
+"""Variant -> the ``[sampler]`` lines it adds, given the burn-in."""
 PRIOR_SCALE = 10.0
 FEATURES, ROWS = 14, 690
 
@@ -69,17 +80,17 @@ def config_text(metric: str, decay: str, variant: str, args, folder: Path) -> st
     inline = ", ".join(
         f'{k} = "{v}"' if isinstance(v, str) else f"{k} = {v!r}" for k, v in params.items()
     )
-    steps = args.burn_in + args.steps
+    epochs = math.ceil((args.burn_in + args.steps) / (ROWS // args.batch_size))
     weight_scale = PRIOR_SCALE * math.sqrt(FEATURES)  # the prior scales weights by 1/√fan-in
     return (
         f'[data]\nname = "australian"\ndata_dir = "{args.data_dir}"\ntest_size = 0\n'
-        f"batch_size = {ROWS}\n\n"
+        f"batch_size = {args.batch_size}\n\n"
         '[model]\nkind = "logistic_regression"\n\n'
         f'[prior]\nkind = "gaussian"\nparams = {{ weight_scale = {weight_scale!r}, '
         f"bias_scale = {PRIOR_SCALE} }}\n\n"
         f'[sampler]\nmetric = "{metric}"\nmetric_params = {{ {inline} }}\nlearning_rate = {lr}\n'
-        f"{VARIANTS[variant]}\n"
-        f"[run]\nepochs = {steps}\nburn_in = {args.burn_in}\nthin = 10\nchains = {args.chains}\n"
+        f"{VARIANTS[variant](args.burn_in)}\n"
+        f"[run]\nepochs = {epochs}\nburn_in = {args.burn_in}\nthin = 10\nchains = {args.chains}\n"
         f"seed = {args.seed}\nsave_samples = true\n\n"
         f'[out]\nfolder = "{folder}"\n'
     )
@@ -140,6 +151,7 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=16_000, help="steps after the burn-in")
     parser.add_argument("--burn-in", type=int, default=1_000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--batch-size", type=int, default=ROWS, help="rows a step (690: full)")
     parser.add_argument("--decays", nargs="+", default=["0.9", "0.99", "inverse_sqrt"])
     parser.add_argument("--only", nargs="+", choices=sorted(METRICS), help="metrics to run")
     parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
@@ -150,7 +162,10 @@ def main() -> int:
         print(f"skipped: no {args.data_dir}/libsvm_australian/australian (--data-dir)")
         return 0
     print(environment())
-    print(f"sgrld run: {args.chains} chains x {args.steps} steps after {args.burn_in}, thin 10")
+    print(
+        f"sgrld run: {args.chains} chains x {args.steps} steps after {args.burn_in}, thin 10, "
+        f"batch {args.batch_size}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         work = args.work or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,7 @@ NUTS). Every row runs ``--chains`` chains from the NUTS mean through ``sgrld.sam
 * ``none``: adapting throughout without Γ (the old default).
 
     python benchmarks/right_by_default/library_blr.py [--chains 64] [--steps 8000] [--burn-in 2000]
-        [--decays 0.9 0.99 inverse_sqrt] [--only fisher_diag ...]
+        [--decays 0.9 0.99 inverse_sqrt] [--only fisher_diag ...] [--seeds 0 1 ...]
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ def main() -> int:
     parser.add_argument("--decays", nargs="+", default=["0.9", "0.99", "inverse_sqrt"])
     parser.add_argument("--only", nargs="+", choices=sorted(METRICS), help="metrics to run")
     parser.add_argument("--variants", nargs="+", choices=sorted(VARIANTS), default=list(VARIANTS))
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0], help="a row per seed")
     args = parser.parse_args()
     print(environment())
     print(f"{args.chains} chains x {args.steps} steps after {args.burn_in}, thinned by {THIN}")
@@ -66,21 +67,28 @@ def main() -> int:
         make, lr = METRICS[name]
         for text in args.decays:
             decay = text if text == "inverse_sqrt" else float(text)
-            cells = []
-            for variant in args.variants:
-                result = run_case(
-                    make(decay),
-                    lr,
-                    chains=args.chains,
-                    burn_in=args.burn_in,
-                    steps=args.steps,
-                    **VARIANTS[variant],
-                )
-                mean_err, cov_err, seconds = result.mean_error, result.cov_error, result.seconds
-                cells.append(f"{mean_err:.3f} / {cov_err:.3f}")
-                print(f"  {name} {text} {variant}: {cells[-1]} ({seconds:.0f} s)", flush=True)
-            rows.append([name, text, *cells])
-    print(table(["metric", "decay", *(f"{v} (mean / cov)" for v in args.variants)], rows))
+            for seed in args.seeds:
+                cells = []
+                for variant in args.variants:
+                    result = run_case(
+                        make(decay),
+                        lr,
+                        chains=args.chains,
+                        burn_in=args.burn_in,
+                        steps=args.steps,
+                        seed=seed,
+                        **VARIANTS[variant],
+                    )
+                    mean_err, cov_err = result.mean_error, result.cov_error
+                    cells.append(f"{mean_err:.3f} / {cov_err:.3f}")
+                    print(
+                        f"  {name} {text} seed {seed} {variant}: {cells[-1]} "
+                        f"({result.seconds:.0f} s)",
+                        flush=True,
+                    )
+                rows.append([name, text, str(seed), *cells])
+    head = ["metric", "decay", "seed", *(f"{v} (mean / cov)" for v in args.variants)]
+    print(table(head, rows))
     return 0
 
 

@@ -76,6 +76,27 @@ def test_the_right_settings_do_not_warn(fresh_warnings):
     assert caught(lambda: auto.adaptation.resolve(1000, 0)) == []
 
 
+def test_adapting_throughout_on_minibatches_warns_once_naming_the_freeze(fresh_warnings):
+    m = sgrld.metrics.fisher_diag(decay=0.9)
+    warn = lambda a, batch: caught(lambda: g.warn_if_adapting_on_minibatches(a, batch, 690))
+    for frozen in (about(m, 300), about(sgrld.metrics.identity())):
+        assert warn(frozen, 32) == []
+    assert warn(about(m, None, "hutchinson", "auto"), 690) == []  # full batch
+    (message,) = warn(about(m, None, "hutchinson", "auto"), 32)
+    assert "minibatches of 32 of 690" in message and "adapt_until" in message
+    assert warn(about(m), 32) == []  # once a process
+
+
+def test_a_configured_run_adapting_on_minibatches_warns(fresh_warnings):
+    from sgrld.run.from_config import build_experiment
+
+    base = ["data.name=digits", "data.batch_size=64", "sampler.metric=rmsprop", "run.burn_in=40"]
+    cfg = lambda *o: load_config(None, [*base, *o])
+    assert caught(lambda: build_experiment(cfg())) == []  # the default freezes
+    (message,) = caught(lambda: build_experiment(cfg("sampler.adapt_until=never")))
+    assert "minibatches of 64" in message
+
+
 def test_config_guarantees_and_never():
     cfg = lambda *o: load_config(None, ["sampler.metric=monge", "run.burn_in=400", *o])
     assert (
