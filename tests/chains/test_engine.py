@@ -55,21 +55,27 @@ def test_summarise_counts_only_finite_steps_of_live_chains():
     assert record["potential"] == pytest.approx(14 / 4) and record["metric_fallbacks"] == 5
 
 
-def test_epochs_source_walks_a_permutation_per_chain_and_epoch():
-    n, b = 23, 5  # 4 steps per epoch; the last 3 examples of each permutation are dropped
-    data = jnp.arange(n)
-    seen = []
+def counting_sampler(observe=lambda batch: jnp.zeros(())) -> sgrld.Sampler:
+    """A sampler whose step only counts and reports ``observe(batch)`` as its potential."""
 
     def step(key, state, batch):
         return sgrld.SGRLDState(state.step + 1, state.params, ()), sgrld.SGRLDInfo(
-            *(jnp.zeros(()) for _ in range(4)),
+            observe(batch),
+            *(jnp.zeros(()) for _ in range(3)),
             jnp.zeros((), bool),
             jnp.zeros((), jnp.int32),
             jnp.ones((), bool),
             jnp.full((), -1, jnp.int32),
         )
 
-    sampler = sgrld.Sampler(lambda p: sgrld.SGRLDState(jnp.zeros((), jnp.int32), p, ()), step)
+    return sgrld.Sampler(lambda p: sgrld.SGRLDState(jnp.zeros((), jnp.int32), p, ()), step)
+
+
+def test_epochs_source_walks_a_permutation_per_chain_and_epoch():
+    n, b = 23, 5  # 4 steps per epoch; the last 3 examples of each permutation are dropped
+    data = jnp.arange(n)
+    seen = []
+    sampler = counting_sampler()
     eng = engine.Engine(sampler, engine.epochs(n, b))
     keys = engine.chain_keys(jax.random.key(0), 2)
     carry = eng.init(sampler.init(jnp.zeros(())), num_chains=2)
@@ -91,20 +97,8 @@ def test_epochs_source_walks_a_permutation_per_chain_and_epoch():
 def test_a_full_batch_epoch_gives_every_chain_all_of_the_data_at_every_step():
     n = 7
     data = (jnp.arange(n, dtype=jnp.float32), jnp.arange(n, dtype=jnp.float32) ** 2)
-
-    def step(key, state, batch):
-        x, y = batch  # every example, in order: the weights pick out a permuted or partial batch
-        seen = jnp.sum(x * jnp.arange(1.0, n + 1)) + jnp.sum(y)
-        return sgrld.SGRLDState(state.step + 1, state.params, ()), sgrld.SGRLDInfo(
-            seen,
-            *(jnp.zeros(()) for _ in range(3)),
-            jnp.zeros((), bool),
-            jnp.zeros((), jnp.int32),
-            jnp.ones((), bool),
-            jnp.full((), -1, jnp.int32),
-        )
-
-    sampler = sgrld.Sampler(lambda p: sgrld.SGRLDState(jnp.zeros((), jnp.int32), p, ()), step)
+    # every example, in order: the weights pick out a permuted or partial batch
+    sampler = counting_sampler(lambda b: jnp.sum(b[0] * jnp.arange(1.0, n + 1)) + jnp.sum(b[1]))
     eng = engine.Engine(sampler, engine.epochs(n, n))
     carry = eng.init(sampler.init(jnp.zeros(())), num_chains=3)
     keys = engine.chain_keys(jax.random.key(0), 3)
