@@ -158,6 +158,8 @@ def main() -> int:
     parser.add_argument("--data-dir", type=Path, default=DATA_DIR)
     parser.add_argument("--work", type=Path, help="folder for the runs (default: a temporary one)")
     args = parser.parse_args()
+    if not 1 <= args.batch_size <= ROWS:
+        parser.error(f"--batch-size must be 1 to {ROWS}, got {args.batch_size}")
     if not (args.data_dir / "libsvm_australian" / "australian").is_file():
         print(f"skipped: no {args.data_dir}/libsvm_australian/australian (--data-dir)")
         return 0
