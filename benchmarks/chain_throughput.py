@@ -15,7 +15,13 @@ the files are not there), N = the images used. For each number of chains K, the 
   gradient a step);
 * ``sgrld identity, bare scan``: the same Identity step in the plain scan the BlackJAX rows use
   (no engine: no sample buffer, no summaries, no divergence bookkeeping), to show what the
-  engine's bookkeeping costs;
+  engine's bookkeeping costs; beside it (``--no-bare`` drops all three) ``sgrld identity, bare
+  scan + info``, that scan folding each step's ``info`` into the engine's summaries and
+  divergence marks (what computing the diagnostics costs, without the engine's sample buffer),
+  and ``sgrld identity, info as before``, the engine row with the diagnostics of
+  :func:`legacy_step_info` (a reduction per leaf for each check, which XLA fused with the
+  update; RESULTS §23) and ``sgrld identity, rbg keys``, the engine row with chain keys of
+  JAX's ``rbg`` PRNG (``jax.random.key(seed, impl="rbg")``) instead of the default threefry;
 * ``blackjax sgld``: ``blackjax.sgld`` with ``blackjax.sgmcmc.gradients.grad_estimator`` of the
   same log-likelihood and prior, vmapped over chains the same way, ``--steps`` steps per jitted
   ``jax.lax.scan``;
@@ -29,7 +35,10 @@ the files are not there), N = the images used. For each number of chains K, the 
   (HLO ``dot`` ops and cuBLAS calls): the SGHMC row counts only if its program has at least as
   many as SGLD's.
 
-The BlackJAX rows are skipped if ``import blackjax`` fails.
+The BlackJAX rows are skipped if ``import blackjax`` fails. Each rate record carries
+``kernels``, the fusions, library calls and conditionals of its compiled program (on a GPU, about
+the kernels a step launches: what bounds one chain's step); ``--hlo-dir`` writes each program's
+compiled text there at the first number of chains.
 
 Timing (``timing.py``): each candidate is compiled ahead of time (``--compile-workers`` at a
 time), run once untimed, then R interleaved rounds of one call per candidate; reported are the
@@ -54,6 +63,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import math
@@ -71,7 +81,7 @@ import numpy as np
 from timing import Spread, environment, fmt_ratio, fmt_spread, interleave, paired, spread, table
 
 import sgrld
-from sgrld.chains import engine
+from sgrld.chains import engine, summaries
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 """``../shared/data`` of the repository, where the MNIST files may be."""
@@ -90,6 +100,9 @@ LEARNING_RATE = {**mlp.LEARNING_RATE, "dop": 1e-3, "qdop": 1e-3, "sghmc": 1e-3}
 not depend on them; they keep the chains finite."""
 BLACKJAX_LR = mlp.LEARNING_RATE["identity"]
 MATMUL = re.compile(r"\bdot\(|custom_call_target=\"__cublas")
+KERNEL = re.compile(r"= \S+ (?:fusion|custom-call|conditional)\(")
+"""An instruction that launches work in compiled HLO text: a fusion, a library call or a
+conditional (on a GPU, a kernel launch or a host round trip each)."""
 """A matrix product in compiled HLO text: a ``dot`` op (CPU, fused GPU kernels) or a cuBLAS call."""
 
 
@@ -160,31 +173,44 @@ class Candidate:
         """Matrix products in the compiled program (:data:`MATMUL`)."""
         return len(MATMUL.findall(self.compiled.as_text()))
 
+    def kernels(self) -> int:
+        """Fusions, library calls and conditionals in the compiled program (:data:`KERNEL`)."""
+        return len(KERNEL.findall(self.compiled.as_text()))
+
 
 class SgrldChains(Candidate):
     """K chains of an sgrld sampler on the engine, ``steps`` steps a call."""
 
-    def __init__(self, name, data, loglik, params, chains: int, steps: int):
+    serial = False
+
+    def __init__(
+        self, name, data, loglik, params, chains: int, steps: int, legacy=False, prng=None
+    ):
         self.name, self.family, self.metric, self.grads = f"sgrld {name}", "sgrld", name, steps
         sampler = make_sampler(name, loglik, len(data[1]))
         self.engine = engine.Engine(sampler, SOURCE, burn_in=0, thin=steps)
+        if legacy:  # traced with the previous diagnostics: compiled alone, see compile_all
+            self.name, self.family, self.serial = f"sgrld {name}, info as before", "variant", True
+        if prng is not None:  # keys of another PRNG implementation (jax.random.key's impl)
+            self.name, self.family = f"sgrld {name}, {prng} keys", "variant"
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", sgrld.numerics.per_example.FallbackWarning)
             state = sampler.init(params)
         self.carry = self.engine.init(state, num_chains=chains)
-        self.keys = engine.chain_keys(jax.random.key(2), chains)
+        self.keys = engine.chain_keys(jax.random.key(2, impl=prng), chains)
         self.data, self.steps, self.start = data, steps, 0
 
     def compile(self) -> None:
         t0 = time.perf_counter()
-        self.compiled = self.engine.compile(
-            self.carry,
-            self.keys,
-            self.data,
-            num_steps=self.steps,
-            slots=self.engine.slots(self.steps),
-            freeze=False,
-        )
+        with legacy_info() if self.serial else contextlib.nullcontext():
+            self.compiled = self.engine.compile(
+                self.carry,
+                self.keys,
+                self.data,
+                num_steps=self.steps,
+                slots=self.engine.slots(self.steps),
+                freeze=False,
+            )
         self.compile_s = time.perf_counter() - t0
 
     def __call__(self) -> None:
@@ -252,6 +278,59 @@ def bare_identity(data, loglik, params, chains: int, steps: int) -> ScanChains:
     return ScanChains(name, "bare", step, states, data, chains, steps, steps)
 
 
+def legacy_step_info(
+    value, grads, lr, new_params, *, gamma=None, fallback=None, metric_fallbacks=None
+):
+    """``sgrld.samplers.sampler.step_info`` as it was before RESULTS §23: ‖g‖² and the checks
+    of θ' and g for NaN/inf as three reductions per leaf, which XLA fused with the update."""
+    from sgrld.metrics.metric import tree_vdot
+
+    bad = [~jnp.all(jnp.isfinite(x)) for t in (new_params, grads) for x in jax.tree.leaves(t)]
+    per_leaf = jnp.any(jnp.stack(bad).reshape(2, -1), axis=0)
+    bad_leaf = jnp.where(jnp.any(per_leaf), jnp.argmax(per_leaf), -1).astype(jnp.int32)
+    return sgrld.SGRLDInfo(
+        potential=value,
+        grad_norm=jnp.sqrt(tree_vdot(grads, grads)),
+        learning_rate=lr,
+        gamma_norm=jnp.zeros(()) if gamma is None else jnp.sqrt(tree_vdot(gamma, gamma)),
+        drift_fallback=jnp.zeros((), bool) if fallback is None else fallback,
+        metric_fallbacks=jnp.zeros((), jnp.int32) if metric_fallbacks is None else metric_fallbacks,
+        is_finite=bad_leaf < 0,
+        nonfinite_leaf=bad_leaf,
+    )
+
+
+@contextlib.contextmanager
+def legacy_info():
+    """SGRLD's steps traced with :func:`legacy_step_info` (one candidate at a time)."""
+    module = sgrld.samplers.sampler
+    current, module.step_info = module.step_info, legacy_step_info
+    try:
+        yield
+    finally:
+        module.step_info = current
+
+
+def bare_identity_info(data, loglik, params, chains: int, steps: int) -> ScanChains:
+    """The bare scan with the engine's bookkeeping of ``info``: summaries and divergence marks."""
+    sampler = make_sampler("identity", loglik, len(data[1]))
+
+    def step(key, carry, batch):
+        state, acc, diverged = carry
+        state, info = sampler.step(key, state, batch)
+        alive = diverged < 0
+        ok = alive & info.is_finite
+        diverged = jnp.where(alive & ~info.is_finite, state.step, diverged)
+        return state, summaries.summary_update(acc, info, ok), diverged
+
+    state = sampler.init(params)
+    batch = minibatch(data, jax.random.key(0))
+    info = jax.eval_shape(sampler.step, jax.random.key(0), state, batch)[1]
+    carry = (state, summaries.summary_init(info), jnp.int32(-1))
+    name = "sgrld identity, bare scan + info"
+    return ScanChains(name, "bare", step, stacked(carry, chains), data, chains, steps, steps)
+
+
 def blackjax_chains(kind, data, loglik, params, chains: int, steps: int, integration: int):
     """BlackJAX's SGLD, or its SGHMC with ``integration`` integration steps a call."""
     import blackjax
@@ -286,12 +365,26 @@ def build(
         for name in args.samplers
     ]
     if args.bare:
-        makers.append(
+        makers += [
+            (
+                "sgrld identity, info as before",
+                lambda: SgrldChains("identity", data, loglik, params, chains, args.steps, True),
+            ),
+            (
+                "sgrld identity, rbg keys",
+                lambda: SgrldChains(
+                    "identity", data, loglik, params, chains, args.steps, prng="rbg"
+                ),
+            ),
             (
                 "sgrld identity, bare scan",
                 lambda: bare_identity(data, loglik, params, chains, args.steps),
-            )
-        )
+            ),
+            (
+                "sgrld identity, bare scan + info",
+                lambda: bare_identity_info(data, loglik, params, chains, args.steps),
+            ),
+        ]
     for kind in args.blackjax:
         makers.append(
             (
@@ -334,12 +427,14 @@ def compile_all(cands: list[Candidate], workers: int) -> tuple[float, list[dict]
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", sgrld.numerics.per_example.FallbackWarning)
-        if workers <= 1:
-            failed = [one(c) for c in cands]
-        else:  # the first alone: its matrix products are autotuned without contention
-            failed = [one(c) for c in cands[:1]]
-            with ThreadPoolExecutor(workers) as pool:
-                failed += list(pool.map(one, cands[1:]))
+        # the first alone (its matrix products are autotuned without contention), then those
+        # traced under a patch (SgrldChains.serial), then the others `workers` at a time
+        alone = cands[:1] + [c for c in cands[1:] if getattr(c, "serial", False)]
+        rest = [c for c in cands if c not in alone]
+        done = {id(c): one(c) for c in alone}
+        with ThreadPoolExecutor(max(workers, 1)) as pool:
+            done |= dict(zip(map(id, rest), pool.map(one, rest), strict=True))
+        failed = [done[id(c)] for c in cands]
     errors = []
     for c, err in zip(list(cands), failed, strict=True):
         if err is not None:
@@ -406,10 +501,14 @@ def measure(args, cands: list[Candidate], chains: int) -> list[dict]:
                 "compile_s": c.compile_s,
                 "first_call_s": warm[c.name],
                 "ms_per_call": 1e3 * statistics.median(times[c.name]),
+                "kernels": c.kernels(),
                 "finite": c.finite(),
             }
         )
     pairs = [("sgrld identity", "blackjax sgld"), ("sgrld identity", "sgrld identity, bare scan")]
+    pairs += [("sgrld identity", "sgrld identity, info as before")]
+    pairs += [("sgrld identity, rbg keys", "sgrld identity")]
+    pairs += [("sgrld identity, bare scan + info", "sgrld identity, bare scan")]
     pairs += [("sgrld sghmc", f"blackjax sghmc L={args.sghmc_integration_steps}")]
     pairs += [(f"sgrld {m}", "sgrld identity") for m in args.samplers if m != "identity"]
     for a, b in pairs:
@@ -463,7 +562,8 @@ def parse_args(argv=None):
     add("--steps", type=int, default=200, help="gradient evaluations per chain per timed call")
     add("--rounds", type=int, default=3)
     add("--samplers", nargs="*", choices=SAMPLERS, default=list(SAMPLERS))
-    add("--no-bare", dest="bare", action="store_false", help="skip the bare-scan Identity row")
+    add("--no-bare", dest="bare", action="store_false", help="skip the Identity variants' rows")
+    add("--hlo-dir", type=Path, help="write each compiled program's text here (first K)")
     add(
         "--blackjax",
         nargs="*",
@@ -558,6 +658,11 @@ def main(argv=None) -> int:
         cands, errors = build(args, data, loglik, params, k, skip)
         wall, failed = compile_all(cands, args.compile_workers)
         print(f"{k} chains: compiled {len(cands)} candidates in {wall:.1f} s", flush=True)
+        if args.hlo_dir is not None and k == args.chains[0]:
+            args.hlo_dir.mkdir(parents=True, exist_ok=True)
+            for c in cands:
+                slug = re.sub(r"[^a-z0-9]+", "_", c.name.lower()).strip("_")
+                (args.hlo_dir / f"{slug}_{k}.hlo").write_text(c.compiled.as_text())
         got = errors + failed + measure(args, cands, k)
         emit(args.json, got)
         records += got

@@ -112,6 +112,8 @@ for name in ("jax", "flax", "optax", "blackjax"):
         print(name, importlib.import_module(name).__version__)
     except ImportError as err:
         print(name, "not importable:", err)
+from sgrld.run.arguments import reproductions
+print("reproductions", ", ".join(reproductions()) or "none: sgrld reproduce will fail")
 print("devices", jax.devices())
 print("sum", float(jnp.arange(10.0).sum()))
 print(jax.default_backend())
@@ -393,6 +395,24 @@ class Part:
     render: Callable[[list[Outcome]], tuple[str, dict[str, Any]]]
 
 
+def entry_point_site(work: Path) -> Path:
+    """A folder holding a ``dist-info`` with this checkout's entry points (``pyproject.toml``),
+    for ``PYTHONPATH``: ``sgrld reproduce`` finds the reproductions through them, which a checkout
+    that is not installed (a GPU machine's copy) does not have."""
+    import tomllib
+
+    groups = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["entry-points"]
+    info = work / "site" / "sgrld_checkout_entry_points-0.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: sgrld-checkout-entry-points\n")
+    text = "".join(
+        f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in points.items()) + "\n"
+        for group, points in groups.items()
+    )
+    (info / "entry_points.txt").write_text(text)
+    return info.parent
+
+
 def python_job(args, script: str, *extra: str) -> list[str]:
     return [args.python, str(BENCHMARKS / script), *extra]
 
@@ -408,6 +428,7 @@ def chains_part(args) -> Part:
         extra += ["--compile-workers", "8", "--max-call-s", "6", "--round-seconds", "12"]
         cap, grace = args.caps.get("chains", 200.0), 5.0
     extra += ["--data-dir", str(args.data_dir), "--json", str(out)]
+    extra += ["--hlo-dir", str(args.work / "hlo")] if args.hlo else []
     job = Job("chains", python_job(args, "chain_throughput.py", *extra), cap, 20.0, grace)
     job.outputs["json"] = out
 
@@ -597,6 +618,9 @@ def mnist_part(args) -> Part:
         "horseshoe": (["shampoo"], lambda left: 0.55 * left),
         "gaussian": (["identity", "wenzel", "rmsprop", "shampoo"], lambda left: left),
     }
+    sweeps = {prior: sweeps[prior] for prior in args.priors}
+    if len(sweeps) == 1:  # the one sweep takes all that is left
+        sweeps = {prior: (metrics, lambda left: left) for prior, (metrics, _) in sweeps.items()}
     floor, grace = 60.0, 25.0
     if args.smoke:  # one sweep of Identity, 2,000 epochs of 5 steps: its budget cuts it (SIGTERM
         # at 17 - 8 = 9 s, within its first epochs; on a loaded machine, before the first ends)
@@ -878,6 +902,14 @@ def parse_args(argv: Sequence[str] | None = None):
         "generated files in WORK)",
     )
     add("--resume", action="store_true", help="continue the MNIST sweeps in WORK/runs")
+    add("--hlo", action="store_true", help="part 1's compiled programs' text into WORK/hlo")
+    add(
+        "--priors",
+        nargs="+",
+        choices=("horseshoe", "gaussian"),
+        default=["horseshoe", "gaussian"],
+        help="part 3's sweeps, in this order (horseshoe: Shampoo; gaussian: four metrics)",
+    )
     add("--commit", help="the commit measured (default: git rev-parse HEAD of this tree)")
     add("--python", default=sys.executable, help="the interpreter of the jobs")
     add("--require-gpu", action="store_true", help="run nothing unless JAX's backend is gpu")
@@ -935,7 +967,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.card = info["card"]
     print(header("issue 37: GPU evidence", info), flush=True)
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [env.get("PYTHONPATH")])])
+    paths = [str(REPO), str(entry_point_site(args.work)), env.get("PYTHONPATH")]
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
     env["PYTHONUNBUFFERED"] = "1"
 
     parts = [

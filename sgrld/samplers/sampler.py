@@ -40,7 +40,7 @@ import jax.numpy as jnp
 
 from sgrld.metrics.identity import identity
 from sgrld.metrics.metric import Metric, MetricState, branch_over_chains, freeze, tree_vdot
-from sgrld.numerics.checks import check_params, first_nonfinite, is_step, is_zero
+from sgrld.numerics.checks import check_params, checked_squares, first_nonfinite, is_step, is_zero
 from sgrld.numerics.potential import Potential
 from sgrld.numerics.pytrees import PyTree
 from sgrld.numerics.schedules import Schedule
@@ -100,7 +100,8 @@ class SGRLDInfo(NamedTuple):
       gamma_norm: ‖Γ̂(θ_t)‖ (0 without a correction or once the metric is frozen).
       drift_fallback: True where ``max_drift_norm`` replaced the metric by a scaled identity.
       metric_fallbacks: cumulative count of metric refreshes that kept their previous value.
-      is_finite: True if θ_{t+1} and the gradient are finite.
+      is_finite: True if θ_{t+1} and the gradient are finite (and ‖∇Û/N‖² fits in the float:
+        a gradient norm over about 1.8e19 in float32 counts as a divergence).
       nonfinite_leaf: index (in ``jax.tree.leaves`` order) of the first non-finite leaf, or −1.
     """
 
@@ -160,10 +161,11 @@ def step_info(
     metric_fallbacks: jax.Array | None = None,
 ) -> SGRLDInfo:
     """The :class:`SGRLDInfo` of a step that moved to ``new_params`` with gradient ``grads``."""
-    bad_leaf = first_nonfinite(new_params, grads)
+    squares = checked_squares(grads, new_params)
+    bad_leaf = first_nonfinite(squares)
     return SGRLDInfo(
         potential=value,
-        grad_norm=jnp.sqrt(tree_vdot(grads, grads)),
+        grad_norm=jnp.sqrt(jnp.sum(squares)),
         learning_rate=lr,
         gamma_norm=jnp.zeros(()) if gamma is None else jnp.sqrt(tree_vdot(gamma, gamma)),
         drift_fallback=jnp.zeros((), bool) if fallback is None else fallback,
