@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.metadata
+import sys
 import textwrap
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -179,13 +180,32 @@ def _diagnose_arguments(diagnose: argparse.ArgumentParser) -> None:
 def _reproduce_parser(sub: argparse._SubParsersAction) -> None:
     """``sgrld reproduce NAME``: one subcommand per installed reproduction."""
     rep = sub.add_parser("reproduce", help="reproduce a figure or table of the papers")
+    found = reproductions()
+    if not found:  # a checkout on PYTHONPATH that pip never installed has no entry points
+        rep.add_argument("experiment", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+        rep.set_defaults(reproduction=_NoReproductions())
+        return
     experiments = rep.add_subparsers(dest="experiment", required=True, metavar="EXPERIMENT")
-    for name, reproduction in reproductions().items():
+    for name, reproduction in found.items():
         p = experiments.add_parser(
             name, help=reproduction.summary, description=reproduction.summary
         )
         reproduction.add_arguments(p)
         p.set_defaults(reproduction=reproduction)
+
+
+class _NoReproductions:
+    """``sgrld reproduce`` where no package declares a reproduction: says how to install them."""
+
+    @staticmethod
+    def run(args: argparse.Namespace) -> int:
+        print(
+            f"sgrld: error: no reproductions are installed (entry-point group "
+            f"{REPRODUCTIONS_GROUP!r}): `pip install -e .` in sgrld's checkout installs the "
+            "papers' (package sgrld_reproductions); a checkout on PYTHONPATH alone has none",
+            file=sys.stderr,
+        )
+        return 2
 
 
 def _sweep_arguments(sweep: argparse.ArgumentParser) -> None:

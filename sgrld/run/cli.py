@@ -355,7 +355,7 @@ def _kept(args: argparse.Namespace) -> Callable[[], str]:
         text = "the export was not written (an earlier one is unchanged)"
     elif args.command == "diagnose":
         text = f"nothing but {Path(args.folder) / 'diagnose.png'} was to be written"
-    elif args.command in ("demo", "reproduce"):
+    elif args.command in ("demo", "reproduce") and getattr(args, "out", None) is not None:
         again = " (the same command with --resume continues)" if "resume" in args else ""
         text = f"the runs finished so far are in {args.out}{again}"
     else:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sgrld.run import cli
+from sgrld.run import arguments, cli
 from sgrld.run.arguments import reproductions
 from tests.helpers import digits_toml
 
@@ -81,3 +81,12 @@ def test_missing_mnist_exit_code_2_with_checksum_and_url(tmp_path: Path, capsys)
     assert "train-images-idx3-ubyte" in err and str(tmp_path) in err
     assert "ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db" in err
     assert "http" in err and "Traceback" not in err
+
+
+def test_reproduce_without_installed_reproductions_says_how_to_install(monkeypatch, capsys):
+    # a checkout on PYTHONPATH that pip never installed: no entry points, so argparse's own
+    # "invalid choice: 'mnist-mlp' (choose from )" was all a user got
+    monkeypatch.setattr(arguments, "reproductions", dict)
+    assert cli.main(["reproduce", "mnist-mlp", "--quick"]) == 2
+    err = capsys.readouterr().err
+    assert "no reproductions are installed" in err and "pip install -e ." in err
