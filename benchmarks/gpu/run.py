@@ -30,15 +30,16 @@ a budget of about a minute) on the CPU: the fast test suite runs it (``tests/tes
 so the script cannot rot between GPU runs. Its sweep runs 2,000 epochs on purpose, so that its
 budget cuts it.
 
-What it costs (H200, 2026-11-27, code of cf504d1, ``benchmarks/gpu/issue37_*_h200.md``):
-compiling is most of it. Part 1 spent about 25 s starting, loading MNIST and compiling the
-gradient check's three programs (not timed apart), 32.5 s (1 chain) and 35 s (64 chains)
-compiling its ten programs on four threads (Shampoo's alone 22 s; now eight threads), and 2 s
-timing 1 chain. ``step_throughput.py`` had not compiled its first six candidates after about
-20 s (now eight at a time, ``--compile-workers``). By that count, parts 1 and 2 with every
-chain count and metric take about six minutes (an estimate), and part 3's 400-epoch sweeps need
-a command of their own (``--parts mnist --budget 480``; ten chains took 0.14-0.18 s an epoch
-for Identity, Monge, RMSprop and Wenzel on the H200, RESULTS §4; Shampoo's is unmeasured).
+What it costs (H200, 2026-11-28, ``benchmarks/gpu/issue37_*_h200.md``): compiling is most of
+it. Part 1 compiles 13 programs per chain count in 36-41 s on eight threads (Shampoo's about
+30 s), after about 25 s of start-up and the gradient check; 1 and 64 chains took 150 s with
+their timing, and its 185 s budget ended before the 512-chain programs (compiled in 41 s) were
+timed: give part 1 about 240 s for 1, 64 and 512 chains. Part 2 took 81 s (51 s and 30 s).
+Part 3's Shampoo sweep (ten chains, horseshoe, W = 400) samples an epoch in 0.35 s and reached
+epoch 345 of 400 in 172 s; the Gaussian sweep's four metrics need about 160 s each (RESULTS
+§4). A whole run of every part is therefore about 12 minutes: more than one command's limit,
+so run ``--parts chains steps`` and ``--parts mnist`` as two commands. A device machine starts
+in about 35 s.
 
 The driver imports neither JAX nor sgrld (a process that initialises the GPU would hold its memory
 while the jobs run); it needs the Python that runs the jobs (``--python``, default this one) to
