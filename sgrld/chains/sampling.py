@@ -12,6 +12,7 @@ are sharded over its devices and each minibatch over its ``data`` axis, with the
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -23,6 +24,7 @@ import numpy as np
 from sgrld.chains.divergence import ADVICE, first_divergence, leaf_names
 from sgrld.chains.engine import Chunk, Engine, chain_keys, count_kept, random_batches
 from sgrld.numerics.pytrees import PyTree
+from sgrld.samplers.guarantee import warn_if_adapting_on_minibatches
 from sgrld.samplers.sampler import Sampler, SGRLDState
 
 
@@ -51,7 +53,23 @@ class DivergenceError(FloatingPointError):
         self.samples = samples
 
 
-def minibatch_fn(data: PyTree, batch_size: int) -> Callable[[jax.Array], PyTree]:
+@dataclasses.dataclass(frozen=True, eq=False)
+class Minibatches:
+    """``key -> batch`` (:func:`minibatch_fn`): ``batch_size`` of the ``num_examples`` rows of
+    ``data``, drawn with replacement; its sizes let :func:`sample` warn about a metric that adapts
+    throughout on minibatches (:func:`sgrld.samplers.guarantee.warn_if_adapting_on_minibatches`).
+    """
+
+    data: PyTree
+    batch_size: int
+    num_examples: int
+
+    def __call__(self, key: jax.Array) -> PyTree:
+        idx = jax.random.randint(key, (self.batch_size,), 0, self.num_examples)
+        return jax.tree.map(lambda x: x[idx], self.data)
+
+
+def minibatch_fn(data: PyTree, batch_size: int) -> Minibatches:
     """``key -> batch``: ``batch_size`` rows drawn uniformly (with replacement) from ``data``.
 
     Every leaf of ``data`` must share its leading dimension N. Drawing with replacement keeps each
@@ -61,8 +79,8 @@ def minibatch_fn(data: PyTree, batch_size: int) -> Callable[[jax.Array], PyTree]
     Example:
       >>> import jax, jax.numpy as jnp
       >>> fn = minibatch_fn((jnp.arange(10.0), jnp.arange(10)), 4)
-      >>> [x.shape for x in fn(jax.random.key(0))]
-      [(4,), (4,)]
+      >>> [x.shape for x in fn(jax.random.key(0))], fn.batch_size, fn.num_examples
+      ([(4,), (4,)], 4, 10)
     """
     sizes = {jnp.shape(x)[0] for x in jax.tree.leaves(data)}
     if len(sizes) != 1:
@@ -72,12 +90,7 @@ def minibatch_fn(data: PyTree, batch_size: int) -> Callable[[jax.Array], PyTree]
     (n,) = sizes
     if not 1 <= batch_size <= n:
         raise ValueError(f"batch_size must lie in [1, {n}], got {batch_size}")
-
-    def fn(key):
-        idx = jax.random.randint(key, (batch_size,), 0, n)
-        return jax.tree.map(lambda x: x[idx], data)
-
-    return fn
+    return Minibatches(data, batch_size, n)
 
 
 def _chunk_steps(num_samples: int, thin: int, burn_in: int, chunks: int) -> list[int]:
@@ -175,6 +188,9 @@ def sample(
     chains = _check(num_samples, thin, burn_in, num_chains)
     start = 0 if state is None else int(np.asarray(state.step).reshape(-1)[0])
     sampler = with_burn_in(sampler, burn_in, start)
+    if isinstance(batch_fn, Minibatches):  # a batch_fn of one's own does not say its sizes
+        adaptation = getattr(sampler, "adaptation", None)
+        warn_if_adapting_on_minibatches(adaptation, batch_fn.batch_size, batch_fn.num_examples)
     state = _chain_states(sampler, params, state, chains, single=num_chains is None)
     state = _fit_state(sampler, state)
     engine = Engine(

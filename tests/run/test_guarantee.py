@@ -87,6 +87,28 @@ def test_adapting_throughout_on_minibatches_warns_once_naming_the_freeze(fresh_w
     assert warn(about(m), 32) == []  # once a process
 
 
+def test_sample_adapting_on_minibatches_warns(fresh_warnings):
+    """The library path: ``sgrld.sample`` with :func:`sgrld.minibatch_fn` knows the batch size."""
+    data = jax.random.normal(jax.random.key(0), (64,))
+    potential = sgrld.potential(lambda p, x: -0.5 * (x - p) ** 2, lambda p: -0.5 * p**2, 64)
+
+    def run(adapt_until, batch_size):
+        s = sgrld.sgrld(
+            potential,
+            sgrld.metrics.rmsprop(decay=0.9),
+            learning_rate=0.01,
+            num_data=64,
+            adapt_until=adapt_until,
+        )
+        fn = sgrld.minibatch_fn(data, batch_size)
+        return caught(lambda: sgrld.sample(jax.random.key(1), s, 0.0, fn, num_samples=2, burn_in=8))
+
+    assert run("auto", 8) == []  # the default freezes after the burn-in
+    assert run(None, 64) == []  # full batch
+    (message,) = run(None, 8)
+    assert "minibatches of 8 of 64" in message
+
+
 def test_a_configured_run_adapting_on_minibatches_warns(fresh_warnings):
     from sgrld.run.from_config import build_experiment
 
