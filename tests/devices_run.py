@@ -5,7 +5,8 @@ device).
 reads what the case prints as its last line (JSON) or writes into its results folder.
 
 * ``mesh OUT``: sharded and unsharded samples of :func:`sgrld.sample` (a Gaussian target and a
-  tiny MLP, chains sharded and ``data_parallel = 2``) and the mesh's bad inputs, as JSON.
+  tiny MLP, chains sharded and ``data_parallel = 2``, minibatches and full-batch epochs) and the
+  mesh's bad inputs, as JSON.
 * ``run OUT [PROCESS_ID NUM_PROCESSES PORT [DIE_AFTER_EPOCH]]``: ``sgrld run`` of a tiny digits
   run with its samples saved, in one process or as one process of a multi-process run (which
   may die after an epoch, to test what the others do); exits with the command's code.
@@ -66,6 +67,17 @@ def chunk(run: tuple, keys: jax.Array) -> np.ndarray:
     return np.asarray(e.run_chunk(carry, keys, None, start=0, num_steps=20)[1].params["w1"])
 
 
+def full_batch(mesh, keys: jax.Array) -> np.ndarray:
+    """w1 of the tiny MLP's chains of ``keys`` after 10 full-batch epochs (one step each) of
+    :func:`sgrld.chains.engine.epochs` on ``mesh``."""
+    sampler, params, data = tiny_mlp()
+    e = engine.Engine(sampler, engine.epochs(256, 256), mesh=mesh)
+    carry = e.init(sampler.init(params), num_chains=keys.shape[0])
+    for epoch in range(10):
+        carry = e.run_chunk(carry, keys, data, start=epoch, num_steps=1)[0]
+    return np.asarray(carry.state.params["w1"])
+
+
 def error(fn) -> str | None:
     try:
         fn()
@@ -97,6 +109,15 @@ def mesh_case() -> dict:
     split = chunk(mlp_engine(sgrld.make_mesh(8, data_parallel=2)), keys)
     out["data_parallel_max_abs"] = float(np.abs(split - chains_only).max())
     out["data_parallel_scale"] = float(np.abs(chains_only).max())
+
+    whole = full_batch(None, keys)
+    out["full_batch_chains_max_abs"] = float(
+        np.abs(full_batch(sgrld.make_mesh(8), keys) - whole).max()
+    )
+    out["full_batch_data_parallel_max_abs"] = float(
+        np.abs(full_batch(sgrld.make_mesh(8, data_parallel=2), keys) - whole).max()
+    )
+    out["full_batch_scale"] = float(np.abs(whole).max())
 
     out["too_many"] = error(lambda: sgrld.make_mesh(8, data_parallel=16))
     out["too_many_devices"] = error(lambda: sgrld.make_mesh(9))

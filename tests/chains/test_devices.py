@@ -84,6 +84,15 @@ def test_data_parallel_agrees_to_float_tolerance(eight):
     assert eight["data_parallel_max_abs"] <= 1e-6
 
 
+def test_full_batch_epochs_on_a_mesh_agree_with_one_device(eight):
+    """The full-batch source (every chain all the data, no permutation): 10 epochs of 16 chains
+    of the tiny MLP on 8 devices (chains sharded), and on 4 x 2 (each full batch of 256 split
+    over two devices), against one device. Same tolerance as above: float rounding only."""
+    assert eight["full_batch_scale"] <= 1.0
+    assert eight["full_batch_chains_max_abs"] <= 1e-6
+    assert eight["full_batch_data_parallel_max_abs"] <= 1e-6
+
+
 def test_mesh_bad_inputs(eight):
     assert "data_parallel = 16 is more than the 8 device(s)" in eight["too_many"]
     assert "devices = 9, but there are 8 cpu device(s)" in eight["too_many_devices"]
