@@ -278,26 +278,21 @@ def bare_identity(data, loglik, params, chains: int, steps: int) -> ScanChains:
     return ScanChains(name, "bare", step, states, data, chains, steps, steps)
 
 
-def legacy_step_info(
-    value, grads, lr, new_params, *, gamma=None, fallback=None, metric_fallbacks=None
-):
+def legacy_step_info(value, grads, lr, new_params, **kwargs):
     """``sgrld.samplers.sampler.step_info`` as it was before RESULTS §23: ‖g‖² and the checks
-    of θ' and g for NaN/inf as three reductions per leaf, which XLA fused with the update."""
+    of θ' and g for NaN/inf as three reductions per leaf, which XLA fused with the update (the
+    current step_info's own checks are unused, and XLA removes them)."""
     from sgrld.metrics.metric import tree_vdot
 
     bad = [~jnp.all(jnp.isfinite(x)) for t in (new_params, grads) for x in jax.tree.leaves(t)]
     per_leaf = jnp.any(jnp.stack(bad).reshape(2, -1), axis=0)
     bad_leaf = jnp.where(jnp.any(per_leaf), jnp.argmax(per_leaf), -1).astype(jnp.int32)
-    return sgrld.SGRLDInfo(
-        potential=value,
-        grad_norm=jnp.sqrt(tree_vdot(grads, grads)),
-        learning_rate=lr,
-        gamma_norm=jnp.zeros(()) if gamma is None else jnp.sqrt(tree_vdot(gamma, gamma)),
-        drift_fallback=jnp.zeros((), bool) if fallback is None else fallback,
-        metric_fallbacks=jnp.zeros((), jnp.int32) if metric_fallbacks is None else metric_fallbacks,
-        is_finite=bad_leaf < 0,
-        nonfinite_leaf=bad_leaf,
-    )
+    info = CURRENT_STEP_INFO(value, grads, lr, new_params, **kwargs)
+    norm = jnp.sqrt(tree_vdot(grads, grads))
+    return info._replace(grad_norm=norm, is_finite=bad_leaf < 0, nonfinite_leaf=bad_leaf)
+
+
+CURRENT_STEP_INFO = sgrld.samplers.sampler.step_info
 
 
 @contextlib.contextmanager
