@@ -33,7 +33,7 @@ examples:
         --set prior.kind=gaussian --set data.batch_size=32 --set sampler.learning_rate=0.01
   sgrld reproduce mnist-mlp --quick --data-dir ~/data/mnist
   sgrld reproduce natural-langevin --quick --data-dir ~/data/mnist
-  sgrld run --set sampler.metric=fisher_qdiag --set sampler.learning_rate=0.001 \
+  sgrld run --set sampler.metric=fisher_qdiag --set sampler.learning_rate=0.001 \\
         --set sampler.prior_in_metric=false --set prior.kind=gaussian
   sgrld reproduce funnel --quick
   sgrld run --help                    every configuration key, with its default

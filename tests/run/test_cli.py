@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -90,3 +91,11 @@ def test_reproduce_without_installed_reproductions_says_how_to_install(monkeypat
     assert cli.main(["reproduce", "mnist-mlp", "--quick"]) == 2
     err = capsys.readouterr().err
     assert "no reproductions are installed" in err and "pip install -e ." in err
+
+
+def test_help_examples_keep_their_line_continuations():
+    # a "\" not doubled in the help's source joins two lines with a run of spaces
+    for line in arguments.EPILOG.splitlines():
+        assert not re.search(r"\S {3,}--", line), line
+        if line.lstrip().startswith("sgrld ") and "\\" in line:
+            assert line.endswith(" \\"), line
