@@ -126,7 +126,8 @@ class DataFiles:
         tried = ", ".join(str(d) for d in self.searched)
         raise MissingDataError(
             f"{self.info.name}: {' or '.join(names)} not found in {self.directory} "
-            f"(directories searched: {tried}; set data_dir= or ${DATA_DIR_ENV}); "
+            f"(directories searched: {tried}; pass data_dir, --data-dir on the command line, or "
+            f"set ${DATA_DIR_ENV}); "
             f"{self.hint(filename)}"
         )
 

@@ -124,8 +124,8 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
 def _output_arguments(
     parser: argparse.ArgumentParser, *, overrides: str, resume: str, overwrite: str
 ) -> None:
-    """``--set``, ``--out`` and ``--resume`` | ``--overwrite``, with these helps: the flags
-    ``sgrld run`` and ``sgrld sweep`` share."""
+    """``--set``, ``--out``, ``--data-dir`` and ``--resume`` | ``--overwrite``, with these helps:
+    the flags ``sgrld run`` and ``sgrld sweep`` share."""
     parser.add_argument(
         "--set",
         dest="overrides",
@@ -135,6 +135,11 @@ def _output_arguments(
         help=overrides,
     )
     parser.add_argument("--out", help="results folder (default: out.folder of the configuration)")
+    parser.add_argument(
+        "--data-dir",
+        help="the data sets' folder (as --set data.data_dir=DIR; default: $SGRLD_DATA_DIR, else "
+        "~/.cache/sgrld/data)",
+    )
     again = parser.add_mutually_exclusive_group()
     again.add_argument("--resume", metavar="OUT", help=resume)
     again.add_argument("--overwrite", action="store_true", help=overwrite)

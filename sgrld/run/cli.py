@@ -109,6 +109,8 @@ def _config_to_resume(args: argparse.Namespace, overrides: list[str]) -> tuple[C
         raise ConfigError(f"--out {args.out} and --resume {args.resume} name different folders")
     if out is not None:
         overrides.append(f"out.folder={json.dumps(out)}")
+    if args.data_dir is not None:
+        overrides.append(f"data.data_dir={json.dumps(args.data_dir)}")
     path = args.config
     if args.resume and path is None:  # --set changes the run's own configuration
         path = Path(args.resume) / "config.toml"
@@ -157,7 +159,7 @@ def diagnose_command(args: argparse.Namespace) -> int:
     console.print(diagnostics.guarantee_line(args.folder), soft_wrap=True)
     console.print(report.rich_table("convergence", report.CONVERGENCE_COLUMNS, rows))
     plot = report.plot_traces(series, f"{args.folder}/diagnose.png")
-    console.print(f"split R-hat above 1.01: the chains have not mixed. Traces in {plot}")
+    console.print(f"{diagnostics.mixing_verdict(rows)}. Traces in {plot}", soft_wrap=True)
     if not args.no_ksd:
         line = ksd_line(
             Path(args.folder), args.ksd_coordinates, max_draws=args.ksd_draws, seed=args.seed

@@ -177,3 +177,29 @@ def convergence(series: dict[str, np.ndarray]) -> list[dict[str, Any]]:
         }
         for name in series
     ]
+
+
+def mixing_verdict(rows: list[dict[str, Any]]) -> str:
+    """``sgrld diagnose``'s verdict on the split R-hat of :func:`convergence`'s rows (Vehtari et
+    al.'s threshold 1.01). A single chain has none: it cannot show that chains have not mixed.
+
+    Example:
+        >>> mixing_verdict([{"trace": "potential", "r_hat": 1.2}, {"trace": "w", "r_hat": 1.0}])
+        'split R-hat above 1.01 for 1 of 2 traces (potential): the chains have not mixed'
+        >>> mixing_verdict([{"trace": "potential", "r_hat": float("nan")}])[:44]
+        'split R-hat needs at least 2 chains: not run'
+    """
+    computed = [r for r in rows if np.isfinite(r["r_hat"])]
+    if not computed:
+        return (
+            "split R-hat needs at least 2 chains: not run; sample 4 chains or more "
+            "(run.chains) to see whether they mix"
+        )
+    high = [r["trace"] for r in computed if r["r_hat"] > 1.01]
+    if high:
+        names = ", ".join(high[:3]) + (", ..." if len(high) > 3 else "")
+        return (
+            f"split R-hat above 1.01 for {len(high)} of {len(computed)} traces ({names}): "
+            "the chains have not mixed"
+        )
+    return f"split R-hat at most 1.01 for all {len(computed)} traces: no sign of unmixed chains"

@@ -99,3 +99,12 @@ def test_help_examples_keep_their_line_continuations():
         assert not re.search(r"\S {3,}--", line), line
         if line.lstrip().startswith("sgrld ") and "\\" in line:
             assert line.endswith(" \\"), line
+
+
+@pytest.mark.parametrize("command", ["run", "sweep"])
+def test_data_dir_option_reaches_the_configuration(command, tmp_path: Path, capsys):
+    # the help's epilogue promised --data-dir; only reproduce and demo had it
+    argv = [command, "--data-dir", str(tmp_path / "data"), "--out", str(tmp_path / "out")]
+    assert cli.main([*argv, "--set", "data.name=mnist"]) == 2
+    err = capsys.readouterr().err
+    assert f"not found in {tmp_path / 'data' / 'mnist'}" in err and "--data-dir" in err

@@ -278,7 +278,24 @@ def test_diagnose_command_prints_the_table_and_plots(tiny_run, capsys):
     words = ("split R-hat", "bulk ESS", "tail ESS", "potential", "test_log_likelihood")
     for word in (*words, "2 chain(s) x 38 draws"):
         assert word in text
+    assert ("split R-hat above 1.01 for" in text) != ("split R-hat at most 1.01" in text)
     assert (out / "diagnose.png").stat().st_size > 0
+
+
+def test_diagnose_verdict_says_whether_r_hat_was_computed_and_what_it_found():
+    """The line under the table is a verdict on the traces, not the threshold's rule: a single
+    chain has no split R-hat (arviz_stats gives NaN), and it must not read as "not mixed"."""
+    rng = np.random.default_rng(0)
+    mixed = diagnostics.convergence({"potential": rng.normal(size=(4, 500))})
+    apart = {"potential": rng.normal(size=(4, 500)) + np.arange(4)[:, None]}
+    apart = diagnostics.convergence(apart | {"w": rng.normal(size=(4, 500))})
+    single = diagnostics.convergence({"potential": rng.normal(size=(1, 500))})
+    verdict = diagnostics.mixing_verdict
+    assert verdict(mixed) == (
+        "split R-hat at most 1.01 for all 1 traces: no sign of unmixed chains"
+    )
+    assert verdict(apart).startswith("split R-hat above 1.01 for 1 of 2 traces (potential)")
+    assert verdict(single).startswith("split R-hat needs at least 2 chains: not run")
 
 
 @pytest.mark.parametrize("command", ["export", "diagnose"])
