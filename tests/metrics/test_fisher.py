@@ -46,9 +46,10 @@ def classifier(seed=0, num_outputs=3):
 def brute_grads(loglik, params, batch):
     """[B, ...] per-example gradients by vmap(grad), leaf by leaf."""
     one = lambda p, x, y: loglik(p, (x[None], y[None]))[0]
-    return jax.vmap(jax.grad(one), in_axes=(None, 0, 0))(params, *batch)
+    return jax.jit(jax.vmap(jax.grad(one), in_axes=(None, 0, 0)))(params, *batch)
 
 
+@partial(jax.jit, static_argnums=0)
 def expected_statistic(kind, grads):
     leaves = jax.tree.leaves(grads)
     diag = jax.tree.map(lambda g: jnp.mean(g**2, 0), grads)
@@ -73,7 +74,7 @@ def test_statistics_match_per_example_gradients(kind):
     with warnings.catch_warnings():
         warnings.simplefilter("error", FallbackWarning)  # the MLP is all on the fast path
         value, g, stat = jax.jit(observation_fn(kind, "empirical")(potential))(params, batch, None)
-    ref_value, ref_g = jax.value_and_grad(potential)(params, batch)
+    ref_value, ref_g = jax.jit(jax.value_and_grad(potential))(params, batch)
     np.testing.assert_allclose(value, ref_value, rtol=1e-6)
     for a, b in zip(jax.tree.leaves(g), jax.tree.leaves(ref_g), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
@@ -192,7 +193,8 @@ def test_exact_gamma_equals_jacfwd_of_the_dense_metric(kind):
     expected = jnp.einsum("ijj->i", jac)  # Γ_i = Σ_j ∂(G⁻¹)_ij/∂θ_j
     grad_fn = partial(gradient_fn(potential, True, metric), batch=batch, key=None)
     correction = sgrld.parts.correction.exact(warmup=0)
-    est = correction.estimate(None, grad_fn, params, metric, metric.init(params))
+    estimate = jax.jit(lambda p, state: correction.estimate(None, grad_fn, p, metric, state))
+    est = estimate(params, metric.init(params))
     got = ravel_pytree(est.gamma)[0]
     assert float(jnp.abs(expected).max()) > 1e-3  # Γ is not trivially zero here
     np.testing.assert_allclose(got, expected, rtol=2e-3, atol=2e-4 * float(jnp.abs(expected).max()))
@@ -216,7 +218,8 @@ def test_exact_gamma_equals_jacfwd_of_brute_force_statistics(kind):
     expected = jnp.einsum("ijj->i", jax.jit(jax.jacfwd(reference_inv))(flat))
     grad_fn = partial(gradient_fn(potential, True, metric), batch=batch, key=None)
     correction = sgrld.parts.correction.exact(warmup=0)
-    est = correction.estimate(None, grad_fn, params, metric, metric.init(params))
+    estimate = jax.jit(lambda p, state: correction.estimate(None, grad_fn, p, metric, state))
+    est = estimate(params, metric.init(params))
     got = ravel_pytree(est.gamma)[0]
     assert float(jnp.abs(expected).max()) > 1.0  # Γ is not trivially zero here
     np.testing.assert_allclose(got, expected, rtol=2e-3, atol=2e-4 * float(jnp.abs(expected).max()))
@@ -258,8 +261,10 @@ def test_model_label_gamma_is_unbiased(kind, stat_seed):
         eye = jnp.eye(theta.size)
         return jax.vmap(lambda e: ravel_pytree(metric.inv(state, unravel(e)))[0])(eye).T
 
-    expected = jnp.einsum("ijj->i", jax.jacfwd(expected_inv)(flat))
-    stat = expected_model_statistic(kind, potential, params, batch[0], num_classes)
+    expected = jnp.einsum("ijj->i", jax.jit(jax.jacfwd(expected_inv))(flat))
+    stat = jax.jit(lambda p: expected_model_statistic(kind, potential, p, batch[0], num_classes))(
+        params
+    )
     state = metric.init(params)._replace(stat=stat)
     observe = gradient_fn(potential, True, metric)
     basis = basis_like(params)
@@ -425,7 +430,7 @@ def test_a_statistic_of_the_first_examples_and_a_gradient_of_all(kind):
     expected = expected_statistic(kind, jax.tree.map(lambda x: jnp.concatenate([x] * 3), grads))
     for a, b in zip(jax.tree.leaves(stat), jax.tree.leaves(expected), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
-    ref_value, ref_g = jax.value_and_grad(potential)(params, batch)
+    ref_value, ref_g = jax.jit(jax.value_and_grad(potential))(params, batch)
     np.testing.assert_allclose(value, ref_value, rtol=1e-6)
     for a, b in zip(jax.tree.leaves(g), jax.tree.leaves(ref_g), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)

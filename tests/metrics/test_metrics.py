@@ -199,12 +199,13 @@ def test_refresh_stays_a_branch_under_vmap(name):
     update = jax.vmap(metric.update)
     jaxpr = jax.make_jaxpr(update)(states, jax.tree.map(lambda g: g[0], grads))
     assert "cond[" in str(jaxpr)
+    batched, unbatched = jax.jit(update), jax.jit(metric.update)  # each compiled once
     for t in range(5):
-        states = update(states, jax.tree.map(lambda g, t=t: g[t], grads))
+        states = batched(states, jax.tree.map(lambda g, t=t: g[t], grads))
     for c in range(chains):
         single = metric.init(params)._replace(count=jnp.int32(c))
         for t in range(5):
-            single = metric.update(single, jax.tree.map(lambda g, t=t, c=c: g[t, c], grads))
+            single = unbatched(single, jax.tree.map(lambda g, t=t, c=c: g[t, c], grads))
         jax.tree.map(
             lambda a, b, c=c: np.testing.assert_allclose(a[c], b, rtol=1e-5, atol=1e-6),
             states,

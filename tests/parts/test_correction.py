@@ -72,14 +72,14 @@ def test_hutchinson_mean_matches_exact_trace(name, stat_seed):
     b = batch(3)
     grad_fn = lambda p: jax.grad(potential)(p, b)
     metric_state, _ = adapted_state(metric, params, num_updates=3)
-    g = grad_fn(params)
-    metric_state = metric.update(metric_state, g)
+    g = jax.jit(grad_fn)(params)
+    metric_state = jax.jit(metric.update)(metric_state, g)
     hvp = lambda z: jax.jvp(grad_fn, (params,), (z,))[1]
 
     def gamma(z, reduce):
         return corr.gamma_from_probes(metric, metric_state, g, z, jax.vmap(hvp)(z), reduce=reduce)
 
-    exact = ravel_pytree(gamma(corr.basis_like(params), "sum"))[0]
+    exact = jax.jit(lambda z: ravel_pytree(gamma(z, "sum"))[0])(corr.basis_like(params))
     n = 4000
     z = corr.rademacher_like(jax.random.key(stat_seed), params, n)
     per_probe = jax.jit(

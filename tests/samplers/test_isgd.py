@@ -58,12 +58,13 @@ def test_rule_fixes_lambda_after_the_warmup():
     """λ^(p) = margin·max_j B̄_j/T, B̄ the mean of B̂ over the first ``warmup`` steps, then fixed."""
     pot = quartic_potential()
     sampler = sgrld.isgd(pot, num_data=10, warmup=3, margin=2.0, temperature=0.5)
-    estimate = sgrld.samplers.isgd.noise_estimate(pot, 10)
+    estimate = jax.jit(sgrld.samplers.isgd.noise_estimate(pot, 10))  # each compiled once
+    step = jax.jit(sampler.step)
     state = sampler.init(init_params())
     seen = []
     for k in range(5):
         seen.append(estimate(state.params, batch(k))[2])
-        state, info = sampler.step(jax.random.key(k), state, batch(k))
+        state, info = step(jax.random.key(k), state, batch(k))
         if k == 2:
             fixed = state.noise
     mean = jax.tree.map(lambda *b: sum(b) / 3, *seen[:3])
@@ -80,7 +81,8 @@ def test_noise_window_averages_the_last_estimates_of_the_warmup():
     1/K, fixed after the warm-up; λ follows it (here K = 2 over a warm-up of 5 steps)."""
     pot = quartic_potential()
     sampler = sgrld.isgd(pot, num_data=10, warmup=5, noise_window=2, margin=2.0)
-    estimate = sgrld.samplers.isgd.noise_estimate(pot, 10)
+    estimate = jax.jit(sgrld.samplers.isgd.noise_estimate(pot, 10))  # each compiled once
+    step = jax.jit(sampler.step)
     state = sampler.init(init_params())
     expected = None
     for k in range(7):
@@ -90,14 +92,14 @@ def test_noise_window_averages_the_last_estimates_of_the_warmup():
             expected = b_hat if expected is None else jax.tree.map(
                 lambda m, b, w=w: m + w * (b - m), expected, b_hat
             )  # fmt: skip
-        state, info = sampler.step(jax.random.key(k), state, batch(k))
+        state, info = step(jax.random.key(k), state, batch(k))
         assert bool(info.warming_up) == (k < 5)  # the rule: λ adapts in the warm-up
     for a, b in zip(jax.tree.leaves(state.noise), jax.tree.leaves(expected), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5)
     whole = sgrld.isgd(pot, num_data=10, warmup=5)  # None: the mean of the whole warm-up
-    state_whole = whole.init(init_params())
+    state_whole, whole_step = whole.init(init_params()), jax.jit(whole.step)
     for k in range(5):
-        state_whole, _ = whole.step(jax.random.key(k), state_whole, batch(k))
+        state_whole, _ = whole_step(jax.random.key(k), state_whole, batch(k))
     assert not np.allclose(state_whole.noise["w"], state.noise["w"])
 
 

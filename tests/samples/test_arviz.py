@@ -380,13 +380,15 @@ def test_log_posterior_gradient_is_minus_n_times_the_full_batch_potential_gradie
     x, y = (jnp.asarray(a) for a in experiment.train)
     n = len(x)
     assert potential.num_data == n
-    full = jax.grad(lambda p: -n * potential(p, (x, y)))(params)
+    full = jax.jit(jax.grad(lambda p: -n * potential(p, (x, y))))(params)
     # the same from two unequal minibatches: Σ_b |b|·Û_b(θ) = U(θ) when the batches cover D
     k = n // 3
-    halves = jax.grad(
-        lambda p: -k * potential(p, (x[:k], y[:k])) - (n - k) * potential(p, (x[k:], y[k:]))
+    halves = jax.jit(
+        jax.grad(
+            lambda p: -k * potential(p, (x[:k], y[:k])) - (n - k) * potential(p, (x[k:], y[k:]))
+        )
     )(params)
-    got = jax.grad(from_config.log_posterior(config))(params)
+    got = jax.jit(jax.grad(from_config.log_posterior(config)))(params)
     for g, w, h in zip(*(jax.tree.leaves(t) for t in (got, full, halves)), strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-4)
         np.testing.assert_allclose(g, h, rtol=1e-4, atol=1e-3)
