@@ -213,3 +213,16 @@ def test_runs_left_in_work_need_resume(tmp_path, resume):
         assert "`mnist_horseshoe`: skipped (too little time left)" in mnist.read_text()
     else:
         assert done.returncode == 2 and "pass --resume to continue them" in done.stderr
+
+
+def test_entry_point_site_lists_every_reproduction_of_pyproject(tmp_path: Path):
+    """On a GPU machine the checkout is not pip-installed: the dist-info that run.py puts on
+    PYTHONPATH must declare the same reproductions as pyproject.toml."""
+    import importlib.metadata
+    import tomllib
+
+    site = run.entry_point_site(tmp_path)
+    (dist,) = importlib.metadata.distributions(path=[str(site)])
+    found = {ep.name: ep.value for ep in dist.entry_points if ep.group == "sgrld.reproductions"}
+    project = tomllib.loads((RUN.parents[2] / "pyproject.toml").read_text())["project"]
+    assert found == project["entry-points"]["sgrld.reproductions"] and "mnist-mlp" in found

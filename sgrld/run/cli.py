@@ -159,7 +159,7 @@ def diagnose_command(args: argparse.Namespace) -> int:
     console.print(diagnostics.guarantee_line(args.folder), soft_wrap=True)
     console.print(report.rich_table("convergence", report.CONVERGENCE_COLUMNS, rows))
     plot = report.plot_traces(series, f"{args.folder}/diagnose.png")
-    console.print(f"{diagnostics.mixing_verdict(rows)}. Traces in {plot}", soft_wrap=True)
+    console.print(f"{diagnostics.mixing_verdict(rows, chains)}. Traces in {plot}", soft_wrap=True)
     if not args.no_ksd:
         line = ksd_line(
             Path(args.folder), args.ksd_coordinates, max_draws=args.ksd_draws, seed=args.seed

@@ -179,27 +179,29 @@ def convergence(series: dict[str, np.ndarray]) -> list[dict[str, Any]]:
     ]
 
 
-def mixing_verdict(rows: list[dict[str, Any]]) -> str:
-    """``sgrld diagnose``'s verdict on the split R-hat of :func:`convergence`'s rows (Vehtari et
-    al.'s threshold 1.01). A single chain has none: it cannot show that chains have not mixed.
+def mixing_verdict(rows: list[dict[str, Any]], chains: int) -> str:
+    """``sgrld diagnose``'s verdict on the split R-hat of :func:`convergence`'s rows for a run of
+    ``chains`` chains (Vehtari et al.'s threshold 1.01). One chain has none: it cannot show that
+    chains have not mixed; a constant trace has none either.
 
     Example:
-        >>> mixing_verdict([{"trace": "potential", "r_hat": 1.2}, {"trace": "w", "r_hat": 1.0}])
+        >>> rows = [{"trace": "potential", "r_hat": 1.2}, {"trace": "w", "r_hat": 1.0}]
+        >>> mixing_verdict(rows, 4)
         'split R-hat above 1.01 for 1 of 2 traces (potential): the chains have not mixed'
-        >>> mixing_verdict([{"trace": "potential", "r_hat": float("nan")}])[:44]
+        >>> mixing_verdict([{"trace": "potential", "r_hat": float("nan")}], 1)[:44]
         'split R-hat needs at least 2 chains: not run'
     """
-    computed = [r for r in rows if np.isfinite(r["r_hat"])]
-    if not computed:
+    if chains < 2:
         return (
             "split R-hat needs at least 2 chains: not run; sample 4 chains or more "
             "(run.chains) to see whether they mix"
         )
+    computed = [r for r in rows if np.isfinite(r["r_hat"])]
+    if not computed:
+        return "split R-hat could not be computed for any trace (constant or too short traces)"
     high = [r["trace"] for r in computed if r["r_hat"] > 1.01]
+    n = f"{len(computed)} trace{'s' * (len(computed) > 1)}"
     if high:
         names = ", ".join(high[:3]) + (", ..." if len(high) > 3 else "")
-        return (
-            f"split R-hat above 1.01 for {len(high)} of {len(computed)} traces ({names}): "
-            "the chains have not mixed"
-        )
-    return f"split R-hat at most 1.01 for all {len(computed)} traces: no sign of unmixed chains"
+        return f"split R-hat above 1.01 for {len(high)} of {n} ({names}): the chains have not mixed"
+    return f"split R-hat at most 1.01 for all {n}: no sign of unmixed chains"

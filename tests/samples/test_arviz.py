@@ -290,12 +290,14 @@ def test_diagnose_verdict_says_whether_r_hat_was_computed_and_what_it_found():
     apart = {"potential": rng.normal(size=(4, 500)) + np.arange(4)[:, None]}
     apart = diagnostics.convergence(apart | {"w": rng.normal(size=(4, 500))})
     single = diagnostics.convergence({"potential": rng.normal(size=(1, 500))})
+    constant = diagnostics.convergence({"learning_rate": np.ones((4, 500))})
     verdict = diagnostics.mixing_verdict
-    assert verdict(mixed) == (
-        "split R-hat at most 1.01 for all 1 traces: no sign of unmixed chains"
+    assert (
+        verdict(mixed, 4) == "split R-hat at most 1.01 for all 1 trace: no sign of unmixed chains"
     )
-    assert verdict(apart).startswith("split R-hat above 1.01 for 1 of 2 traces (potential)")
-    assert verdict(single).startswith("split R-hat needs at least 2 chains: not run")
+    assert verdict(apart, 4).startswith("split R-hat above 1.01 for 1 of 2 traces (potential)")
+    assert verdict(single, 1).startswith("split R-hat needs at least 2 chains: not run")
+    assert verdict(constant, 4).startswith("split R-hat could not be computed for any trace")
 
 
 @pytest.mark.parametrize("command", ["export", "diagnose"])
