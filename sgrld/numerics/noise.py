@@ -18,6 +18,10 @@ Identity's step does not get slower.
 This applies on CPU only: it has not been measured on a GPU, where a conditional may cost a
 synchronisation per step, so other backends keep the fused draw.
 
+The hash, each leaf's draw and each tree's draw are jitted functions, so that tracing a program
+reuses them per size instead of re-tracing the unrolled hash at every call: XLA inlines them, and
+the compiled program is the same.
+
 Keys of another implementation (``rbg``, ``unsafe_rbg``), dtypes other than float32, the
 non-partitionable threefry mode and sizes of 2³² or more go to ``jax.random.normal`` unchanged.
 
@@ -27,6 +31,7 @@ Reference: J. K. Salmon, M. A. Moraes, R. O. Dror, D. E. Shaw, "Parallel random 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 
 import jax
@@ -67,6 +72,7 @@ def _fast_path(key: PRNGKeyArray, size: int) -> bool:
     )
 
 
+@functools.partial(jax.jit, static_argnums=1)
 def _bits(key: PRNGKeyArray, size: int) -> Array:
     """The ``size`` 32-bit words of ``jax.random.bits(key, (size,))``, with the hash unrolled."""
     k0, k1 = jax.random.key_data(key)
@@ -109,11 +115,16 @@ def normal(
     shape, size = _checked_shape(shape)
     if jnp.dtype(dtype) != jnp.float32 or not _fast_path(key, size):
         return jax.random.normal(key, shape, dtype)
+    return _normal(key, size).reshape(shape)
+
+
+@functools.partial(jax.jit, static_argnums=1)
+def _normal(key: PRNGKeyArray, size: int) -> Array:
     mantissa = (_bits(key, size) >> np.uint32(9)) | np.uint32(0x3F800000)  # a float in [1, 2)
     unit = lax.bitcast_convert_type(mantissa, np.float32) - np.float32(1.0)
     low = np.nextafter(np.float32(-1.0), np.float32(0.0))
     uniform = lax.max(low, unit * (np.float32(1.0) - low) + low)
-    return (np.float32(np.sqrt(2.0)) * lax.erf_inv(uniform)).reshape(shape)
+    return np.float32(np.sqrt(2.0)) * lax.erf_inv(uniform)
 
 
 def rademacher(
@@ -170,15 +181,18 @@ def normal_like(key: PRNGKeyArray, tree: PyTree[Array]) -> PyTree[Array]:
     """
     leaves, treedef = jax.tree.flatten(tree)
     specs = tuple((tuple(jnp.shape(x)), jnp.dtype(x.dtype)) for x in leaves)
-
-    def draw(key: PRNGKeyArray) -> list[Array]:
-        keys = jax.random.split(key, len(specs))
-        return [normal(k, shape, dtype) for k, (shape, dtype) in zip(keys, specs, strict=True)]
-
     if not specs:
         return treedef.unflatten([])
+    draw = functools.partial(_draw, specs=specs)
     # Kept in memory on CPU only, where it was measured; other backends fuse the draw as before.
     return treedef.unflatten(list(lax.platform_dependent(key, cpu=_stored(draw), default=draw)))
+
+
+@functools.partial(jax.jit, static_argnames="specs")
+def _draw(key: PRNGKeyArray, specs: tuple[tuple[tuple[int, ...], jnp.dtype], ...]) -> list[Array]:
+    """One draw of :func:`normal` per ``(shape, dtype)`` of ``specs``, each with its own subkey."""
+    keys = jax.random.split(key, len(specs))
+    return [normal(k, shape, dtype) for k, (shape, dtype) in zip(keys, specs, strict=True)]
 
 
 def _stored(draw: Callable[[PRNGKeyArray], list[Array]]) -> Callable[[PRNGKeyArray], list[Array]]:
