@@ -136,6 +136,14 @@ if CHOSEN_VARIABLE not in os.environ:  # the session's first process; xdist work
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {chosen}".strip()
 
 
+def pytest_collection_modifyitems(items):
+    """Tests marked ``long`` first, the others in their order. ``make test``'s two xdist workers
+    then end together: each runs its share in order and steals the other's last tests, so a long
+    test collected late (``tests/test_gpu_script.py``'s smoke run) ran alone at the end, the other
+    worker idle. Mark a whole module whose module-scoped fixture its tests share."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
+
+
 def pytest_report_header(config):
     return f"XLA flags for compile speed (conftest.py): {os.environ[CHOSEN_VARIABLE] or 'none'}"
 

@@ -160,6 +160,7 @@ def number(cell: str) -> float:
     return float(cell.split()[0].rstrip("×").replace(",", ""))
 
 
+@pytest.mark.long
 def test_smoke_run_writes_every_part_and_its_budget_cuts_the_sweep(tmp_path):
     """The whole script at tiny sizes (about 30 s on an idle 2-core CPU): every part's file, its
     tables parse with numbers in them, and the MNIST sweep of 2,000 epochs is cut by its budget."""

@@ -23,6 +23,8 @@ from sgrld.run.config import ConfigError, load_config
 from sgrld.run.from_config import mesh_of
 from tests.helpers import cpu_env
 
+pytestmark = pytest.mark.long  # its tests share a module fixture: scheduled together, first
+
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 300
 

@@ -340,6 +340,7 @@ print("fallbacks", int(state.fallbacks))
 """
 
 
+@pytest.mark.long
 def test_shampoo_refresh_of_many_factors_does_not_deadlock():
     """A refresh of an MLP's factors in one jitted call returns (a subprocess, so a hang fails).
 

@@ -15,7 +15,7 @@ from sgrld.run import cli
 from sgrld_reproductions import cifar_resnet
 from tests.data.test_data import write_cifar
 
-pytestmark = pytest.mark.reproduction
+pytestmark = [pytest.mark.reproduction, pytest.mark.long]
 
 
 def stub_result(cfg, seconds: float, epochs: int = 4):

@@ -26,6 +26,7 @@ pytestmark = pytest.mark.reproduction
 @pytest.mark.filterwarnings(
     "ignore::sgrld.numerics.per_example.FallbackWarning"
 )  # i-SGD's conv leaves
+@pytest.mark.long
 def test_command_end_to_end_on_small_idx_files(tmp_path: Path):
     """--quick on 600 easy training images (500 for training, 100 for validation; 5 updates a
     run, S = 2): the new paths (i-SGD on the ConvNet, MC dropout's DropoutCNN, SWAG with fewer

@@ -121,6 +121,7 @@ def test_curves_of_replicates_have_bands(tmp_path):
     assert path.stat().st_size > 0
 
 
+@pytest.mark.long
 def test_mnist_mlp_equal_time_with_replicates_end_to_end(tmp_path):
     """`mnist-mlp --quick --replicates 2 --equal-time` on 600 easy images (500 to train, 100 to
     validate; 4 epochs of 5 steps, burn-in 2 epochs, a sample every step; the Gaussian prior,
@@ -148,6 +149,7 @@ def test_mnist_mlp_equal_time_with_replicates_end_to_end(tmp_path):
     assert (out / "curves_gaussian-400.png").stat().st_size > 0
 
 
+@pytest.mark.long
 def test_monge_alpha_end_to_end(tmp_path):
     """`reproduce monge-alpha --quick` on 600 easy images with α² ∈ {0, 0.5, 2} (one sweep at the
     Gaussian prior's 0.05) and Identity, 2 replicates: α² = 0 is the Identity metric, so its

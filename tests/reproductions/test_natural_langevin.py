@@ -60,6 +60,7 @@ def _learned(row: dict) -> None:
     assert row["test_acc"] > 50 and 0 < row["test_nll"] < 2.3, row  # chance: 10 %, log 10
 
 
+@pytest.mark.long
 def test_command_end_to_end_on_tiny_idx_files(tmp_path: Path, capsys):
     code, rows = _command(tmp_path, "--methods", "dropout", "euclidean")
     assert code == 0 and len(rows) == 14

@@ -58,6 +58,7 @@ def _tiny_data(tmp_path: Path) -> Path:
     return base
 
 
+@pytest.mark.long
 def test_command_end_to_end_on_tiny_files(tmp_path: Path, capsys):
     # every part, one sampler and one noise (about 35 s CPU: 5 runs, mostly compilation)
     out = tmp_path / "out"

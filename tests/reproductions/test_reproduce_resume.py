@@ -89,6 +89,7 @@ def _stop_resume_and_resume_again(
     return out, whole
 
 
+@pytest.mark.long
 def test_psgld_network_runs_resume(tmp_path: Path, mnist: Path, monkeypatch, capsys):
     argv = ["reproduce", "psgld", "--parts", "fnn", "--archs", "16-16", "--methods", "psgld"]
     argv += ["--quick", "--noise", "bug", "--epochs", "4", "--train-size", "500"]
@@ -108,6 +109,7 @@ def test_psgld_network_runs_resume(tmp_path: Path, mnist: Path, monkeypatch, cap
     assert (out / folder / "metrics.jsonl").read_text() == finished  # left as it was
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("replicates", ["1", "2"])
 def test_mnist_mlp_runs_and_sweeps_resume(
     tmp_path: Path, mnist: Path, monkeypatch, capsys, replicates
@@ -127,6 +129,7 @@ def test_mnist_mlp_runs_and_sweeps_resume(
     assert "run.seed (was 0, now 7)" in err and "needs the options it was started with" in err
 
 
+@pytest.mark.long
 def test_natural_langevin_runs_resume(tmp_path: Path, mnist: Path, monkeypatch, capsys):
     # 25 epochs of 5 updates, burn-in 100, thin 25: one sample (step 124), in the last epoch
     argv = ["reproduce", "natural-langevin", "--quick", "--epochs", "25", "--methods"]

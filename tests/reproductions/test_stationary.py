@@ -43,7 +43,7 @@ from sgrld_reproductions import stationary_nd as snd
 from sgrld_reproductions.stationary_1d import rows as rows1
 from sgrld_reproductions.stationary_nd import runs as snd_runs
 
-pytestmark = pytest.mark.reproduction
+pytestmark = [pytest.mark.reproduction, pytest.mark.long]
 
 
 def _curve(key):

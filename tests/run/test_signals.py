@@ -17,6 +17,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import digits_toml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -95,6 +97,7 @@ def _interrupt(
     return code, time.monotonic() - sent, log.read_text()
 
 
+@pytest.mark.long
 def test_sigint_at_20_moments_of_run_and_5_of_sweep_stops_cleanly(tmp_path: Path):
     config = tmp_path / "long.toml"
     config.write_text(LONG)

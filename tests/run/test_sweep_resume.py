@@ -21,6 +21,8 @@ from tests.helpers import cpu_env
 from tests.run.test_checkpoint import TIMING
 from tests.run.test_sweep import LRS, TINY
 
+pytestmark = pytest.mark.long  # its tests share a module fixture: scheduled together, first
+
 SWEEP = [
     "sweep",
     "--grid",
