@@ -393,7 +393,8 @@ def evaluation_apply_fn(
 def init_params(model: nn.Module, key: jax.Array, input_shape: Sequence[int]) -> PyTree:
     """Initialise a Flax module and return its parameters, the ``"net"`` part of ``params``.
 
-    ``net_params = model.init(key, zeros(input_shape))["params"]``, compiled with ``jax.jit``.
+    ``net_params = model.init(key, zeros(input_shape))["params"]``, compiled with ``jax.jit``
+    once per model and input shape (a module that cannot be hashed is traced at every call).
     For the models of this module that is He-normal weights and zero biases; other modules use
     their own initialisers.
 
@@ -411,7 +412,17 @@ def init_params(model: nn.Module, key: jax.Array, input_shape: Sequence[int]) ->
         >>> jax.tree.map(jax.numpy.shape, net)["Dense_0"]
         {'bias': (8,), 'kernel': (784, 8)}
     """
-    return jax.jit(model.init)(key, jnp.zeros(tuple(input_shape), jnp.float32))["params"]
+    shape = tuple(int(d) for d in input_shape)
+    try:
+        hash(model)
+    except TypeError:  # a field that cannot be hashed (a list, a dict): no cache
+        return jax.jit(model.init)(key, jnp.zeros(shape, jnp.float32))["params"]
+    return _init(model, key, shape)
+
+
+@partial(jax.jit, static_argnums=(0, 2))
+def _init(model: nn.Module, key: jax.Array, shape: tuple[int, ...]) -> PyTree:
+    return model.init(key, jnp.zeros(shape, jnp.float32))["params"]
 
 
 def apply_fn(model: nn.Module) -> Callable[[PyTree, jax.Array], jax.Array]:
