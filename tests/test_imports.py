@@ -48,15 +48,17 @@ def run(code: str) -> str:
     ).stdout.strip()
 
 
-def test_import_sgrld_loads_no_flax_or_scikit_learn():
+def test_import_sgrld_loads_no_flax_or_scikit_learn_and_the_digits_need_none():
     code = (
         "import sys, sgrld\n"
         "heavy = ('flax', 'sklearn', 'matplotlib', 'arviz_base', 'arviz_stats', 'xarray')\n"
         "print(sorted(m for m in heavy if m in sys.modules))\n"
         "sgrld.bnn.MLP, sgrld.data.DATASETS, sgrld.evaluation.curvature, sgrld.run.config.Config\n"
-        "print('flax' in sys.modules)"
+        "print('flax' in sys.modules)\n"
+        "sgrld.data.load_dataset('digits')\n"  # read from scikit-learn's file, not its import
+        "print('sklearn' in sys.modules)"
     )
-    assert run(code).splitlines() == ["[]", "True"]
+    assert run(code).splitlines() == ["[]", "True", "False"]
 
 
 def test_config_loads_no_flax_until_a_prior_is_built():

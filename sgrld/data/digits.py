@@ -1,9 +1,14 @@
 """scikit-learn's bundled 8x8 handwritten digits (no download, no data directory).
 
-scikit-learn is imported when the digits are loaded, not with this module.
+The digits are read from the file scikit-learn ships them in, without importing scikit-learn
+(0.65 s of a run's start): ``sklearn.datasets.load_digits`` reads the same file, and is the
+fallback where a scikit-learn release keeps it elsewhere.
 """
 
 from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
 
 import numpy as np
 
@@ -34,9 +39,20 @@ def load_digits_arrays() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray
         >>> x_train.shape, x_test.shape, float(x_train.max())
         ((1438, 8, 8, 1), (359, 8, 8, 1), 1.0)
     """
-    from sklearn.datasets import load_digits  # imported here: `import sgrld.data` needs no sklearn
+    images, labels = _bundled_digits()
+    x = (images.astype(np.float32) / 16).reshape(-1, 8, 8, 1)
+    return train_validation_split(x, labels.astype(np.int32), DIGITS_TEST_SIZE, DIGITS_TEST_SEED)
 
-    bunch = load_digits()
-    x = (bunch.images.astype(np.float32) / 16)[..., None]
-    y = bunch.target.astype(np.int32)
-    return train_validation_split(x, y, DIGITS_TEST_SIZE, DIGITS_TEST_SEED)
+
+def _bundled_digits() -> tuple[np.ndarray, np.ndarray]:
+    """The 1797 digits as scikit-learn ships them: pixels ``(1797, 64)`` and labels."""
+    spec = importlib.util.find_spec("sklearn")
+    folder = Path(spec.origin).parent if spec is not None and spec.origin else Path()
+    path = folder / "datasets" / "data" / "digits.csv.gz"
+    if spec is None or not path.is_file():
+        from sklearn.datasets import load_digits
+
+        bunch = load_digits()
+        return bunch.data, bunch.target
+    table = np.loadtxt(path, delimiter=",")
+    return table[:, :-1], table[:, -1].astype(int)
