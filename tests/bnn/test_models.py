@@ -2,6 +2,7 @@
 
 import math
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -100,3 +101,26 @@ def test_cnn_rejects_other_ranks():
     shapes = param_shapes(model, (1, 28, 28, 1))
     with pytest.raises(ValueError, match="NHWC"):
         jax.eval_shape(models.apply_fn(model), shapes, jax.ShapeDtypeStruct((28, 28, 1), "f4"))
+
+
+class _ListWidths(nn.Module):
+    """A module with a list field: it cannot be hashed, so init_params cannot cache it."""
+
+    widths: list
+
+    @nn.compact
+    def __call__(self, x):
+        for w in self.widths:
+            x = nn.Dense(w)(x)
+        return x
+
+
+@pytest.mark.parametrize("model", [models.MLP(features=(8, 4)), _ListWidths(widths=[8, 4])])
+def test_init_params_equals_the_jitted_init_and_caches_equal_models(model):
+    key = jax.random.key(7)
+    expected = jax.jit(model.init)(key, jnp.zeros((1, 12), jnp.float32))["params"]
+    for _ in range(2):  # the second call of a hashable model reuses the compiled init
+        got = models.init_params(model, key, (1, 12))
+        assert jax.tree.all(jax.tree.map(lambda a, b: bool((a == b).all()), got, expected))
+    with pytest.raises(TypeError):
+        hash(_ListWidths(widths=[8]))

@@ -532,3 +532,13 @@ def test_real_mnist_verified():
     assert ds.y_train.min() == 0 and ds.y_train.max() == 9
     assert ds.y_test.min() == 0 and ds.y_test.max() == 9
     assert ds.x_test.min() == 0.0 and ds.x_test.max() == 1.0
+
+
+def test_digits_fall_back_to_scikit_learns_loader_without_the_bundled_file(monkeypatch):
+    from sgrld.data import digits
+
+    expected = digits.load_digits_arrays()
+    monkeypatch.setattr(digits.importlib.util, "find_spec", lambda name: None)
+    for got, want in zip(digits.load_digits_arrays(), expected, strict=True):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
