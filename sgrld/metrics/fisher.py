@@ -15,7 +15,9 @@ the natural-gradient preconditioner.
 The statistic is of the likelihood only (the prior never enters, as in the authors' code), and the
 potential must come from :func:`sgrld.potential`. Γ is available through the usual corrections: the
 probe's tangent of the per-example statistic is one forward-over-reverse pass through the same
-computation (for Dense layers, products of ``a``, ``δ`` and their tangents). A minibatch whose
+computation (for Dense layers, products of ``a``, ``δ`` and their tangents). Γ ∝ ∂J/(J + ε)² is
+stiff where J ≪ ε: with Γ, take ε larger than the authors' 1e-4 (docs/metrics.md, "Fisher
+metrics": on MNIST 1e-4 drifted the weights outward, 1e-3 did not). A minibatch whose
 statistic is not finite leaves the average unchanged and is counted in ``state.fallbacks``
 (``info.metric_fallbacks``).
 

@@ -206,6 +206,15 @@ def test_sampler_uses_the_schedule_and_sgd_is_noiseless():
     assert all(jax.tree.leaves(jax.tree.map(jnp.array_equal, a.params, b.params)))
 
 
+def test_sampler_options_replace_the_paper_settings():
+    """A benchmark's variant: ``options`` replace ``sgrld.sgrld``'s arguments, the rest stay."""
+    dop_gamma = next(m for m in runs.METHODS if m.key == "dop-gamma")
+    paper = runs.sampler(dop_gamma, 0.001, num_data=4).adaptation
+    variant = runs.sampler(dop_gamma, 0.001, num_data=4, adapt_until=7).adaptation
+    assert paper.adapt_until is None and paper.scale == "auto"
+    assert variant.adapt_until == 7 and variant.scale == "auto"
+
+
 @pytest.mark.statistical(seed=0)
 def test_init_is_normal_with_variance_one_over_fan_in(stat_seed):
     """The 400 × 400 kernel: 160,000 draws of N(0, 1/400), so 400·var has standard error 0.0035.
