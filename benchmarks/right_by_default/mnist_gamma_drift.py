@@ -16,7 +16,8 @@ the prior) and the largest ‖Γ̂‖ of the run. Variants (``--variants``):
 With ``--noise``, at the end of the ``ĉ`` chain the one-probe Γ̂ of ``--batches`` minibatches ×
 ``--probes`` probes is split per coordinate into its signal (the grand mean), its minibatch noise
 (the spread of the per-batch means) and its probe noise (the spread over probes, Hutchinson's
-off-diagonal terms), each as the kick ``(lr/N)·Γ̂`` over the step's noise ``√(2·lr/N)·G^{-1/2}``::
+off-diagonal terms), each as the kick ``(lr/N)·Γ̂`` over the step's noise ``√(2·lr/N)·G^{-1/2}``
+per coordinate (with ``--method qdop``, G's diagonal J + ε stands for G)::
 
     python benchmarks/right_by_default/mnist_gamma_drift.py --data-dir ../shared/data/mnist \\
         [--method dop] [--time 3] [--variants none ĉ ...] [--noise]
