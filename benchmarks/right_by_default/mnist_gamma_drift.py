@@ -65,7 +65,7 @@ CHUNK = 500
 def method_of(name: str, corrected: bool, eps: float) -> runs.Method:
     key = f"{name}-gamma" if corrected else name
     method = next(m for m in runs.METHODS if m.key == key)
-    return method._replace(metric=partial(method.metric, eps=eps))
+    return method.with_eps(eps)
 
 
 def run_chain(method, lr, options, x, y, steps, seed):
@@ -161,6 +161,9 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=16)
     parser.add_argument("--probes", type=int, default=16)
     args = parser.parse_args()
+    for name in ("time", "batches", "probes"):
+        if not getattr(args, name) > 0:
+            parser.error(f"--{name} must be > 0, got {getattr(args, name)}")
     print(environment())
     data = runs.load_data(args.data_dir, 10_000, None, 0)
     x, y = (jnp.asarray(a) for a in data.train)

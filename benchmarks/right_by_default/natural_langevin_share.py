@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from functools import partial, wraps
+from functools import wraps
 
 import sgrld
 from sgrld.run import cli
@@ -33,23 +33,19 @@ def with_share(share: float | str):
     return sampler
 
 
-def with_eps(method: runs.Method, eps: float) -> runs.Method:
-    """``method`` with its Fisher metric's ε set to ``eps`` if it is a Γ row."""
-    if method.correction in ("none", None):
-        return method
-    return method._replace(metric=partial(method.metric, eps=eps))
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--share", default="auto", help='a number, or "auto" (the default)')
     parser.add_argument("--eps", type=float, default=None, help="the Γ rows' ε (default 1e-3)")
     parser.add_argument("rest", nargs=argparse.REMAINDER, help="the reproduction's arguments")
     args = parser.parse_args()
+    if args.eps is not None and not args.eps > 0:
+        parser.error(f"--eps must be > 0, got {args.eps}")
     share = args.share if args.share == "auto" else float(args.share)
     sgrld.sgrld = with_share(share)  # the reproduction looks the factory up as sgrld.sgrld
     if args.eps is not None:
-        runs.METHODS = tuple(with_eps(m, args.eps) for m in runs.METHODS)
+        gamma_rows = [m.with_eps(args.eps) if m.correction != "none" else m for m in runs.METHODS]
+        runs.METHODS = tuple(gamma_rows)
     rest = args.rest[1:] if args.rest[:1] == ["--"] else args.rest
     return cli.main(["reproduce", "natural-langevin", *rest])
 

@@ -208,6 +208,20 @@ def test_sampler_options_replace_the_paper_settings():
     assert variant.adapt_until == 7 and variant.scale == "auto"
 
 
+def test_gamma_rows_use_their_own_eps_and_with_eps_reaches_the_metric():
+    """The Γ rows' ε is EPS_GAMMA, the others' the authors' EPS; ``with_eps`` replaces it in the
+    metric itself: G = J + ε with J₀ = 1 gives G⁻¹v = v/(1 + ε)."""
+    by_key = {m.key: m for m in runs.METHODS}
+    assert by_key["dop-gamma"].metric.keywords["eps"] == runs.EPS_GAMMA == 1e-3
+    assert by_key["qdop-gamma"].metric.keywords["eps"] == runs.EPS_GAMMA
+    assert by_key["dop"].metric.keywords["eps"] == runs.EPS == 1e-4
+    variant = by_key["dop-gamma"].with_eps(0.5)
+    assert variant.metric.keywords == {"eps": 0.5, "decay": "inverse_sqrt"}
+    metric = variant.metric()
+    got = metric.inv(metric.init(jnp.zeros(3)), jnp.full(3, 3.0))
+    np.testing.assert_allclose(got, 2.0)
+
+
 @pytest.mark.statistical(seed=0)
 def test_init_is_normal_with_variance_one_over_fan_in(stat_seed):
     """The 400 × 400 kernel: 160,000 draws of N(0, 1/400), so 400·var has standard error 0.0035.
