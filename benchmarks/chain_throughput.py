@@ -279,7 +279,7 @@ def bare_identity(data, loglik, params, chains: int, steps: int) -> ScanChains:
 
 
 def legacy_step_info(value, grads, lr, new_params, **kwargs):
-    """``sgrld.samplers.sampler.step_info`` as it was before RESULTS §23: ‖g‖² and the checks
+    """``sgrld.samplers.info.step_info`` as it was before RESULTS §23: ‖g‖² and the checks
     of θ' and g for NaN/inf as three reductions per leaf, which XLA fused with the update (the
     current step_info's own checks are unused, and XLA removes them)."""
     from sgrld.metrics.metric import tree_vdot
@@ -292,7 +292,7 @@ def legacy_step_info(value, grads, lr, new_params, **kwargs):
     return info._replace(grad_norm=norm, is_finite=bad_leaf < 0, nonfinite_leaf=bad_leaf)
 
 
-CURRENT_STEP_INFO = sgrld.samplers.sampler.step_info
+CURRENT_STEP_INFO = sgrld.samplers.info.step_info
 
 
 @contextlib.contextmanager

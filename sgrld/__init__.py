@@ -49,9 +49,10 @@ from sgrld.chains.devices import make_mesh
 from sgrld.chains.sampling import DivergenceError, Samples, minibatch_fn, sample
 from sgrld.numerics.potential import Potential, potential
 from sgrld.samplers.adam_sgld import AdamSGLDState, adam_sgld
+from sgrld.samplers.info import SGRLDInfo
 from sgrld.samplers.isgd import ISGDInfo, ISGDState, isgd
 from sgrld.samplers.momentum import MomentumInfo
-from sgrld.samplers.sampler import Sampler, SGRLDInfo, SGRLDState, riemannian_langevin, sgrld
+from sgrld.samplers.sampler import Sampler, SGRLDState, riemannian_langevin, sgrld
 from sgrld.samplers.sghmc import SGHMCState, sghmc
 from sgrld.samplers.sgnht import SGNHTState, sgnht
 from sgrld.samples.arviz_export import to_arviz

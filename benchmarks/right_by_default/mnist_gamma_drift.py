@@ -10,6 +10,8 @@ the prior) and the largest ‖Γ̂‖ of the run. Variants (``--variants``):
 * ``none``: the uncorrected metric (the paper's row); ``ĉ``: Γ with the default share;
 * ``c=1`` / ``c=0.3``: Γ with a fixed share; ``ĉ, lr/2``: Γ at half the step, twice the steps;
 * ``none, ε=1e-3`` / ``ĉ, ε=1e-3``: the metric with ε = 1e-3 instead of the paper's 1e-4;
+* ``ĉ, tamed`` / ``c=1, tamed``: Γ with its kick tamed to one noise sd per coordinate
+  (``gamma_kick_limit=1``);
 * ``default``: ``sgrld.sgrld``'s default (``adapt_until="auto"``: adapt, then freeze at the
   statistic's window average, no Γ) with a burn-in of a fifth of the run (frozen at 3/20).
 
@@ -56,6 +58,8 @@ VARIANTS = {
     "ĉ, lr/2": (True, {}, 0.5, runs.EPS),
     "none, ε=1e-3": (False, {}, 1.0, 1e-3),
     "ĉ, ε=1e-3": (True, {}, 1.0, 1e-3),
+    "ĉ, tamed": (True, {"gamma_kick_limit": 1.0}, 1.0, runs.EPS),
+    "c=1, tamed": (True, {"correction_scale": 1.0, "gamma_kick_limit": 1.0}, 1.0, runs.EPS),
     "default": (False, {"adapt_until": "auto"}, 1.0, runs.EPS),
 }
 CHUNK = 500

@@ -2,8 +2,10 @@
 
 The reproduction's Γ rows use the library's default share ĉ (``correction_scale="auto"``); this
 script runs the same command with every corrected ``sgrld.sgrld`` given ``--share`` instead (a
-number, e.g. 1 for the full Γ), so the two can be put side by side. Every other argument goes to
-the reproduction unchanged::
+number, e.g. 1 for the full Γ), so the two can be put side by side. ``--eps`` and
+``--uncorrected-eps`` replace the ε of the Γ rows and of the uncorrected Fisher and RMSProp rows;
+``--gamma-kick-limit`` tames the Γ rows' kick (``sgrld.sgrld``'s ``gamma_kick_limit``).
+Every other argument goes to the reproduction unchanged::
 
     python benchmarks/right_by_default/natural_langevin_share.py --share 1 -- --quick \\
         --data-dir ../shared/data/mnist --methods dop-gamma qdop-gamma --seed 0 --out OUT
@@ -20,14 +22,16 @@ from sgrld.run import cli
 from sgrld_reproductions.natural_langevin import runs
 
 
-def with_share(share: float | str):
-    """``sgrld.sgrld`` whose corrected samplers use ``share`` as their ``correction_scale``."""
+def with_share(share: float | str, gamma_kick_limit: float | None = None):
+    """``sgrld.sgrld`` whose corrected samplers use ``share`` as their ``correction_scale`` (and
+    ``gamma_kick_limit``)."""
     factory = sgrld.sgrld
 
     @wraps(factory)
     def sampler(*args, **options):
         if options.get("correction", "none") not in ("none", None):
             options["correction_scale"] = share
+            options["gamma_kick_limit"] = gamma_kick_limit
         return factory(*args, **options)
 
     return sampler
@@ -37,15 +41,32 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--share", default="auto", help='a number, or "auto" (the default)')
     parser.add_argument("--eps", type=float, default=None, help="the Γ rows' ε (default 1e-3)")
+    parser.add_argument(
+        "--uncorrected-eps",
+        type=float,
+        default=None,
+        help="the uncorrected Fisher and RMSProp rows' ε (default the authors' 1e-4)",
+    )
+    parser.add_argument(
+        "--gamma-kick-limit", type=float, default=None, help="the Γ rows' gamma_kick_limit"
+    )
     parser.add_argument("rest", nargs=argparse.REMAINDER, help="the reproduction's arguments")
     args = parser.parse_args()
-    if args.eps is not None and not args.eps > 0:
-        parser.error(f"--eps must be > 0, got {args.eps}")
+    for name in ("eps", "uncorrected_eps", "gamma_kick_limit"):
+        value = getattr(args, name)
+        if value is not None and not value > 0:
+            parser.error(f"--{name.replace('_', '-')} must be > 0, got {value}")
     share = args.share if args.share == "auto" else float(args.share)
-    sgrld.sgrld = with_share(share)  # the reproduction looks the factory up as sgrld.sgrld
-    if args.eps is not None:
-        gamma_rows = [m.with_eps(args.eps) if m.correction != "none" else m for m in runs.METHODS]
-        runs.METHODS = tuple(gamma_rows)
+    sgrld.sgrld = with_share(
+        share, args.gamma_kick_limit
+    )  # the reproduction looks the factory up as sgrld.sgrld
+
+    def eps_of(method: runs.Method) -> float | None:
+        if method.metric is None or "eps" not in method.metric.keywords:
+            return None
+        return args.eps if method.correction != "none" else args.uncorrected_eps
+
+    runs.METHODS = tuple(m if eps_of(m) is None else m.with_eps(eps_of(m)) for m in runs.METHODS)
     rest = args.rest[1:] if args.rest[:1] == ["--"] else args.rest
     return cli.main(["reproduce", "natural-langevin", *rest])
 

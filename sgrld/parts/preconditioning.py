@@ -2,7 +2,7 @@
 
 A :data:`Precondition` maps ``(metric_state, g, ξ, Γ̂)`` to :class:`Directions`. The plain one,
 :func:`by_metric`, applies the metric; a safeguard wraps it (:func:`limit_drift`), so a sampler
-needs no code of its own for either.
+needs no code of its own for either. :func:`tame_gamma` bounds Γ̂'s kick by the step's noise.
 
 Example:
   >>> import jax.numpy as jnp, sgrld
@@ -44,6 +44,8 @@ class Directions(NamedTuple):
 
 MAX_DRIFT_NORM = Bound(0, open_low=True)
 """``max_drift_norm`` (or ``None``)."""
+GAMMA_KICK_LIMIT = Bound(0, open_low=True)
+"""``gamma_kick_limit`` (or ``None``)."""
 
 Precondition = Callable[[Any, PyTree, PyTree, PyTree | None], Directions]
 """``(metric_state, g, ξ, Γ̂) -> Directions``."""
@@ -89,3 +91,39 @@ def limit_drift(precondition: Precondition, max_norm: float) -> Precondition:
         return Directions(drift, noise, gamma, fallback)
 
     return guarded
+
+
+def tame_gamma(gamma: PyTree, spread: PyTree, kick: jax.Array, noise: Any, limit: float) -> PyTree:
+    """Γ̂ with each coordinate's kick ``k = kick·Γ̂_i`` tamed to at most ``limit`` noise sds::
+
+        k ↦ k / (1 + |k| / (limit·σ_i)),     σ_i = noise·|(G^{−1/2}r)_i|,
+
+    with ``spread = G^{−1/2}r`` for a Rademacher ``r`` (σ_i is the step's noise sd for a diagonal
+    metric, and of its size otherwise). A kick well below the noise is unchanged (relative change
+    |k|/(limit·σ_i)); a larger one is bounded by ``limit·σ_i``. As the step h → 0, k/σ = O(√h):
+    the tamed step converges to the same dynamics (tamed Euler, Hutzenthaler, Jentzen & Kloeden
+    2012; Brosse et al. 2019). It keeps Euler's step stable where Γ is stiff, e.g. a Fisher metric
+    whose Γ ∝ ∂J/(J + ε)² is large where J ≪ ε.
+
+    Args:
+      gamma: Γ̂.
+      spread: ``G^{−1/2}r``, shaped like ``gamma``.
+      kick: the scale of Γ̂ in the step (``c·lr·T/N``).
+      noise: the scale of ``G^{−1/2}ξ`` (a scalar, or one per leaf).
+      limit: the kick's bound in noise sds (> 0).
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> g = tame_gamma(jnp.array([1.0, 100.0]), jnp.ones(2), jnp.float32(0.01), 1.0, 1.0)
+      >>> [round(x, 3) for x in (0.01 * g).tolist()]  # kicks 0.01 and 1 against a noise sd of 1
+      [0.01, 0.5]
+    """
+    if jax.tree.structure(noise) != jax.tree.structure(gamma):
+        noise = jax.tree.map(lambda _: noise, gamma)
+
+    def leaf(g, r, s):
+        bound = (limit * s * jnp.abs(r)).astype(g.dtype)
+        k = jnp.abs(kick * g).astype(g.dtype)
+        return jnp.where(k > 0, g * bound / (bound + k), g)
+
+    return jax.tree.map(leaf, gamma, spread, noise)

@@ -25,6 +25,7 @@ from functools import partial
 from typing import NamedTuple
 
 import jax
+import jax.numpy as jnp
 
 from sgrld.metrics.metric import Metric
 from sgrld.numerics.checks import (
@@ -40,7 +41,7 @@ from sgrld.numerics.pytrees import PyTree
 from sgrld.numerics.schedules import Schedule
 from sgrld.parts.correction import Correction, Estimate
 from sgrld.parts.integrators import Forces, Integrator
-from sgrld.parts.preconditioning import Directions, Precondition
+from sgrld.parts.preconditioning import Directions, Precondition, tame_gamma
 
 COMMON_BOUNDS: dict[str, Bound] = {"learning_rate": LEARNING_RATE, "temperature": TEMPERATURE}
 """The ranges of the options every sampler takes; each sampler module's ``BOUNDS`` adds its own
@@ -111,6 +112,8 @@ class Assembly(NamedTuple):
       precondition: the :data:`~sgrld.parts.preconditioning.Precondition` of drift and noise.
       integrator: the :class:`~sgrld.parts.integrators.Integrator`.
       num_data: N.
+      gamma_kick_limit: Γ̂'s kick tamed to this many noise sds per coordinate
+        (:func:`~sgrld.parts.preconditioning.tame_gamma`); ``None``: not tamed.
     """
 
     metric: Metric
@@ -118,6 +121,7 @@ class Assembly(NamedTuple):
     precondition: Precondition
     integrator: Integrator
     num_data: int
+    gamma_kick_limit: float | None = None
 
 
 def advance(
@@ -133,14 +137,16 @@ def advance(
     """One move of ``params`` and the integrator's state ``moving`` from a correction's
     :class:`~sgrld.parts.correction.Estimate` (``gamma=None``: no correction): the integrator's
     noise drawn with ``key``, drift and noise preconditioned at the estimate's metric state, the
-    integrator's scales (``noise`` replaces their noise scale, e.g. SGHMC's ``α·T − β̂``).
+    integrator's scales (``noise`` replaces their noise scale, e.g. SGHMC's ``α·T − β̂``), Γ̂
+    tamed where ``parts.gamma_kick_limit`` is set (the directions returned hold the tamed Γ̂).
 
     Returns:
       ``(params, moving, directions)``, the :class:`~sgrld.parts.preconditioning.Directions` for
       the step's diagnostics.
     """
     ms = est.metric_state
-    d = parts.precondition(ms, est.grad, parts.integrator.noise(key, params), est.gamma)
+    xi = parts.integrator.noise(key, params)
+    d = parts.precondition(ms, est.grad, xi, est.gamma)
     scales = parts.integrator.scales(
         lr,
         temperature=temperature,
@@ -149,6 +155,11 @@ def advance(
     )
     if noise is not None:
         scales = scales._replace(noise=noise)
+    if parts.gamma_kick_limit is not None and d.gamma is not None:
+        rademacher = jax.tree.map(lambda x: jnp.where(x < 0, -1.0, 1.0).astype(x.dtype), xi)
+        spread = parts.metric.inv_sqrt(ms, rademacher)
+        limit = parts.gamma_kick_limit
+        d = d._replace(gamma=tame_gamma(d.gamma, spread, scales.gamma, scales.noise, limit))
     forces = Forces(est.grad, d.drift, d.noise, d.gamma, partial(parts.metric.inv, ms))
     params, moving = parts.integrator.move(params, moving, forces, scales)
     return params, moving, d

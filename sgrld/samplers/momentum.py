@@ -16,7 +16,7 @@ import jax.numpy as jnp
 from sgrld.metrics.metric import tree_vdot
 from sgrld.numerics.checks import Bound
 from sgrld.numerics.pytrees import PyTree
-from sgrld.samplers.sampler import info_type, step_info
+from sgrld.samplers.info import info_type, step_info
 
 MomentumInfo = info_type(
     "MomentumInfo",

@@ -9,7 +9,8 @@ piece that exists once:
 * a **correction** (:mod:`sgrld.parts.correction`): the gradient, the metric's update and Γ̂ of a
   step, with its Hessian-vector products, reduction and warm-up;
 * a **preconditioner** (:mod:`sgrld.parts.preconditioning`): drift and noise through the metric,
-  with safeguards as wrappers (:func:`~sgrld.parts.preconditioning.limit_drift`);
+  with safeguards as wrappers (:func:`~sgrld.parts.preconditioning.limit_drift`) and Γ̂'s kick
+  tamed by the noise (:func:`~sgrld.parts.preconditioning.tame_gamma`);
 * an **integrator** (:mod:`sgrld.parts.integrators`): its state, the noise draw and the update
   (Euler–Maruyama; :func:`~sgrld.parts.integrators.momentum` gives SGHMC's dynamics in G).
 
@@ -22,15 +23,15 @@ Extension points (none needs an edit of the existing samplers):
 * a new sampler: a function returning :class:`Sampler` with its own state NamedTuple, built
   from :mod:`sgrld.samplers.assembly` (the options check, an
   :class:`~sgrld.samplers.assembly.Assembly` of a correction, a preconditioner and an integrator,
-  :func:`~sgrld.samplers.assembly.advance`) and :func:`step_info`; :func:`sgrld.sample` and the
-  experiment runner run any such sampler whose ``info`` has ``is_finite`` and ``nonfinite_leaf``
-  (:func:`sgrld.sghmc` and :func:`sgrld.sgnht` are built this way);
+  :func:`~sgrld.samplers.assembly.advance`) and :func:`~sgrld.samplers.info.step_info`;
+  :func:`sgrld.sample` and the experiment runner run any such sampler whose ``info`` has
+  ``is_finite`` and ``nonfinite_leaf`` (:func:`sgrld.sghmc` and :func:`sgrld.sgnht` are built
+  this way);
 * a new safeguard: a wrapper of a :data:`~sgrld.parts.preconditioning.Precondition`.
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from functools import partial
 from typing import Any, NamedTuple
@@ -39,14 +40,14 @@ import jax
 import jax.numpy as jnp
 
 from sgrld.metrics.identity import identity
-from sgrld.metrics.metric import Metric, MetricState, branch_over_chains, freeze, tree_vdot
-from sgrld.numerics.checks import check_params, checked_squares, first_nonfinite, is_step, is_zero
+from sgrld.metrics.metric import Metric, MetricState, branch_over_chains, freeze
+from sgrld.numerics.checks import check_params, is_step, is_zero
 from sgrld.numerics.potential import Potential
 from sgrld.numerics.pytrees import PyTree
 from sgrld.numerics.schedules import Schedule
 from sgrld.parts import correction as corrections
 from sgrld.parts.integrators import Integrator, euler_maruyama
-from sgrld.parts.preconditioning import MAX_DRIFT_NORM, by_metric, limit_drift
+from sgrld.parts.preconditioning import GAMMA_KICK_LIMIT, MAX_DRIFT_NORM, by_metric, limit_drift
 from sgrld.parts.share import share_init, share_mean
 from sgrld.samplers.assembly import (
     COMMON_BOUNDS,
@@ -57,12 +58,14 @@ from sgrld.samplers.assembly import (
     check_options,
 )
 from sgrld.samplers.guarantee import AUTO, Adaptation, auto_freeze, warn_if_biased
+from sgrld.samplers.info import SGRLDInfo, SGRLDShareInfo, step_info
 
 BOUNDS = {
     **COMMON_BOUNDS,
     "num_probes": corrections.NUM_PROBES,
     "correction_warmup": corrections.WARMUP,
     "max_drift_norm": MAX_DRIFT_NORM,
+    "gamma_kick_limit": GAMMA_KICK_LIMIT,
 }
 """The ranges of :func:`sgrld`'s numeric options, as its parts check them."""
 
@@ -90,46 +93,6 @@ class SGRLDState(NamedTuple):
     integrator: PyTree = ()
 
 
-class SGRLDInfo(NamedTuple):
-    """Diagnostics of one step (returned, never stored in the state).
-
-    Attributes:
-      potential: Û(θ_t)/N on the step's batch.
-      grad_norm: ‖∇Û(θ_t)/N‖.
-      learning_rate: the learning rate used.
-      gamma_norm: ‖Γ̂(θ_t)‖ (0 without a correction or once the metric is frozen).
-      drift_fallback: True where ``max_drift_norm`` replaced the metric by a scaled identity.
-      metric_fallbacks: cumulative count of metric refreshes that kept their previous value.
-      is_finite: True if θ_{t+1} and the gradient are finite (and ‖∇Û/N‖² fits in the float:
-        a gradient norm over about 1.8e19 in float32 counts as a divergence).
-      nonfinite_leaf: index (in ``jax.tree.leaves`` order) of the first non-finite leaf, or −1.
-    """
-
-    potential: jax.Array
-    grad_norm: jax.Array
-    learning_rate: jax.Array
-    gamma_norm: jax.Array
-    drift_fallback: jax.Array
-    metric_fallbacks: jax.Array
-    is_finite: jax.Array
-    nonfinite_leaf: jax.Array
-
-
-def info_type(name: str, extra: tuple[str, ...], doc: str) -> type:
-    """A sampler's own ``info`` type: the fields of :class:`SGRLDInfo` followed by ``extra``,
-    every one a ``jax.Array``, so the engine and the records treat every sampler alike.
-
-    Example:
-        >>> info_type("DemoInfo", ("kinetic",), "A demo.")._fields[-2:]
-        ('nonfinite_leaf', 'kinetic')
-    """
-    fields = [(field, jax.Array) for field in (*SGRLDInfo._fields, *extra)]
-    cls = NamedTuple(name, fields)
-    cls.__doc__ = doc
-    cls.__module__ = sys._getframe(1).f_globals.get("__name__", __name__)
-    return cls
-
-
 class Sampler(NamedTuple):
     """A sampler: ``init(params) -> state`` and ``step(key, state, batch) -> (state, info)``.
 
@@ -140,39 +103,6 @@ class Sampler(NamedTuple):
     init: Callable[[PyTree], Any]
     step: Callable[[jax.Array, Any, PyTree], tuple[Any, Any]]
     adaptation: Adaptation | None = None
-
-
-SGRLDShareInfo = info_type(
-    "SGRLDShareInfo",
-    ("share_mean",),
-    """:class:`SGRLDInfo` and ``share_mean``, the mean over coordinates of the share ĉ applied
-    (``correction_scale="auto"``).""",
-)
-
-
-def step_info(
-    value: jax.Array,
-    grads: PyTree,
-    lr: jax.Array,
-    new_params: PyTree,
-    *,
-    gamma: PyTree | None = None,
-    fallback: jax.Array | None = None,
-    metric_fallbacks: jax.Array | None = None,
-) -> SGRLDInfo:
-    """The :class:`SGRLDInfo` of a step that moved to ``new_params`` with gradient ``grads``."""
-    squares = checked_squares(grads, new_params)
-    bad_leaf = first_nonfinite(squares)
-    return SGRLDInfo(
-        potential=value,
-        grad_norm=jnp.sqrt(jnp.sum(squares)),
-        learning_rate=lr,
-        gamma_norm=jnp.zeros(()) if gamma is None else jnp.sqrt(tree_vdot(gamma, gamma)),
-        drift_fallback=jnp.zeros((), bool) if fallback is None else fallback,
-        metric_fallbacks=jnp.zeros((), jnp.int32) if metric_fallbacks is None else metric_fallbacks,
-        is_finite=bad_leaf < 0,
-        nonfinite_leaf=bad_leaf,
-    )
 
 
 def gradient_fn(potential_fn: Callable, prior_in_metric: bool, metric: Metric) -> Callable:
@@ -223,6 +153,19 @@ def _check_average(adapt_until, average_from):
     if not 0 <= average_from < adapt_until:
         raise ValueError(
             f"average_from must lie in [0, adapt_until={adapt_until}), got {average_from}"
+        )
+
+
+def _check_gamma_kick_limit(limit, correction):
+    if limit is None:
+        return
+    number = isinstance(limit, int | float) and not isinstance(limit, bool)
+    if not (number and GAMMA_KICK_LIMIT.holds(float(limit))):
+        text = GAMMA_KICK_LIMIT.text()
+        raise ValueError(f"gamma_kick_limit must be None or a number {text}, got {limit!r}")
+    if correction.mode == "none":
+        raise ValueError(
+            "gamma_kick_limit tames Γ̂'s kick; it needs correction='hutchinson' or 'exact'"
         )
 
 
@@ -346,6 +289,7 @@ def riemannian_langevin(
     adapt_until: int | None = None,
     prior_in_metric: bool = True,
     average_from: int | None = None,
+    gamma_kick_limit: float | None = None,
 ) -> Sampler:
     """An SGRLD sampler from its parts; :func:`sgrld` documents the update and the arguments.
 
@@ -362,6 +306,8 @@ def riemannian_langevin(
       prior_in_metric: whether the prior's gradient enters the metric's statistic.
       average_from: freeze the metric at the average of its statistic over the steps
         ``[average_from, adapt_until)`` (cache refreshed), not at its last value; ``None``: last.
+      gamma_kick_limit: tame Γ̂'s kick to this many noise sds per coordinate
+        (:func:`~sgrld.parts.preconditioning.tame_gamma`); needs a correction.
 
     Returns:
       A :class:`Sampler` whose ``step`` returns :class:`SGRLDState` and :class:`SGRLDInfo`.
@@ -373,6 +319,7 @@ def riemannian_langevin(
     _check_adapt_until(adapt_until)
     _check_average(adapt_until, average_from)
     correction = correction or corrections.none()
+    _check_gamma_kick_limit(gamma_kick_limit, correction)
     if is_zero(temperature) or metric.statistic is None or correction.scale == 0.0:
         correction = corrections.none()  # Γ̂ would be multiplied by 0: not computed
     precondition = by_metric(metric)
@@ -384,7 +331,9 @@ def riemannian_langevin(
         estimate=_estimate_fn(
             correction, potential_fn, prior_in_metric, metric, adapt_until, average_from
         ),
-        assembly=Assembly(metric, correction, precondition, integrator, options.num_data),
+        assembly=Assembly(
+            metric, correction, precondition, integrator, options.num_data, gamma_kick_limit
+        ),
         corrected=correction.mode != "none",
         adaptive=correction.adaptive,
     )
@@ -406,6 +355,7 @@ def sgrld(
     correction_warmup: int | None = None,
     prior_in_metric: bool = True,
     max_drift_norm: float | None = None,
+    gamma_kick_limit: float | None = None,
 ) -> Sampler:
     """SGRLD: an Euler–Maruyama step of Riemannian Langevin dynamics with a stochastic gradient.
 
@@ -452,6 +402,11 @@ def sgrld(
       max_drift_norm: if set, a step whose ‖G⁻¹g‖ exceeds it uses the identity metric scaled by
         ``max_drift_norm/‖g‖`` instead (Yu et al. App. A.4 use 1000 for Monge on the funnel);
         counted in ``info.drift_fallback``.
+      gamma_kick_limit: if set (e.g. 1), each coordinate's Γ kick ``k = c·(lr/N)·T·Γ̂_i`` is
+        tamed to ``k / (1 + |k|/(limit·σ_i))``, σ_i its noise sd
+        (:func:`~sgrld.parts.preconditioning.tame_gamma`): unchanged where Γ's kick is small
+        against the noise, bounded where Γ is stiff (a Fisher metric at small ε); the same
+        dynamics as the step → 0. ``info.gamma_norm`` is then the tamed Γ̂'s. Needs a correction.
 
     Returns:
       A :class:`Sampler` with ``init(params) -> SGRLDState`` and
@@ -482,6 +437,7 @@ def sgrld(
         ),
         max_drift_norm=max_drift_norm,
         prior_in_metric=prior_in_metric,
+        gamma_kick_limit=gamma_kick_limit,
     )
     mode = "none" if correction is None else correction
     about = Adaptation(metric, adapt_until, False, mode, correction_scale)

@@ -281,14 +281,17 @@ def test_every_sampler_option_can_be_set():
             "sampler.num_probes=3",
             "sampler.correction_warmup=7",
             "sampler.prior_in_metric=false",
+            "sampler.gamma_kick_limit=0.5",
         ],
     )
     options = cfg.sampler.sampler_options()
     assert options["num_probes"] == 3 and options["correction_warmup"] == 7
-    assert options["prior_in_metric"] is False
+    assert options["prior_in_metric"] is False and options["gamma_kick_limit"] == 0.5
     for bad, key in (
         ("sampler.num_probes=0", "num_probes"),
         ("sampler.correction=hutch", "correction"),
+        ("sampler.gamma_kick_limit=0", "gamma_kick_limit: must be > 0"),
+        ("sampler.gamma_kick_limit=1", "gamma_kick_limit tames .* needs sampler.correction"),
     ):
         with pytest.raises(ConfigError, match=key):
             load_config(None, [bad])

@@ -147,6 +147,11 @@ def _validate_sampler(config: Config) -> None:
         rule = None if value is None or isinstance(value, str) else bound.rule(value)
         if rule is not None:
             raise ConfigError(f"sampler.{name}: {rule}, got {value}")
+    if s.kind == "sgrld" and s.gamma_kick_limit is not None and s.correction == "none":
+        raise ConfigError(
+            'sampler.gamma_kick_limit tames Γ\'s kick: it needs sampler.correction = "hutchinson" '
+            'or "exact"'
+        )
     if s.kind == "isgd" and s.learning_rate in ("rule", None) and s.temperature == 0:
         raise ConfigError("sampler.temperature: 0 needs a numeric learning_rate, not 'rule'")
 
