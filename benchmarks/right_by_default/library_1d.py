@@ -9,6 +9,8 @@ the variants run through ``sgrld.sgrld`` and ``sgrld.sample`` with the same keys
 * ``c=0`` / ``c=1``: adapting throughout, Γ scaled by a fixed share (``c=0``: no Γ, as
   published; ``c=1``: the full Γ);
 * ``ĉ``: adapting throughout, ``correction="hutchinson", correction_scale="auto"``;
+* ``c=1, tamed`` / ``ĉ, tamed``: the same with Γ's kick tamed to one noise sd
+  (``gamma_kick_limit=1``);
 * ``default``: ``sgrld.sgrld``'s defaults (``adapt_until="auto"``: adapt, then freeze; no Γ).
 
 Burn-in and span are in time units of 1/lr steps (pSGLD and Shampoo: burn-in 3, span 4, thinned
@@ -57,6 +59,18 @@ VARIANTS = {
     "c=0": {"adapt_until": None},
     "c=1": {"adapt_until": None, "correction": "hutchinson", "correction_scale": 1.0},
     "ĉ": {"adapt_until": None, "correction": "hutchinson", "correction_scale": "auto"},
+    "c=1, tamed": {
+        "adapt_until": None,
+        "correction": "hutchinson",
+        "correction_scale": 1.0,
+        "gamma_kick_limit": 1.0,
+    },
+    "ĉ, tamed": {
+        "adapt_until": None,
+        "correction": "hutchinson",
+        "correction_scale": "auto",
+        "gamma_kick_limit": 1.0,
+    },
     "default": {},
 }
 
