@@ -16,8 +16,9 @@ The statistic is of the likelihood only (the prior never enters, as in the autho
 potential must come from :func:`sgrld.potential`. Γ is available through the usual corrections: the
 probe's tangent of the per-example statistic is one forward-over-reverse pass through the same
 computation (for Dense layers, products of ``a``, ``δ`` and their tangents). Γ ∝ ∂J/(J + ε)² is
-stiff where J ≪ ε: with Γ, take ε larger than the authors' 1e-4 (docs/metrics.md, "Fisher
-metrics": on MNIST 1e-4 drifted the weights outward, 1e-3 did not). A minibatch whose
+stiff where J ≪ ε: with Γ, tame its kick (:func:`sgrld.sgrld`'s ``gamma_kick_limit=1``) or take ε
+larger than the authors' 1e-4 (docs/metrics.md, "Fisher metrics": on MNIST the untamed Γ at
+1e-4 drifted the weights outward, the tamed one did not). A minibatch whose
 statistic is not finite leaves the average unchanged and is counted in ``state.fallbacks``
 (``info.metric_fallbacks``).
 

@@ -7,7 +7,8 @@ Langevin dynamics for neural networks" (GSI 2017), with the Γ-corrected Fisher 
   the prior out, as the authors' code does (``prior_in_metric=False``).
 * Methods (:data:`~sgrld_reproductions.natural_langevin.runs.METHODS`): SGLD with the Euclidean
   (identity), RMSProp, DOP and QDOP metrics, each scored as the ensemble of its samples and as
-  the network at their mean (PostMean); the same Fisher metrics (ε = 1e-3) with the Γ correction;
+  the network at their mean (PostMean); the same Fisher metrics with the Γ correction, its kick
+  tamed to one noise sd (``gamma_kick_limit=1``);
   SGD and dropout (:mod:`~sgrld_reproductions.natural_langevin.baselines`).
 * Step sizes: every η of the paper's grid, halved every 10 000 updates; per row the η with the
   best validation accuracy of that row's predictor (:func:`select`).
@@ -151,9 +152,10 @@ NOTES = (
     "1/fan-in), zero biases; one chain and seed per run. RMSProp: G = √V + ε with V the "
     "1/√t-weighted average of the squared minibatch gradient and ε = 1e-4; the paper's Alg. 2 "
     "is C = (D + ε)^{-1/2}, ε inside the root. DOP, QDOP: the empirical (OP) Fisher of the "
-    "minibatch's per-example gradients, γ_t = 1/√t, ε = 1e-4. + Γ: the same with ε = 1e-3 (Γ "
-    "is too stiff at 1e-4) and the Hutchinson Γ correction (one probe, the share ĉ), new "
-    "rows. SGD: identity, no prior, no noise (T = 0); Dropout: p = 0.5 on the hidden layers, "
+    "minibatch's per-example gradients, γ_t = 1/√t, ε = 1e-4. + Γ: the same with the "
+    "Hutchinson Γ correction (one probe, the share ĉ), its kick tamed to one noise sd per "
+    "coordinate (Γ is stiff where the Fisher is far below ε), new rows. SGD: identity, no "
+    "prior, no noise (T = 0); Dropout: p = 0.5 on the hidden layers, "
     "plain SGD without prior; both the final network after the same updates and η schedule. "
     "runs: runs that completed out of the η tried. —: nothing to report (not run, diverged, or "
     "not in the paper)."
