@@ -133,7 +133,11 @@ def guarantee_of(config: Config) -> str:
     if until == "auto":
         until, average_from = auto_freeze(metric, config.run.burn_in)
         averaged = average_from is not None
-    return guarantee(Adaptation(metric, until, averaged, s.correction, s.correction_scale))
+    limit = s.gamma_kick_limit if s.kind == "sgrld" else None
+    about = Adaptation(
+        metric, until, averaged, s.correction, s.correction_scale, gamma_kick_limit=limit
+    )
+    return guarantee(about)
 
 
 def cyclical_of(schedule: ScheduleConfig, num_steps: int | None) -> schedules.Cyclical:

@@ -50,6 +50,7 @@ class Adaptation(NamedTuple):
       scale: the correction's share, a float or ``"auto"``.
       resolve: ``resolve(burn_in, start) -> Sampler`` with ``"auto"`` resolved (``None`` once
         resolved).
+      gamma_kick_limit: the sampler's ``gamma_kick_limit`` (``None``: Γ̂'s kick untamed).
     """
 
     metric: Metric
@@ -58,6 +59,7 @@ class Adaptation(NamedTuple):
     correction: str
     scale: float | str
     resolve: Callable[[int, int], Any] | None = None
+    gamma_kick_limit: float | None = None
 
 
 def auto_freeze(metric: Metric, burn_in: int, start: int = 0) -> tuple[int | None, int | None]:
@@ -113,13 +115,15 @@ def guarantee(adaptation: Adaptation | None, share_means: Any = None) -> str:
     if a.adapt_until is not None:
         how = " (window average of the statistic)" if a.averaged else ""
         return f"exact: metric frozen at step {a.adapt_until}{how}"
+    tamed = "" if a.gamma_kick_limit is None else f", kick tamed to {a.gamma_kick_limit:g} noise sd"
     if a.correction != "none" and a.scale == AUTO:
         if share_means is None or np.size(share_means) == 0:
-            return "corrected: Γ with share ĉ estimated online"
+            return f"corrected: Γ with share ĉ estimated online{tamed}"
         c = np.asarray(share_means, np.float64)
-        return f"corrected: Γ with share ĉ (mean {c.mean():.2f}, range {c.min():.2f}–{c.max():.2f})"
+        share = f"mean {c.mean():.2f}, range {c.min():.2f}–{c.max():.2f}"
+        return f"corrected: Γ with share ĉ ({share}){tamed}"
     if a.correction != "none" and a.scale != 0.0:
-        return f"corrected: Γ with share c = {float(a.scale):g} (fixed)"
+        return f"corrected: Γ with share c = {float(a.scale):g} (fixed){tamed}"
     return "uncorrected: stationary density p·G^{1−c}, c = 0 (Rensmeyer & Niggemann)"
 
 

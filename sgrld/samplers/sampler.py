@@ -440,7 +440,9 @@ def sgrld(
         gamma_kick_limit=gamma_kick_limit,
     )
     mode = "none" if correction is None else correction
-    about = Adaptation(metric, adapt_until, False, mode, correction_scale)
+    about = Adaptation(
+        metric, adapt_until, False, mode, correction_scale, gamma_kick_limit=gamma_kick_limit
+    )
     if adapt_until != AUTO:
         warn_if_biased(about)
         return build(adapt_until=adapt_until)._replace(adaptation=about)

@@ -34,6 +34,10 @@ def test_the_three_guarantees():
     )
     text = g.guarantee(about(m, None, "hutchinson", "auto"), [[0.3, 0.5], [0.4, 0.6]])
     assert text == "corrected: Γ with share ĉ (mean 0.45, range 0.30–0.60)"
+    tamed = about(m, None, "hutchinson", "auto")._replace(gamma_kick_limit=1.0)
+    assert (
+        g.guarantee(tamed) == "corrected: Γ with share ĉ estimated online, kick tamed to 1 noise sd"
+    )
 
 
 @pytest.fixture
@@ -131,6 +135,11 @@ def test_config_guarantees_and_never():
     fixed = cfg("sampler.adapt_until=never", "sampler.correction=hutchinson",
                 "sampler.correction_scale=1")  # fmt: skip
     assert guarantee_of(fixed) == "corrected: Γ with share c = 1 (fixed)"
+    tamed = cfg("sampler.adapt_until=never", "sampler.correction=hutchinson",
+                "sampler.correction_scale=1", "sampler.gamma_kick_limit=0.5")  # fmt: skip
+    assert guarantee_of(tamed) == (
+        "corrected: Γ with share c = 1 (fixed), kick tamed to 0.5 noise sd"
+    )
 
 
 def test_config_adapt_until_after_the_burn_in_is_refused():
