@@ -24,7 +24,10 @@ import numpy as np
 from sgrld.chains.divergence import ADVICE, first_divergence, leaf_names
 from sgrld.chains.engine import Chunk, Engine, chain_keys, count_kept, random_batches
 from sgrld.numerics.pytrees import PyTree
-from sgrld.samplers.guarantee import warn_if_adapting_on_minibatches
+from sgrld.samplers.guarantee import (
+    warn_if_adapting_on_minibatches,
+    warn_if_minibatch_noise_dominates,
+)
 from sgrld.samplers.sampler import Sampler, SGRLDState
 
 
@@ -57,7 +60,9 @@ class DivergenceError(FloatingPointError):
 class Minibatches:
     """``key -> batch`` (:func:`minibatch_fn`): ``batch_size`` of the ``num_examples`` rows of
     ``data``, drawn with replacement; its sizes let :func:`sample` warn about a metric that adapts
-    throughout on minibatches (:func:`sgrld.samplers.guarantee.warn_if_adapting_on_minibatches`).
+    throughout on minibatches (:func:`sgrld.samplers.guarantee.warn_if_adapting_on_minibatches`)
+    and about a Fisher metric's step whose minibatch noise outweighs the Langevin noise
+    (:func:`sgrld.samplers.guarantee.warn_if_minibatch_noise_dominates`).
     """
 
     data: PyTree
@@ -191,6 +196,7 @@ def sample(
     if isinstance(batch_fn, Minibatches):  # a batch_fn of one's own does not say its sizes
         adaptation = getattr(sampler, "adaptation", None)
         warn_if_adapting_on_minibatches(adaptation, batch_fn.batch_size, batch_fn.num_examples)
+        warn_if_minibatch_noise_dominates(adaptation, batch_fn.batch_size, batch_fn.num_examples)
     state = _chain_states(sampler, params, state, chains, single=num_chains is None)
     state = _fit_state(sampler, state)
     engine = Engine(

@@ -45,7 +45,10 @@ from sgrld.run.sampler_from_config import (
     guarantee_of,
     sampler_of,
 )
-from sgrld.samplers.guarantee import warn_if_adapting_on_minibatches
+from sgrld.samplers.guarantee import (
+    warn_if_adapting_on_minibatches,
+    warn_if_minibatch_noise_dominates,
+)
 from sgrld.samplers.sampler import Sampler
 from sgrld.samples.results import ResultsError
 
@@ -112,6 +115,7 @@ def build_experiment(
     meta = {"config": config.to_dict(), "guarantee": guarantee_of(config)}
     sampler = build(potential, len(x_train))
     warn_if_adapting_on_minibatches(sampler.adaptation, config.data.batch_size, len(x_train))
+    warn_if_minibatch_noise_dominates(sampler.adaptation, config.data.batch_size, len(x_train))
     keep = None
     if config.schedule.kind == "cyclical" and num_steps >= config.schedule.cycles:
         keep = cyclical_of(config.schedule, num_steps).keep

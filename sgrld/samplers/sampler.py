@@ -441,7 +441,13 @@ def sgrld(
     )
     mode = "none" if correction is None else correction
     about = Adaptation(
-        metric, adapt_until, False, mode, correction_scale, gamma_kick_limit=gamma_kick_limit
+        metric,
+        adapt_until,
+        False,
+        mode,
+        correction_scale,
+        gamma_kick_limit=gamma_kick_limit,
+        learning_rate=learning_rate,
     )
     if adapt_until != AUTO:
         warn_if_biased(about)

@@ -123,6 +123,51 @@ def test_a_configured_run_adapting_on_minibatches_warns(fresh_warnings):
     assert "minibatches of 64" in message
 
 
+def test_a_fisher_step_whose_minibatch_noise_dominates_warns_once(fresh_warnings):
+    """ρ = lr·N/(2B) > 1 with a Fisher metric, frozen or not; at ρ <= 1, on the full batch, for a
+    metric without a per-example statistic, or with the learning rate unknown: silent."""
+    fisher = sgrld.metrics.fisher_diag()
+    warn = lambda a, batch, n=50_000: caught(
+        lambda: g.warn_if_minibatch_noise_dominates(a, batch, n)
+    )
+    with_lr = lambda m, lr, until=None: about(m, until)._replace(learning_rate=lr)
+    assert warn(with_lr(fisher, 0.004), 100) == []  # ρ = 1
+    assert warn(with_lr(fisher, 0.1), 50_000) == []  # full batch
+    assert warn(with_lr(sgrld.metrics.rmsprop(), 0.1), 100) == []
+    assert warn(about(fisher), 100) == []  # learning rate not known
+    (message,) = warn(with_lr(fisher, lambda step: 0.1 / (1 + step), 300), 100)  # lr(0), frozen
+    assert "= 25 with a Fisher metric" in message and "learning_rate <= 2·batch_size/N = 0.004" in (
+        message
+    )
+    assert warn(with_lr(sgrld.metrics.fisher_qdiag(), 0.1), 100) == []  # once a process
+
+
+def test_sample_and_a_configured_run_warn_of_minibatch_noise(fresh_warnings):
+    """Both paths know lr, B and N: ``sgrld.sample`` with :func:`sgrld.minibatch_fn`, and the
+    configured run (digits: N = 1,258 at batch 64, so the default lr = 0.25 gives ρ = 2.46)."""
+    from sgrld.run.from_config import build_experiment
+
+    data = jax.random.normal(jax.random.key(0), (64,))
+    potential = sgrld.potential(lambda p, x: -0.5 * (x - p) ** 2, lambda p: -0.5 * p**2, 64)
+    s = sgrld.sgrld(potential, sgrld.metrics.fisher_diag(), learning_rate=0.5, num_data=64)
+    fn = sgrld.minibatch_fn(data, 8)
+    run = lambda: sgrld.sample(jax.random.key(1), s, 0.0, fn, num_samples=2, burn_in=8)
+    (message,) = caught(run)
+    assert "learning_rate·N/(2·batch_size) = 2 " in message
+    g._WARNED.discard("minibatch-noise")
+    base = [
+        "data.name=digits",
+        "data.batch_size=64",
+        "sampler.metric=fisher_diag",
+        "run.burn_in=40",
+    ]
+    cfg = lambda *o: load_config(None, [*base, *o])
+    (message,) = caught(lambda: build_experiment(cfg()))
+    assert "= 2.46 with a Fisher metric" in message
+    g._WARNED.discard("minibatch-noise")
+    assert caught(lambda: build_experiment(cfg("sampler.learning_rate=0.05"))) == []
+
+
 def test_config_guarantees_and_never():
     cfg = lambda *o: load_config(None, ["sampler.metric=monge", "run.burn_in=400", *o])
     assert (
