@@ -18,6 +18,8 @@ Example:
   'exact: metric frozen at step 500 (window average of the statistic)'
   >>> guarantee(a._replace(adapt_until=None))
   'uncorrected: stationary density p·G^{1−c}, c = 0 (Rensmeyer & Niggemann)'
+  >>> guarantee(a._replace(correction="hutchinson"))  # Γ of the frozen metric is 0
+  'exact: metric frozen at step 500 (window average of the statistic); Γ only before the freeze'
 """
 
 from __future__ import annotations
@@ -112,11 +114,15 @@ def guarantee(adaptation: Adaptation | None, share_means: Any = None) -> str:
     if adaptation is None or adaptation.metric.statistic is None:
         return "exact: constant metric (not adaptive)"
     a = adaptation
+    # Γ of a frozen metric is 0: a correction asked for acts only while the metric adapts.
+    gamma = "" if a.correction == "none" or a.scale == 0.0 else "; Γ only before the freeze"
     if a.adapt_until == AUTO:
-        return "exact: metric frozen at 3/4 of the burn-in (window average of the statistic)"
+        return (
+            "exact: metric frozen at 3/4 of the burn-in (window average of the statistic)" + gamma
+        )
     if a.adapt_until is not None:
         how = " (window average of the statistic)" if a.averaged else ""
-        return f"exact: metric frozen at step {a.adapt_until}{how}"
+        return f"exact: metric frozen at step {a.adapt_until}{how}{gamma}"
     tamed = "" if a.gamma_kick_limit is None else f", kick tamed to {a.gamma_kick_limit:g} noise sd"
     if a.correction != "none" and a.scale == AUTO:
         if share_means is None or np.size(share_means) == 0:

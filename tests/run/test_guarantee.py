@@ -175,6 +175,9 @@ def test_config_guarantees_and_never():
     )
     assert guarantee_of(cfg("sampler.adapt_until=never")).startswith("uncorrected:")
     assert guarantee_of(cfg("sampler.adapt_until=100")) == "exact: metric frozen at step 100"
+    frozen_gamma = guarantee_of(cfg("sampler.correction=hutchinson"))  # Γ of a frozen metric is 0
+    assert frozen_gamma.startswith("exact: metric frozen at step 300")
+    assert frozen_gamma.endswith("; Γ only before the freeze")
     corrected = cfg("sampler.adapt_until=never", "sampler.correction=hutchinson")
     assert guarantee_of(corrected) == "corrected: Γ with share ĉ estimated online"  # the default
     fixed = cfg("sampler.adapt_until=never", "sampler.correction=hutchinson",
