@@ -153,16 +153,38 @@ def _demo_arguments(demo: argparse.ArgumentParser) -> None:
 def _export_arguments(export: argparse.ArgumentParser) -> None:
     """The ``sgrld export`` subcommand's arguments."""
     export.add_argument("folder", metavar="OUT", help="the results folder of the run")
-    export.add_argument("--format", choices=("netcdf", "zarr"), default="netcdf")
+    export.add_argument(
+        "--format",
+        choices=("netcdf", "zarr"),
+        default="netcdf",
+        help="netcdf: one file (.nc); zarr: a folder (.zarr), which xarray opens lazily "
+        "(default: %(default)s)",
+    )
     export.add_argument("--to", help="where to write it (default: OUT/inference_data.nc or .zarr)")
+    export.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an existing file or Zarr store at the target that is not an earlier export "
+        "(without it, sgrld export refuses; an earlier export is replaced, another folder never)",
+    )
 
 
 def _diagnose_arguments(diagnose: argparse.ArgumentParser) -> None:
     """The ``sgrld diagnose`` subcommand's arguments."""
     diagnose.add_argument("folder", metavar="OUT", help="the results folder of the run")
     options = {
-        "--params": dict(type=positive_int, default=8, help="how many scalar parameters (>= 1)"),
-        "--seed": dict(type=integer_at_least(0), default=0, help="seed of the parameters' choice"),
+        "--params": dict(
+            type=positive_int,
+            default=8,
+            help="how many scalar parameters to trace, chosen at random (>= 1; default: "
+            "%(default)s)",
+        ),
+        "--seed": dict(
+            type=integer_at_least(0),
+            default=0,
+            help="seed of the parameters' choice and of the KSD's coordinates (default: "
+            "%(default)s)",
+        ),
         "--no-ksd": dict(action="store_true", help="do not compute the kernel Stein discrepancy"),
         "--ksd-coordinates": dict(
             type=positive_int,
@@ -373,7 +395,9 @@ _COMMANDS = {
     "sweep": _Command(
         "learning rates (or Monge's α², temperatures) x replicates as the chains of one program",
         "Run every (setting, replicate) pair of a grid as the chains of one compiled program "
-        "(replicate r: seed run.seed + r, the chains of `sgrld run` with that seed), then print "
+        "(replicate r: seed run.seed + r, the initialisations, keys and minibatches of `sgrld "
+        "run` with that seed; the same numbers up to float rounding, which a chaotic chain can "
+        "amplify), then print "
         "and save (sweep.md, sweep.json, summary.json) the mean ± std over replicates of the test "
         "scores per setting and the best setting on the validation log-likelihood. Sweepable "
         f"keys: {', '.join(sgrld_sweep.SWEEPABLE)}.",

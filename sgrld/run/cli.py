@@ -29,7 +29,7 @@ import numpy as np
 
 from sgrld.chains import devices
 from sgrld.data import DataError
-from sgrld.run import interrupts, report, runner, sweep_resume
+from sgrld.run import checkpoint, interrupts, report, run_folder, runner, sweep_resume
 from sgrld.run import sweep as sgrld_sweep
 from sgrld.run.arguments import (
     KSD_MAX_DIM,
@@ -41,7 +41,7 @@ from sgrld.run.arguments import (
 from sgrld.run.config import Config, ConfigError, load_config
 from sgrld.run.from_config import log_posterior, observed_targets, run_config
 from sgrld.samples import arviz_export, atomic, diagnostics, stein
-from sgrld.samples.results import ResultsError, load_samples
+from sgrld.samples.results import ResultsError, draws_per_epoch, load_samples
 
 
 def sweep_command(args: argparse.Namespace) -> int:
@@ -53,6 +53,8 @@ def sweep_command(args: argparse.Namespace) -> int:
         grid_texts = grid_texts or [f"{k}={json.dumps(v)}" for k, v in stored["grid"].items()]
         replicates = stored["replicates"] if replicates is None else replicates
     grids = [sgrld_sweep.parse_grid(text, config) for text in grid_texts]
+    if not args.resume and not args.overwrite:
+        refuse_kept_run(Path(config.out.folder), "sweep")
     _writing(_kept_results(Path(config.out.folder), "sweep"))
     console = report.console()
     name = str(path) if path else "the default configuration"
@@ -122,6 +124,8 @@ def _config_to_resume(args: argparse.Namespace, overrides: list[str]) -> tuple[C
 def run_command(args: argparse.Namespace) -> int:
     """``sgrld run``: load the configuration, run it, print the final scores, plot the curves."""
     config, path = _config_to_resume(args, list(args.overrides) + _device_overrides(args))
+    if not args.resume and not args.overwrite:
+        refuse_kept_run(Path(config.out.folder), "run")
     _writing(_kept_results(Path(config.out.folder), "run"))
     console = report.console()
     name = str(path) if path else "the default configuration"
@@ -138,10 +142,73 @@ def run_command(args: argparse.Namespace) -> int:
     return runner.EXIT_CODES[result.status]
 
 
+def refuse_kept_run(out: Path, command: str) -> None:
+    """Refuse to start ``sgrld run`` or ``sgrld sweep`` (``command``) in ``out`` if it holds any
+    file of a run, saying what can be done: ``--resume`` only when there is something to resume
+    (``config.json`` or a checkpoint, what :func:`sgrld.run.from_config.check_resumable` reads;
+    with a configuration file named when ``out`` has no ``config.toml``, as ``--resume`` without
+    one reads it), and by the command that made the run (a sweep's ``summary.json`` says so);
+    else remove the folder or choose another ``--out``. ``--overwrite`` replaces it either way.
+    Only the process that writes checks (the others of a multi-process run write nothing).
+
+    Raises:
+        sgrld.samples.results.ResultsError: ``out`` holds a run, naming what it holds.
+
+    Example:
+        >>> import tempfile
+        >>> out = Path(tempfile.mkdtemp())
+        >>> refuse_kept_run(out, "run")  # an empty folder: nothing to refuse
+        >>> (out / "checkpoints").mkdir()
+        >>> refuse_kept_run(out, "run")
+        Traceback (most recent call last):
+        ...
+        sgrld.samples.results.ResultsError: ... already holds files of a run (checkpoints) but no
+        run to resume (no config.json, no checkpoint): remove the folder or choose another --out
+        (or replace them with --overwrite)
+    """
+    if not devices.is_writer():
+        return
+    names = run_folder.RUN_FILES + run_folder.CONFIG_FILES
+    found = [name for name in names if os.path.lexists(out / name)]
+    if not found:
+        return
+    holds = f"{out} already holds files of a run ({', '.join(found)})"
+    if not (out / "config.json").is_file() and not any(
+        (out / checkpoint.FOLDER).glob("epoch_*.npz")
+    ):
+        raise ResultsError(
+            f"{holds} but no run to resume (no config.json, no checkpoint): remove the folder or "
+            "choose another --out (or replace them with --overwrite)"
+        )
+    made_by = _made_by(out) or command
+    config = "" if (out / "config.toml").is_file() else " CONFIG.toml"
+    raise ResultsError(
+        f"{holds}: continue it with `sgrld {made_by}{config} --resume {out}`, or replace it with "
+        "--overwrite"
+    )
+
+
+def _made_by(out: Path) -> str | None:
+    """``"sweep"`` or ``"run"``: the command that made the run in ``out``, as its ``summary.json``
+    says (``None``: no readable one)."""
+    try:
+        meta = json.loads((out / "summary.json").read_text(encoding="utf-8")).get("meta", {})
+    except (OSError, ValueError, AttributeError):
+        return None
+    return "sweep" if isinstance(meta, dict) and "sweep" in meta else "run"
+
+
 def export_command(args: argparse.Namespace) -> int:
-    """``sgrld export``: write the run's samples as netCDF or Zarr."""
+    """``sgrld export``: write the run's samples as netCDF or Zarr (refusing, before the data set
+    loads, a folder without samples and a target that is not an earlier export, unless
+    ``--overwrite``: :func:`sgrld.samples.arviz_export.check_target`)."""
+    draws_per_epoch(args.folder)
+    path = arviz_export.target(args.folder, args.format, args.to)
+    arviz_export.check_target(path, args.overwrite)
     observed = observed_targets(args.folder)
-    path = arviz_export.export(args.folder, args.format, args.to, observed_data=observed)
+    path = arviz_export.export(
+        args.folder, args.format, args.to, observed_data=observed, overwrite=args.overwrite
+    )
     report.console().print(f"wrote {path}")
     return 0
 

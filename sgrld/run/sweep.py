@@ -11,9 +11,11 @@ process and compilation. ``sgrld sweep`` runs all of them as the chains of one c
   value (:func:`sgrld.numerics.checks.is_traced`); the value is checked here instead, as the
   configuration it comes from (:func:`parse_grid`);
 * **replicates**: replicate ``r`` of every setting has the seed ``run.seed + r``: its chains get the
-  initialisations and keys of ``sgrld run`` with that seed (:attr:`sgrld.run.runner.RunPlan.seeds`),
-  so chain (setting, replicate) follows the chain of ``sgrld run --set KEY=VALUE --set
-  run.seed=SEED`` (a test checks it);
+  initialisations, keys and minibatches of ``sgrld run`` with that seed
+  (:attr:`sgrld.run.runner.RunPlan.seeds`), so chain (setting, replicate) computes what the chain
+  of ``sgrld run --set KEY=VALUE --set run.seed=SEED`` computes, up to float rounding (a test
+  checks it on a few chains): a program of more chains may round differently, and a chaotic chain
+  (RMSprop's, say) can amplify that into another trajectory from the same sampler;
 * **chains**: setting ``i``, replicate ``r`` and chain ``k`` of ``run.chains = K`` is chain
   ``(i·R + r)·K + k``; a chain that diverges stops sampling and the others go on;
 * **scores**: each replicate's ensemble (its K chains pooled, as ``sgrld run`` pools them) is scored

@@ -29,10 +29,12 @@ epoch file at a time (:func:`sgrld.samples.results.iter_samples`) is appended al
 Zarr store, chunked by epoch, so memory holds about one epoch whatever the run's length (against
 :func:`to_arviz`, which holds every draw); a netCDF export is then copied from that store one
 variable at a time, so its peak grows with the largest variable (the peaks are in
-``benchmarks/RESULTS.md`` §18). The export is written beside its target and
-renamed into place when whole. ``xarray.open_datatree(PATH, engine="zarr")`` opens a Zarr export
-lazily: only what is indexed is read. ArviZ is imported on first use, so ``import sgrld`` stays
-light.
+``benchmarks/RESULTS.md`` §18). The export is written beside its target and renamed into place
+when whole. It replaces only what an export wrote: an existing target that is not an earlier sgrld
+export (:func:`earlier_export`) is refused unless ``overwrite`` (``sgrld export --overwrite``), and
+a folder that is not a Zarr store is never replaced (:func:`check_target`).
+``xarray.open_datatree(PATH, engine="zarr")`` opens a Zarr export lazily: only what is indexed is
+read. ArviZ is imported on first use, so ``import sgrld`` stays light.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ import numpy as np
 from sgrld.chains.sampling import Samples
 from sgrld.chains.summaries import ENGINE_FIELDS
 from sgrld.samples.results import (
+    ResultsError,
     RunSamples,
     draws_per_epoch,
     iter_samples,
@@ -149,11 +152,98 @@ def to_arviz(
     return arviz_base.from_dict(groups, attrs=attrs)
 
 
+def target(folder: str | Path, fmt: Format = "netcdf", to: str | Path | None = None) -> Path:
+    """Where :func:`export` writes: ``to``, else ``folder/inference_data.nc`` or ``.zarr``.
+
+    Raises:
+        ValueError: an unknown format.
+
+    Example:
+        >>> str(target("results/a", "zarr")), str(target("results/a", "netcdf", to="a.nc"))
+        ('results/a/inference_data.zarr', 'a.nc')
+    """
+    if fmt not in SUFFIXES:
+        raise ValueError(f"unknown export format {fmt!r}; choose one of {sorted(SUFFIXES)}")
+    return Path(to) if to is not None else Path(folder) / f"{STEM}{SUFFIXES[fmt]}"
+
+
+def zarr_store(path: str | Path) -> bool:
+    """Whether ``path`` is a folder holding a Zarr store's root (``zarr.json`` or ``.zgroup``)."""
+    path = Path(path)
+    return path.is_dir() and any((path / name).is_file() for name in ("zarr.json", ".zgroup"))
+
+
+def earlier_export(path: str | Path) -> bool:
+    """Whether ``path`` is what an export wrote: a netCDF file or a Zarr store whose
+    ``posterior`` group says ``inference_library = "sgrld"`` (only metadata is read).
+
+    Example:
+        >>> import tempfile
+        >>> path = Path(tempfile.mkdtemp()) / "notes.nc"
+        >>> _ = path.write_text("my notes")
+        >>> earlier_export(path), earlier_export(path.parent)
+        (False, False)
+    """
+    path = Path(path)
+    try:
+        if zarr_store(path):
+            import zarr
+
+            attrs = dict(zarr.open_group(str(path), mode="r")["posterior"].attrs)
+        elif path.is_file():
+            import h5netcdf
+
+            with h5netcdf.File(path, mode="r") as f:
+                attrs = dict(f["posterior"].attrs)
+        else:
+            return False
+    except Exception:  # noqa: BLE001 - not HDF5, not Zarr, no posterior group: not an export
+        return False
+    return attrs.get("inference_library") == "sgrld"
+
+
+def check_target(path: str | Path, overwrite: bool = False) -> None:
+    """Refuse to write an export to ``path`` where that would destroy what an export did not write.
+
+    A missing ``path`` or an earlier sgrld export (:func:`earlier_export`) may be replaced; any
+    other file or Zarr store only with ``overwrite``; a folder that is not a Zarr store never (it
+    may hold anything).
+
+    Raises:
+        sgrld.samples.results.ResultsError: naming ``path`` and what to do instead.
+
+    Example:
+        >>> import tempfile
+        >>> path = Path(tempfile.mkdtemp()) / "afile"
+        >>> _ = path.write_text("mine")
+        >>> check_target(path)
+        Traceback (most recent call last):
+        ...
+        sgrld.samples.results.ResultsError: the export target ... already exists and is not an
+        earlier sgrld export: choose another --to, or replace it with --overwrite
+        >>> check_target(path, overwrite=True)
+    """
+    path = Path(path)
+    if not os.path.lexists(path) or earlier_export(path):
+        return
+    if path.is_dir() and not path.is_symlink() and not zarr_store(path):
+        raise ResultsError(
+            f"the export target {path} is a folder and not a Zarr store: choose another --to (an "
+            "export replaces a file or a Zarr store, never another folder)"
+        )
+    if not overwrite:
+        raise ResultsError(
+            f"the export target {path} already exists and is not an earlier sgrld export: choose "
+            "another --to, or replace it with --overwrite"
+        )
+
+
 def export(
     folder: str | Path,
     fmt: Format = "netcdf",
     to: str | Path | None = None,
     observed_data: dict[str, Any] | None = None,
+    overwrite: bool = False,
 ) -> Path:
     """Write :func:`to_arviz` of a results folder as netCDF or Zarr, streamed epoch by epoch.
 
@@ -163,43 +253,50 @@ def export(
             (a folder).
         to: where to write it (default: ``folder/inference_data.nc`` or ``.zarr``).
         observed_data: the variables of its ``observed_data`` group (none: no group).
+        overwrite: replace an existing file or Zarr store at ``to`` that is not an earlier
+            export (without it such a target is refused; an earlier export is replaced either
+            way, a folder that is not a Zarr store never: :func:`check_target`).
 
     Returns:
-        The path written (an existing one is replaced).
+        The path written.
 
     Raises:
         ValueError: an unknown format.
-        sgrld.samples.results.ResultsError: a folder that holds no samples.
+        sgrld.samples.results.ResultsError: a folder that does not exist or holds no samples, or
+            a target that :func:`check_target` refuses (checked before anything is written).
     """
     import xarray
 
-    if fmt not in SUFFIXES:
-        raise ValueError(f"unknown export format {fmt!r}; choose one of {sorted(SUFFIXES)}")
-    path = Path(to) if to is not None else Path(folder) / f"{STEM}{SUFFIXES[fmt]}"
+    path = target(folder, fmt, to)
+    draws = draws_per_epoch(folder)  # the folder and its samples, before anything is created
+    check_target(path, overwrite)
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=path.parent, prefix=f".{path.name}.") as tmp:
         store = Path(tmp) / f"{STEM}.zarr"
-        _stream_zarr(folder, store, observed_data or {})
+        _stream_zarr(folder, store, observed_data or {}, max(draws))
         if fmt == "netcdf":
             written = Path(tmp) / f"{STEM}.nc"
             with xarray.open_datatree(store, engine="zarr") as tree:
                 tree.to_netcdf(written, engine="h5netcdf")
         else:
             written = store
-        if path.is_dir() and not path.is_symlink():
+        check_target(path, overwrite)  # again: something may have appeared there meanwhile
+        if path.is_symlink() or (path.is_file() and written.is_dir()):
+            path.unlink()  # a link, not what it points to; a file that a store replaces
+        elif path.is_dir():
             shutil.rmtree(path)
         os.replace(written, path)
     return path
 
 
-def _stream_zarr(folder: str | Path, store: Path, observed: dict[str, Any]) -> None:
+def _stream_zarr(folder: str | Path, store: Path, observed: dict[str, Any], per_chunk: int) -> None:
     """Append the samples of ``folder`` to a new Zarr ``store`` one epoch file at a time, the
-    ``draw`` axis chunked by the largest epoch; then ``observed`` as its ``observed_data``
-    group, and consolidate its metadata."""
+    ``draw`` axis chunked by ``per_chunk`` (the largest epoch); then ``observed`` as its
+    ``observed_data`` group, and consolidate its metadata."""
     import arviz_base
     import zarr
 
-    per_chunk, first = max(draws_per_epoch(folder)), 0
+    first = 0
     for epoch in iter_samples(folder):
         draws = epoch.step.shape[0]
         tree = to_arviz(epoch, observed_data={}, guarantee=run_guarantee(folder))

@@ -184,8 +184,26 @@ def nested(paths: list[KeyPath], leaves: list[Any], empty: list[KeyPath] = ()) -
     return tree
 
 
+def check_folder(folder: str | Path) -> None:
+    """Check that the results folder ``folder`` exists and is a folder, before its files are read.
+
+    Raises:
+        ResultsError: ``folder`` does not exist, or is a file.
+
+    Example:
+        >>> check_folder("no/such/folder")
+        Traceback (most recent call last):
+        ...
+        sgrld.samples.results.ResultsError: the results folder no/such/folder does not exist
+    """
+    if not Path(folder).is_dir():
+        what = "is a file, not a folder" if Path(folder).exists() else "does not exist"
+        raise ResultsError(f"the results folder {folder} {what}")
+
+
 def _index(folder: str | Path) -> tuple[Path, list[Path], list[KeyPath], list[KeyPath]]:
     """The ``samples/`` folder of ``folder``, its epoch files in order, and the leaves' paths."""
+    check_folder(folder)
     samples = Path(folder) / "samples"
     files = sorted(samples.glob("epoch_*.npz"))
     if not files or not (samples / "params.json").is_file():
@@ -232,7 +250,7 @@ def iter_samples(folder: str | Path) -> Iterator[RunSamples]:
     for the whole run), read only when the iteration reaches it.
 
     Raises:
-        ResultsError: ``folder`` holds no samples, or they cannot be read.
+        ResultsError: ``folder`` does not exist, holds no samples, or they cannot be read.
     """
     _, files, paths, empty = _index(folder)
     for path in files:
@@ -252,14 +270,14 @@ def load_samples(folder: str | Path) -> RunSamples:
         :class:`RunSamples`, arrays with the chains first: ``[chains, draws, ...]``.
 
     Raises:
-        ResultsError: ``folder`` holds no samples, or they cannot be read.
+        ResultsError: ``folder`` does not exist, holds no samples, or they cannot be read.
 
     Example:
-        >>> load_samples("no/such/folder")
+        >>> import tempfile
+        >>> load_samples(tempfile.mkdtemp())
         Traceback (most recent call last):
         ...
-        sgrld.samples.results.ResultsError: no samples in no/such/folder/samples: not a results
-        folder ...
+        sgrld.samples.results.ResultsError: no samples in .../samples: not a results folder ...
     """
     _, files, paths, empty = _index(folder)
     return _as_run(_concatenate(files, draws_per_epoch(folder)), paths, empty)
@@ -269,7 +287,7 @@ def draws_per_epoch(folder: str | Path) -> list[int]:
     """The number of draws in each epoch file of ``folder``, in order (reading only their steps).
 
     Raises:
-        ResultsError: ``folder`` holds no samples, or they cannot be read.
+        ResultsError: ``folder`` does not exist, holds no samples, or they cannot be read.
     """
     samples, files, _, _ = _index(folder)
     draws = []

@@ -63,7 +63,9 @@ def test_sweep_compiles_once(sweep_run):
 
 def test_sweep_chain_is_the_run_of_its_learning_rate_and_seed(sweep_run, tmp_path):
     """Chain (lr, replicate r) has the samples and the ensemble scores of `sgrld run` with that
-    learning rate and run.seed = r (bit for bit on the CPU; allclose guards other backends)."""
+    learning rate and run.seed = r, up to float rounding (bit for bit on the CPU for these 4
+    identity chains; allclose guards other backends). A program of more chains may round
+    differently, which a chaotic chain (RMSprop's) amplifies: docs/cli.md#sweeps."""
     _, out, _ = sweep_run
     swept = sgrld.load_samples(out)
     summary = json.loads((out / "summary.json").read_text())["sweep"]
