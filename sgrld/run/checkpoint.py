@@ -131,6 +131,27 @@ def save(out: str | Path, epoch: int, trees: Mapping[str, PyTree], info: Mapping
     return path
 
 
+def newest(out: str | Path) -> int | None:
+    """The epoch of the newest checkpoint file in ``out``, from the file names alone (no file is
+    read or verified, so this is safe from any thread; :func:`latest` reads and verifies), or
+    ``None`` if there is none.
+
+    Example:
+        >>> import tempfile
+        >>> out = Path(tempfile.mkdtemp())
+        >>> newest(out)
+        >>> _ = save(out, 3, {"w": jnp.ones(2)}, {"records": []})
+        >>> newest(out)
+        3
+    """
+    epochs = [
+        int(p.stem.removeprefix("epoch_"))
+        for p in (Path(out) / FOLDER).glob("epoch_*.npz")
+        if p.stem.removeprefix("epoch_").isdigit()
+    ]
+    return max(epochs, default=None)
+
+
 def load(path: str | Path) -> Saved:
     """Read and verify one checkpoint file.
 

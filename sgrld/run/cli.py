@@ -29,7 +29,7 @@ import numpy as np
 
 from sgrld.chains import devices
 from sgrld.data import DataError
-from sgrld.run import checkpoint, interrupts, report, run_folder, runner, sweep_resume
+from sgrld.run import interrupts, report, run_folder, runner, sweep_resume
 from sgrld.run import sweep as sgrld_sweep
 from sgrld.run.arguments import (
     KSD_MAX_DIM,
@@ -54,7 +54,7 @@ def sweep_command(args: argparse.Namespace) -> int:
         replicates = stored["replicates"] if replicates is None else replicates
     grids = [sgrld_sweep.parse_grid(text, config) for text in grid_texts]
     if not args.resume and not args.overwrite:
-        refuse_kept_run(Path(config.out.folder), "sweep")
+        run_folder.refuse_kept(Path(config.out.folder), "sweep")
     _writing(_kept_results(Path(config.out.folder), "sweep"))
     console = report.console()
     name = str(path) if path else "the default configuration"
@@ -125,7 +125,7 @@ def run_command(args: argparse.Namespace) -> int:
     """``sgrld run``: load the configuration, run it, print the final scores, plot the curves."""
     config, path = _config_to_resume(args, list(args.overrides) + _device_overrides(args))
     if not args.resume and not args.overwrite:
-        refuse_kept_run(Path(config.out.folder), "run")
+        run_folder.refuse_kept(Path(config.out.folder), "run")
     _writing(_kept_results(Path(config.out.folder), "run"))
     console = report.console()
     name = str(path) if path else "the default configuration"
@@ -140,62 +140,6 @@ def run_command(args: argparse.Namespace) -> int:
         console.print(report.rich_table(caption, report.summary_columns(row), [row]))
     console.print(result.message)
     return runner.EXIT_CODES[result.status]
-
-
-def refuse_kept_run(out: Path, command: str) -> None:
-    """Refuse to start ``sgrld run`` or ``sgrld sweep`` (``command``) in ``out`` if it holds any
-    file of a run, saying what can be done: ``--resume`` only when there is something to resume
-    (``config.json`` or a checkpoint, what :func:`sgrld.run.from_config.check_resumable` reads;
-    with a configuration file named when ``out`` has no ``config.toml``, as ``--resume`` without
-    one reads it), and by the command that made the run (a sweep's ``summary.json`` says so);
-    else remove the folder or choose another ``--out``. ``--overwrite`` replaces it either way.
-    Only the process that writes checks (the others of a multi-process run write nothing).
-
-    Raises:
-        sgrld.samples.results.ResultsError: ``out`` holds a run, naming what it holds.
-
-    Example:
-        >>> import tempfile
-        >>> out = Path(tempfile.mkdtemp())
-        >>> refuse_kept_run(out, "run")  # an empty folder: nothing to refuse
-        >>> (out / "checkpoints").mkdir()
-        >>> refuse_kept_run(out, "run")
-        Traceback (most recent call last):
-        ...
-        sgrld.samples.results.ResultsError: ... already holds files of a run (checkpoints) but no
-        run to resume (no config.json, no checkpoint): remove the folder or choose another --out
-        (or replace them with --overwrite)
-    """
-    if not devices.is_writer():
-        return
-    names = run_folder.RUN_FILES + run_folder.CONFIG_FILES
-    found = [name for name in names if os.path.lexists(out / name)]
-    if not found:
-        return
-    holds = f"{out} already holds files of a run ({', '.join(found)})"
-    if not (out / "config.json").is_file() and not any(
-        (out / checkpoint.FOLDER).glob("epoch_*.npz")
-    ):
-        raise ResultsError(
-            f"{holds} but no run to resume (no config.json, no checkpoint): remove the folder or "
-            "choose another --out (or replace them with --overwrite)"
-        )
-    made_by = _made_by(out) or command
-    config = "" if (out / "config.toml").is_file() else " CONFIG.toml"
-    raise ResultsError(
-        f"{holds}: continue it with `sgrld {made_by}{config} --resume {out}`, or replace it with "
-        "--overwrite"
-    )
-
-
-def _made_by(out: Path) -> str | None:
-    """``"sweep"`` or ``"run"``: the command that made the run in ``out``, as its ``summary.json``
-    says (``None``: no readable one)."""
-    try:
-        meta = json.loads((out / "summary.json").read_text(encoding="utf-8")).get("meta", {})
-    except (OSError, ValueError, AttributeError):
-        return None
-    return "sweep" if isinstance(meta, dict) and "sweep" in meta else "run"
 
 
 def export_command(args: argparse.Namespace) -> int:
@@ -409,10 +353,7 @@ def _kept_results(out: Path, command: str) -> Callable[[], str]:
     def kept() -> str:
         if not (out / "config.toml").is_file():
             return "nothing was written"
-        return (
-            f"what the {command} wrote so far is in {out} (its summary.json not updated); "
-            f"`sgrld {command} --resume {out}` continues from the newest checkpoint"
-        )
+        return run_folder.kept(out, command)  # from what is on disk: summary, checkpoints
 
     return kept
 

@@ -17,9 +17,16 @@ and, if the main thread has not ended the command within :data:`GRACE_S` seconds
 before the command writes anything; at once on a second signal), prints one line saying what was
 kept and ends the process with exit code :data:`EXIT_INTERRUPTED` (``os._exit``: no traceback,
 no waiting for XLA). The files are written atomically (:mod:`sgrld.samples.atomic`) and a run
-resumes from its newest checkpoint, so stopping there loses at most the epoch in flight. While a
-guard is installed, :func:`stop_on_signals` starts from a signal the guard already saw, and a
-second signal is left to the watcher.
+resumes from its newest checkpoint, so stopping there loses at most the epochs since it (all of
+them, before the first checkpoint). While a guard is installed, :func:`stop_on_signals` starts
+from a signal the guard already saw, and a second signal is left to the watcher.
+
+Before that hard stop, the newest hook of :func:`last_word` (a running experiment's: it sets the
+run's ``summary.json`` to ``"interrupted"``, :class:`sgrld.run.run_folder.Summary`) runs in a
+thread of its own, for at most :data:`LAST_WORD_S` seconds, and what it returns replaces the
+command's ``kept()``. It runs while the main thread may be anywhere (inside an XLA compilation, a
+write), so it must do only what is safe there: no JAX, no lock the main thread may hold for long;
+writing a small file atomically is fine.
 
 Example:
     >>> import os, signal
@@ -45,6 +52,8 @@ from collections.abc import Callable, Iterator, Sequence
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 GRACE_S = 3.0
 """Seconds the main thread of ``sgrld`` gets, once a command writes, to stop cleanly."""
+LAST_WORD_S = 2.0
+"""Seconds the hook of :func:`last_word` gets before the watcher ends the process without it."""
 EXIT_INTERRUPTED = 130
 """The exit code of a command stopped by SIGINT or SIGTERM (``sgrld.run.runner.EXIT_CODES``)."""
 
@@ -56,6 +65,7 @@ class Guard:
         signal: the name of the first signal received, or ``None``.
         grace: seconds the main thread gets to stop cleanly after the first signal (0: none).
         kept: says what is on disk if the watcher stops the process (one clause).
+        last_words: the hooks of :func:`last_word`, the newest last.
     """
 
     def __init__(self) -> None:
@@ -63,6 +73,7 @@ class Guard:
         self.grace = 0.0
         self.kept: Callable[[], str] = lambda: "nothing was written"
         self.code: int | None = None  # the command's exit code, once it returned
+        self.last_words: list[Callable[[], str | None]] = []
 
     def install(self) -> None:
         """Install :meth:`handle` for SIGINT and SIGTERM and start the watcher thread."""
@@ -109,17 +120,37 @@ class Guard:
 
     def stop_now(self) -> None:
         """End the process: with the command's code if it returned, else with
-        :data:`EXIT_INTERRUPTED` after one line on standard error."""
+        :data:`EXIT_INTERRUPTED` after the newest :func:`last_word` hook and one line on standard
+        error (what the hook returned, or else ``kept()``)."""
         if self.code is not None:
             os._exit(self.code)
+        kept = self._last_word()
         try:
-            kept = self.kept()
+            kept = kept or self.kept()
         except Exception as err:  # noqa: BLE001 - the line must still be printed
             kept = f"what was kept is unknown ({err})"
         with contextlib.suppress(Exception):
             sys.stdout.flush()  # what the command printed so far
         os.write(2, f"sgrld: interrupted by {self.signal}; {kept}\n".encode())
         os._exit(EXIT_INTERRUPTED)
+
+    def _last_word(self) -> str | None:
+        """Run the newest :func:`last_word` hook in a daemon thread, waiting for it at most
+        :data:`LAST_WORD_S` seconds (a stalled disk must not keep the process alive); what it
+        returned, or ``None`` (no hook, it failed, or it took too long)."""
+        hooks = list(self.last_words)  # the main thread may remove one meanwhile
+        if not hooks:
+            return None
+        said: list[str | None] = []
+
+        def call() -> None:
+            with contextlib.suppress(Exception):  # then the command's kept() is said
+                said.append(hooks[-1]())
+
+        thread = threading.Thread(target=call, name="sgrld-last-word", daemon=True)
+        thread.start()
+        thread.join(LAST_WORD_S)
+        return said[0] if said else None
 
 
 GUARD: Guard | None = None
@@ -133,6 +164,23 @@ def guard_command() -> Guard | None:
         GUARD = Guard()
         GUARD.install()
     return GUARD
+
+
+@contextlib.contextmanager
+def last_word(say: Callable[[], str | None]) -> Iterator[None]:
+    """While the block runs, if the :class:`Guard`'s watcher ends the process, it first calls
+    ``say()`` from another thread (see the module docstring for what it may do there) and prints
+    what it returns (one clause: what was kept) instead of the command's ``kept()`` (``None``: that
+    one). Nothing happens outside the ``sgrld`` command (no guard)."""
+    guard = GUARD
+    if guard is None:
+        yield
+        return
+    guard.last_words.append(say)
+    try:
+        yield
+    finally:
+        guard.last_words.remove(say)
 
 
 class Stop:

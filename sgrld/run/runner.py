@@ -65,7 +65,6 @@ from sgrld.numerics.pytrees import PyTree
 from sgrld.run import checkpoint, interrupts, records, run_folder, scoring
 from sgrld.run.epoch_writer import EpochWriter, RunSetup
 from sgrld.samplers.sampler import Sampler
-from sgrld.samples import results
 
 Status = Literal["completed", "diverged", "interrupted"]
 EXIT_CODES = {"completed": 0, "diverged": 1, "interrupted": 130}
@@ -389,10 +388,14 @@ def run(
 
     See the module docstring for the scheme. Files written to ``out`` (if given):
     ``metrics.jsonl`` (one JSON line per epoch, appended as each completes,
-    :func:`sgrld.run.records.record`), ``summary.json`` (``"running"`` until the run ends, also
-    after a divergence or an interruption), checkpoints (:mod:`sgrld.run.checkpoint`); with
-    ``save_samples``, ``samples/epoch_EEEE.npz``. SIGINT and SIGTERM stop the run after the
-    epoch in flight (:mod:`sgrld.run.interrupts`), with a checkpoint and the summary.
+    :func:`sgrld.run.records.record`), ``summary.json`` (``"running"`` until the run ends, then
+    its status, also after a divergence or an interruption; ``"failed"``, naming the error, if an
+    exception such as a failed write ends it, which is then raised), checkpoints
+    (:mod:`sgrld.run.checkpoint`); with ``save_samples``, ``samples/epoch_EEEE.npz``. SIGINT and
+    SIGTERM stop the run after the epoch in flight (:mod:`sgrld.run.interrupts`), with a
+    checkpoint and the summary; if the ``sgrld`` command's watcher must end the process first
+    (compiling, or an epoch longer than its grace), the summary still says ``"interrupted"``,
+    with the epochs completed (:class:`sgrld.run.run_folder.RunEnd`).
     Each record's ``epoch_s`` (wall time of the epoch) = ``sample_s`` (the sampling chunk) +
     ``eval_s`` (scoring the epoch's samples); ``epoch_cpu_s`` is the CPU time the process used
     meanwhile, over all cores. The summary adds ``compile_s`` and medians over epochs. Where
@@ -465,12 +468,16 @@ def run(
             resume,
             stop_on_divergence,
         )
-        status, message = _run_epochs(setup, epochs, schedule.epochs, out, progress, label)
-        result = Result(status, message, epochs.records, epochs.compile_s, epochs.state, out, {})
-        result.scores = epochs.scores
-        result.diverged_step = np.asarray(epochs.carry.diverged_step)
-        result.summary = records.summary(result, schedule, setup.steps, experiment.meta)
-        result.summary["devices"] = _device_summary(setup.engine, schedule.chains)
-        if out is not None:
-            results.write_json(out / "summary.json", result.summary)
+        summary = None if out is None else run_folder.Summary(out)
+        ended = run_folder.RunEnd(summary, epochs, schedule, setup.steps, experiment.meta)
+        with interrupts.last_word(ended.by_signal), ended.on_error():
+            status, message = _run_epochs(setup, epochs, schedule.epochs, out, progress, label)
+            so_far = epochs.records, epochs.compile_s, epochs.state, out, {}
+            result = Result(status, message, *so_far)
+            result.scores = epochs.scores
+            result.diverged_step = np.asarray(epochs.carry.diverged_step)
+            result.summary = records.summary(result, schedule, setup.steps, experiment.meta)
+            result.summary["devices"] = _device_summary(setup.engine, schedule.chains)
+            if summary is not None:
+                summary.write(result.summary)
     return result
