@@ -21,17 +21,7 @@ from sgrld.run import cli, records, run_folder
 from sgrld.run.config import load_config
 from sgrld.run.from_config import run_config
 from sgrld.samples import atomic, results
-from tests.helpers import digits_toml
-
-TINY = digits_toml(
-    epochs=3,
-    burn_in=1,
-    thin=4,
-    chains=2,
-    save_samples=True,
-    checkpoint_every=1,
-    checkpoint_seconds=0,
-)
+from tests.run.test_faults import TINY  # 3 epochs, a checkpoint each
 
 
 def _fail(monkeypatch, parts: dict[str, int]) -> None:
