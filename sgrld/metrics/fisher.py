@@ -35,6 +35,7 @@ from jax.flatten_util import ravel_pytree
 
 from sgrld.metrics.metric import INVERSE_SQRT, Metric, cached, check_nonnegative, ema_metric
 from sgrld.numerics import per_example
+from sgrld.numerics.linalg import one_matrix_at_a_time
 
 _TINY = 1e-12  # the authors' floor on QDOP's Schur complement J_ii − J_0i²/J_00
 
@@ -186,8 +187,18 @@ def fisher_qdiag(
     return _metric("qdiag", labels, eps, decay, examples, _qd_init, _qd_inv, _qd_inv_sqrt)
 
 
+# The factorisation and solves of one matrix at a time under vmap over chains: vmapped, a step's
+# G⁻¹g and G^{-1/2}ξ are two batched trsm calls that nothing orders, and XLA's CPU runtime ran them
+# at once and deadlocked on two cores (``sgrld run`` with ``chains = 2``).
+_cholesky = one_matrix_at_a_time(jnp.linalg.cholesky)
+_cho_solve = one_matrix_at_a_time(lambda low, b: jax.scipy.linalg.cho_solve((low, True), b))
+_solve_lower_transposed = one_matrix_at_a_time(
+    lambda low, b: jax.scipy.linalg.solve_triangular(low, b, lower=True, trans="T")
+)
+
+
 def _ridged_cholesky(eps, stat):
-    return jnp.linalg.cholesky(stat + eps * jnp.eye(stat.shape[0], dtype=stat.dtype))
+    return _cholesky(stat + eps * jnp.eye(stat.shape[0], dtype=stat.dtype))
 
 
 def fisher_full(
@@ -201,6 +212,9 @@ def fisher_full(
     ``G⁻¹v`` and ``G^{-1/2}ξ = L⁻ᵀξ`` come from the Cholesky factor ``L Lᵀ = J + εI``, computed at
     every update; a factorisation that is not finite keeps the previous one and is counted in
     ``state.fallbacks``. Memory is D² and each update costs O(D³) and B per-example gradients.
+    Over vmapped chains the factorisation and the solves run one chain at a time
+    (:func:`sgrld.numerics.linalg.one_matrix_at_a_time`): batched, they deadlock XLA's CPU runtime
+    on two cores.
 
     Args:
       labels, eps, decay, examples: as for :func:`fisher_diag`.
@@ -225,15 +239,13 @@ def fisher_full(
 
     def inv(eps, stat, cache, v):
         flat, unravel = ravel_pytree(v)
-        solved = jax.scipy.linalg.cho_solve(
-            (factor(eps, stat, cache), True), flat.astype(stat.dtype)
-        )
+        solved = _cho_solve(factor(eps, stat, cache), flat.astype(stat.dtype))
         return unravel(solved.astype(flat.dtype))
 
     def inv_sqrt(eps, stat, cache, xi):
         flat, unravel = ravel_pytree(xi)
         low = factor(eps, stat, cache)
-        out = jax.scipy.linalg.solve_triangular(low, flat.astype(stat.dtype), lower=True, trans="T")
+        out = _solve_lower_transposed(low, flat.astype(stat.dtype))
         return unravel(out.astype(flat.dtype))
 
     def init_stat(params):

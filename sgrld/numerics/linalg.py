@@ -10,12 +10,21 @@ eigendecomposition ``H = Q diag(λ) Qᵀ``:
 
 the Daleckii–Krein formula, which, unlike differentiating ``jnp.linalg.eigh``, is finite for
 repeated eigenvalues.
+
+The module also keeps batched LAPACK calls from running at once, which deadlocks XLA's CPU runtime
+on two cores: :func:`one_after_another` orders one function's calls (Shampoo's decompositions),
+:func:`one_matrix_at_a_time` splits a vmapped call into calls on one matrix each (the full Fisher
+metric's Cholesky factorisation and solves over chains).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import jax
 import jax.numpy as jnp
+
+from sgrld.numerics.pytrees import PyTree
 
 
 def ridged_eigh(mat: jax.Array, eps: float) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -46,34 +55,121 @@ def ridged_eigh(mat: jax.Array, eps: float) -> tuple[jax.Array, jax.Array, jax.A
     return q, lam, ok
 
 
-def ridged_eighs(mats: list[jax.Array], eps: float) -> list[tuple[jax.Array, jax.Array, jax.Array]]:
-    """:func:`ridged_eigh` of several batches of matrices, one after the other.
+def one_after_another(fn: Callable[..., PyTree], inputs: Sequence[tuple]) -> list[PyTree]:
+    """``[fn(*args) for args in inputs]``, each call made to wait for the one before it.
 
-    Each decomposition's input gets ``0·t`` added, ``t`` a finite number taken from the previous
-    decomposition's output: exact (``0·t = 0``), but a data dependency XLA keeps (it folds
-    ``x·0`` only for integers, because of NaN), so it never runs two decompositions at once. On
-    CPU this is required, not an optimisation: jaxlib's batched ``eigh`` spreads its batch over
+    Each call's last argument gets ``0·|t|`` subtracted, ``t`` a finite number taken from the
+    previous call's output: exact (``x − (+0) = x`` for every float, the sign of a zero kept), but
+    a data dependency XLA keeps (it folds ``x·0`` only for integers, because of NaN), so it never
+    runs two of the calls at once. On CPU this is required, not an optimisation, for calls of
+    jaxlib's batched LAPACK kernels (``eigh``, ``potrf``, ``trsm``): each spreads its batch over
     XLA's intra-op thread pool and blocks its thread until the batch is done; two or more running
-    concurrently on a machine with two cores (Shampoo refreshes the roots of many factors in one
-    step) can occupy every pool thread, and the step deadlocks (seen with jaxlib 0.10.2 on 2
-    cores, with any setting of ``OPENBLAS_NUM_THREADS`` and of XLA's scheduler; an
-    ``optimization_barrier`` does not help, XLA removes it before scheduling). Each batched call
-    still uses every core, so the cost is small.
+    concurrently on a machine with two cores can occupy every pool thread, and the program
+    deadlocks (seen with jaxlib 0.10.2 on 2 cores, with any setting of ``OPENBLAS_NUM_THREADS``
+    and of XLA's scheduler; an ``optimization_barrier`` does not help, XLA removes it before
+    scheduling).
+
+    Args:
+      fn: a function of arrays whose first output leaf holds floats.
+      inputs: the argument tuples of the calls, in order; each last argument a float array.
+
+    Returns:
+      The outputs, in the order of ``inputs``.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> calls = [(jnp.eye(2), jnp.ones(2)), (jnp.eye(1), -jnp.ones(1))]
+      >>> one_after_another(lambda a, b: a @ b, calls)
+      [Array([1., 1.], dtype=float32), Array([-1.], dtype=float32)]
+    """
+    out, token = [], None
+    for args in inputs:
+        *rest, last = args
+        if token is not None:
+            last = last - 0 * jnp.abs(token).astype(last.dtype)
+        result = fn(*rest, last)
+        first = jax.tree.leaves(result)[0].ravel()[0]
+        token = jnp.where(jnp.isfinite(first), first, 0)
+        out.append(result)
+    return out
+
+
+def ridged_eighs(mats: list[jax.Array], eps: float) -> list[tuple[jax.Array, jax.Array, jax.Array]]:
+    """:func:`ridged_eigh` of several batches of matrices, one after the other
+    (:func:`one_after_another`).
+
+    Shampoo refreshes the roots of many factors in one step: run at once, their batched ``eigh``
+    calls deadlock XLA's CPU runtime on two cores. Each batched call still uses every core, so the
+    cost of the order is small.
 
     Example:
       >>> import jax.numpy as jnp
       >>> [(q.shape, bool(ok)) for q, _, ok in ridged_eighs([jnp.eye(2), jnp.eye(3)], eps=0.0)]
       [((2, 2), True), ((3, 3), True)]
     """
-    out, token = [], None
-    for mat in mats:
-        if token is not None:
-            mat = mat + 0 * token.astype(mat.dtype)
-        q, lam, ok = ridged_eigh(mat, eps)
-        first = lam.ravel()[0]
-        token = jnp.where(jnp.isfinite(first), first, 0)
-        out.append((q, lam, ok))
-    return out
+    return one_after_another(lambda mat: ridged_eigh(mat, eps), [(mat,) for mat in mats])
+
+
+def one_matrix_at_a_time(fn: Callable[..., PyTree]) -> Callable[..., PyTree]:
+    """``fn``, whose first argument is a matrix, such that ``jax.vmap`` over matrices makes one
+    call per matrix, one after the other (:func:`one_after_another`), not one batched LAPACK call.
+
+    :func:`one_after_another` orders calls that one function makes; it cannot order calls that
+    nothing connects, such as a sampler's ``G⁻¹g`` and ``G^{-1/2}ξ``, two solves with the same
+    Cholesky factor. Vmapped over chains, those are two batched ``trsm`` calls XLA runs at once,
+    and on two cores they deadlock its CPU thread pool like Shampoo's ``eigh`` calls. A call on
+    one matrix does not block a pool thread (one chain does not deadlock), so neither do these
+    calls. ``vmap`` over the other arguments only (several right-hand sides of one factor) keeps
+    ``fn``'s own batching, which makes no batch of matrices either. Nested ``vmap`` is handled
+    level by level, and ``jax.jvp`` (the Γ correction's derivative in the statistic) by the same
+    wrapping of ``fn``'s JVP, so a tangent never reaches LAPACK batched over matrices; reverse mode
+    is not supported (``custom_vmap`` has no transpose). Without ``vmap`` it is ``fn``.
+
+    Args:
+      fn: a function of arrays whose first argument is a matrix ``[n, n]`` (the one LAPACK
+        would batch over); the last must be a float array. Under ``vmap`` each output is taken to
+        depend on every argument: mapped wherever one argument is.
+
+    Returns:
+      The wrapped function (positional array arguments only).
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> chol = one_matrix_at_a_time(jnp.linalg.cholesky)
+      >>> jax.vmap(chol)(jnp.stack([4.0 * jnp.eye(2), jnp.eye(2)]))[:, 0, 0].tolist()
+      [2.0, 1.0]
+    """
+
+    @jax.custom_jvp
+    def call(*args):
+        return batched(*args)
+
+    @jax.custom_batching.custom_vmap
+    def batched(*args):
+        return fn(*args)
+
+    @batched.def_vmap
+    def rule(axis_size, in_batched, *args):
+        if not in_batched[0]:  # right-hand sides only: fn's own batching, guarded at outer levels
+            in_axes = tuple(0 if b else None for b in in_batched)
+            out = one_matrix_at_a_time(jax.vmap(fn, in_axes=in_axes))(*args)
+        else:
+            per_matrix = [
+                tuple(x[i] if b else x for x, b in zip(args, in_batched, strict=True))
+                for i in range(axis_size)
+            ]
+            out = jax.tree.map(lambda *xs: jnp.stack(xs), *one_after_another(call, per_matrix))
+        return out, jax.tree.map(lambda _: True, out)
+
+    @call.defjvp
+    def call_jvp(primals, tangents):
+        # The tangent on its own, so that where only tangents are mapped (jax.jacfwd) the primal
+        # stays unmapped; a primal nobody uses (the Γ correction's) is dropped by XLA.
+        n = len(primals)
+        tangent = one_matrix_at_a_time(lambda *pt: jax.jvp(fn, pt[:n], pt[n:])[1])
+        return call(*primals), tangent(*primals, *tangents)
+
+    return call
 
 
 def power_from_eigh(q: jax.Array, lam: jax.Array, p: float) -> jax.Array:
