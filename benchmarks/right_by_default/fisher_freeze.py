@@ -20,13 +20,12 @@ import sys
 import time
 from pathlib import Path
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # timing.py
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # mnist_gamma_drift.py
-from mnist_gamma_drift import CHUNK, method_of  # noqa: E402
+from mnist_gamma_drift import CHUNK, chunks, method_of  # noqa: E402
 from timing import environment, table  # noqa: E402
 
 from sgrld_reproductions.natural_langevin import runs  # noqa: E402
@@ -34,29 +33,17 @@ from sgrld_reproductions.natural_langevin import runs  # noqa: E402
 
 def first_nonfinite(method, lr, burn_in, x, y, steps, seed):
     """``(freeze step, (step, leaf) of the first non-finite step or None, max ‖g‖ per chunk)``."""
-    n = x.shape[0]
-    sampler = runs.sampler(method, lr, n, adapt_until="auto").adaptation.resolve(burn_in)
-    key = jax.random.key(seed)
-    state = sampler.init({"net": runs.init_net(key, x.shape[1])})
-
-    @jax.jit
-    def advance(state, keys):
-        def one(state, key):
-            idx = jax.random.choice(key, n, (runs.BATCH_SIZE,), replace=False)
-            state, info = sampler.step(jax.random.fold_in(key, 1), state, (x[idx], y[idx]))
-            return state, (info.is_finite, info.nonfinite_leaf, info.grad_norm)
-
-        return jax.lax.scan(one, state, keys)
-
-    keys = jax.random.split(jax.random.fold_in(key, 100), steps)  # the same batches per row
+    sampler = runs.sampler(method, lr, x.shape[0], adapt_until="auto").adaptation.resolve(burn_in)
     norms = []
-    for start in range(0, steps, CHUNK):
-        state, (ok, leaf, grad_norm) = advance(state, keys[start : start + CHUNK])
-        ok = np.asarray(ok)
-        norms.append(float(np.nanmax(np.asarray(grad_norm))))
+    for start, (_, infos) in zip(
+        range(0, steps, CHUNK), chunks(sampler, x, y, steps, seed), strict=True
+    ):
+        ok = np.asarray(infos.is_finite)
+        norms.append(float(np.nanmax(np.asarray(infos.grad_norm))))
         if not ok.all():
             i = int(np.argmin(ok))
-            return sampler.adaptation.adapt_until, (start + i, int(np.asarray(leaf)[i])), norms
+            leaf = int(np.asarray(infos.nonfinite_leaf)[i])
+            return sampler.adaptation.adapt_until, (start + i, leaf), norms
     return sampler.adaptation.adapt_until, None, norms
 
 

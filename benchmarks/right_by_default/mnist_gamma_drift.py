@@ -74,12 +74,11 @@ def method_of(name: str, corrected: bool, eps: float) -> runs.Method:
     return method.with_eps(eps)._replace(gamma_kick_limit=None)
 
 
-def run_chain(method, lr, options, x, y, steps, seed):
-    """``(state, max ‖Γ̂‖, finite)`` after ``steps`` updates of one chain."""
+def chunks(sampler, x, y, steps, seed):
+    """The state and the ``info`` of each step after each :data:`CHUNK` of ``steps`` updates of
+    one chain of ``sampler`` from the reproduction's initialisation, with the same minibatches for
+    every sampler at a seed."""
     n = x.shape[0]
-    sampler = runs.sampler(method, lr, n, **options)
-    if options.get("adapt_until") == "auto":  # resolved as a run of burn-in steps/5 would
-        sampler = sampler.adaptation.resolve(steps // 5)
     key = jax.random.key(seed)
     state = sampler.init({"net": runs.init_net(key, x.shape[1])})
 
@@ -87,17 +86,26 @@ def run_chain(method, lr, options, x, y, steps, seed):
     def advance(state, keys):
         def one(state, key):
             idx = jax.random.choice(key, n, (runs.BATCH_SIZE,), replace=False)
-            state, info = sampler.step(jax.random.fold_in(key, 1), state, (x[idx], y[idx]))
-            return state, (info.gamma_norm, info.is_finite)
+            return sampler.step(jax.random.fold_in(key, 1), state, (x[idx], y[idx]))
 
         return jax.lax.scan(one, state, keys)
 
-    gamma_max, finite = 0.0, True
     keys = jax.random.split(jax.random.fold_in(key, 100), steps)  # the same batches per variant
     for start in range(0, steps, CHUNK):
-        state, (gammas, ok) = advance(state, keys[start : start + CHUNK])
-        gamma_max = max(gamma_max, float(jnp.nanmax(gammas)))
-        finite = finite and bool(ok.all())
+        state, infos = advance(state, keys[start : start + CHUNK])
+        yield state, infos
+
+
+def run_chain(method, lr, options, x, y, steps, seed):
+    """``(state, max ‖Γ̂‖, finite)`` after ``steps`` updates of one chain."""
+    sampler = runs.sampler(method, lr, x.shape[0], **options)
+    if options.get("adapt_until") == "auto":  # resolved as a run of burn-in steps/5 would
+        sampler = sampler.adaptation.resolve(steps // 5)
+    gamma_max, finite = 0.0, True
+    for chunk_end, infos in chunks(sampler, x, y, steps, seed):
+        state = chunk_end
+        gamma_max = max(gamma_max, float(jnp.nanmax(infos.gamma_norm)))
+        finite = finite and bool(infos.is_finite.all())
     return state, gamma_max, finite
 
 
