@@ -13,8 +13,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 IMPORT_NAMES = {"scikit-learn": "sklearn", "arviz-base": "arviz_base", "arviz-stats": "arviz_stats"}
 """Distribution name -> module name, where they differ."""
-FILE_ENGINES = {"h5netcdf", "h5py"}
-"""Declared, never imported: xarray loads them by name to write netCDF (sgrld export)."""
+FILE_ENGINES = {"h5py"}
+"""Declared, never imported: h5netcdf's backend, which xarray loads by name to write netCDF (sgrld
+export; h5netcdf itself is imported to read an earlier export's attributes)."""
 
 
 def third_party_imports() -> set[str]:

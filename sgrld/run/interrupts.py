@@ -125,6 +125,8 @@ class Guard:
         if self.code is not None:
             os._exit(self.code)
         kept = self._last_word()
+        if self.code is not None:
+            os._exit(self.code)
         try:
             kept = kept or self.kept()
         except Exception as err:  # noqa: BLE001 - the line must still be printed
@@ -149,7 +151,11 @@ class Guard:
 
         thread = threading.Thread(target=call, name="sgrld-last-word", daemon=True)
         thread.start()
-        thread.join(LAST_WORD_S)
+        deadline = time.monotonic() + LAST_WORD_S
+        while thread.is_alive() and time.monotonic() < deadline:
+            if self.code is not None:  # the command returned meanwhile: its own word and code
+                os._exit(self.code)
+            thread.join(0.02)
         return said[0] if said else None
 
 
