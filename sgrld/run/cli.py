@@ -29,7 +29,7 @@ import numpy as np
 
 from sgrld.chains import devices
 from sgrld.data import DataError
-from sgrld.run import interrupts, report, run_folder, runner, sweep_resume
+from sgrld.run import interrupts, report, run_end, run_folder, runner, sweep_resume
 from sgrld.run import sweep as sgrld_sweep
 from sgrld.run.arguments import (
     KSD_MAX_DIM,
@@ -353,7 +353,7 @@ def _kept_results(out: Path, command: str) -> Callable[[], str]:
     def kept() -> str:
         if not (out / "config.toml").is_file():
             return "nothing was written"
-        return run_folder.kept(out, command)  # from what is on disk: summary, checkpoints
+        return run_end.kept(out, command)  # from what is on disk: summary, checkpoints
 
     return kept
 

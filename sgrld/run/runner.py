@@ -62,7 +62,7 @@ import numpy as np
 from sgrld.chains import devices, divergence
 from sgrld.chains import engine as eng
 from sgrld.numerics.pytrees import PyTree
-from sgrld.run import checkpoint, interrupts, records, run_folder, scoring
+from sgrld.run import checkpoint, interrupts, records, run_end, run_folder, scoring
 from sgrld.run.epoch_writer import EpochWriter, RunSetup
 from sgrld.samplers.sampler import Sampler
 
@@ -395,7 +395,7 @@ def run(
     SIGTERM stop the run after the epoch in flight (:mod:`sgrld.run.interrupts`), with a
     checkpoint and the summary; if the ``sgrld`` command's watcher must end the process first
     (compiling, or an epoch longer than its grace), the summary still says ``"interrupted"``,
-    with the epochs completed (:class:`sgrld.run.run_folder.RunEnd`).
+    with the epochs completed (:class:`sgrld.run.run_end.RunEnd`).
     Each record's ``epoch_s`` (wall time of the epoch) = ``sample_s`` (the sampling chunk) +
     ``eval_s`` (scoring the epoch's samples); ``epoch_cpu_s`` is the CPU time the process used
     meanwhile, over all cores. The summary adds ``compile_s`` and medians over epochs. Where
@@ -468,8 +468,8 @@ def run(
             resume,
             stop_on_divergence,
         )
-        summary = None if out is None else run_folder.Summary(out)
-        ended = run_folder.RunEnd(summary, epochs, schedule, setup.steps, experiment.meta)
+        summary = None if out is None else run_end.Summary(out)
+        ended = run_end.RunEnd(summary, epochs, schedule, setup.steps, experiment.meta)
         with interrupts.last_word(ended.by_signal), ended.on_error():
             status, message = _run_epochs(setup, epochs, schedule.epochs, out, progress, label)
             so_far = epochs.records, epochs.compile_s, epochs.state, out, {}

@@ -3,8 +3,8 @@
 where the folder still takes that file; the command's one-line error and exit code 4 stay.
 
 Before, ``summary.json`` stayed ``"running"`` (with ``epochs_completed`` 0) for good. Also: what
-:class:`sgrld.run.run_folder.Summary` lets the signal watcher write, and what
-:func:`sgrld.run.run_folder.kept` says of a folder.
+:class:`sgrld.run.run_end.Summary` lets the signal watcher write, and what
+:func:`sgrld.run.run_end.kept` says of a folder.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from sgrld.run import cli, records, run_folder
+from sgrld.run import cli, records, run_end
 from sgrld.run.config import load_config
 from sgrld.run.from_config import run_config
 from sgrld.samples import atomic, results
@@ -109,13 +109,13 @@ def test_another_error_mid_run_marks_the_summary_failed_and_is_raised(
 
 
 def test_the_watchers_last_word_never_replaces_the_runs_own(tmp_path, monkeypatch):
-    monkeypatch.setattr(run_folder.Summary, "LOCK_S", 0.1)
+    monkeypatch.setattr(run_end.Summary, "LOCK_S", 0.1)
     interim = {"status": "interrupted", "epochs_completed": 0}
-    own = run_folder.Summary(tmp_path)
+    own = run_end.Summary(tmp_path)
     own.write({"status": "completed", "epochs_completed": 3})
     assert own.last_word(lambda: interim) is None  # the run's own summary stands
     assert _summary(tmp_path)["status"] == "completed"
-    watcher = run_folder.Summary(tmp_path)
+    watcher = run_end.Summary(tmp_path)
     assert watcher.last_word(lambda: interim) is None
     assert _summary(tmp_path) == interim
     # It keeps the lock: nothing written after it, and a second last word does not wait long.
@@ -128,12 +128,12 @@ def test_the_watchers_last_word_never_replaces_the_runs_own(tmp_path, monkeypatc
 
 def test_kept_says_what_is_on_disk(tmp_path):
     out = tmp_path / "out"
-    assert "(no summary.json yet)" in run_folder.kept(out, "run")
+    assert "(no summary.json yet)" in run_end.kept(out, "run")
     out.mkdir()
     (out / "summary.json").write_text("{")  # torn by hand: the run writes it atomically
-    assert "(its summary.json unreadable)" in run_folder.kept(out, "run")
+    assert "(its summary.json unreadable)" in run_end.kept(out, "run")
     results.write_json(out / "summary.json", {"status": "running", "epochs_completed": 0})
-    assert run_folder.kept(out, "sweep", why="the disk is full") == (
+    assert run_end.kept(out, "sweep", why="the disk is full") == (
         f"what the sweep wrote so far is in {out} (its summary.json not updated: the disk is "
         f"full); it has no checkpoint, so there is nothing to resume from: `sgrld sweep --resume "
         f"{out}` starts it again from epoch 0"
@@ -142,7 +142,7 @@ def test_kept_says_what_is_on_disk(tmp_path):
     for name in ("epoch_0004.npz", "epoch_0005.npz", ".epoch_0006.npz.1234abcd.tmp"):
         (out / "checkpoints" / name).write_bytes(b"")
     results.write_json(out / "summary.json", {"status": "failed", "epochs_completed": 6})
-    assert run_folder.kept(out) == (
+    assert run_end.kept(out) == (
         f'what the run wrote so far is in {out} (its summary.json says "failed" after 6 '
         "epoch(s)); --resume continues it from its newest checkpoint, of epoch 5"
     )
