@@ -173,6 +173,7 @@ def test_isgd_noise_reports_every_layer(tmp_path, capsys):
     assert "clipped share after the warm-up" in out and "test RMSE" in out
 
 
+@pytest.mark.long
 def test_minibatch_noise_ratio_matches_the_sampling_variance():
     """benchmarks/right_by_default/minibatch_noise.py (RESULTS §29): with DOP's J set to the data's
     per-example second moment, r_i is lr·N·σ_i²·(N − B)/((N − 1)·B) / (2·(J_i + ε)), σ_i² the
