@@ -27,12 +27,15 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import jax
 import numpy as np
+import threadpoolctl
 from jax.sharding import AxisType, Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -184,6 +187,27 @@ def batch_sharding(mesh: Mesh) -> NamedSharding:
         P('chains', 'data')
     """
     return NamedSharding(mesh, P(CHAINS, DATA))
+
+
+def constrain(mesh: Mesh | None) -> Callable[[PyTree], PyTree]:
+    """``batch -> batch`` placing minibatches ``[K, B, ...]`` over the mesh's chains and data
+    axes (leaves ``[K]``: over the chains), inside a jitted function; the identity without a
+    mesh."""
+    if mesh is None:
+        return lambda batch: batch
+    parallel = mesh.shape[DATA]
+
+    def put(x):
+        if x.ndim < 2:
+            return jax.lax.with_sharding_constraint(x, chain_sharding(mesh))
+        if x.shape[1] % parallel:
+            raise ValueError(
+                f"a minibatch of {x.shape[1]} examples cannot be split evenly over "
+                f"data_parallel = {parallel} devices; use a multiple of {parallel}"
+            )
+        return jax.lax.with_sharding_constraint(x, batch_sharding(mesh))
+
+    return lambda batch: jax.tree.map(put, batch)
 
 
 def place(tree: PyTree, sharding: NamedSharding) -> PyTree:
@@ -360,3 +384,18 @@ def describe(mesh: Mesh | None) -> dict[str, Any]:
         "processes": jax.process_count(),
         "platform": mesh.devices.flat[0].platform,
     }
+
+
+@contextlib.contextmanager
+def single_threaded_blas() -> Iterator[None]:
+    """Limit BLAS/LAPACK (OpenBLAS) to one thread while XLA runs on the CPU.
+
+    XLA's CPU runtime already uses every core; a LAPACK call inside a jitted function (Shampoo's
+    ``eigh``) that starts its own OpenBLAS threads oversubscribes the cores and runs up to 20x
+    slower. On other backends this does nothing.
+    """
+    if jax.default_backend() != "cpu":
+        yield
+        return
+    with threadpoolctl.threadpool_limits(1, user_api="blas"):
+        yield

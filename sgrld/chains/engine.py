@@ -10,20 +10,29 @@ Every run of chains (:func:`sgrld.sample`, the experiment runner, the reproducti
 * **data**, through a :class:`Source`: i.i.d. minibatches from ``batch_fn(data_key)``
   (:func:`random_batches`), or epochs of shuffled minibatches (:func:`epochs`; the permutation of
   epoch ``e`` is drawn with the data key of its first step);
-* **scan and vmap**: a chunk of ``n`` steps is one jitted ``jax.lax.scan`` over steps of the
-  ``jax.vmap``-ed step of all chains (every leaf of the :class:`Carry` has a leading chain axis, the
-  axis a device mesh would shard; the carry is what a checkpoint would store);
+* **scan and vmap**: a chunk of ``n`` steps is one jitted function of loops over steps of the
+  ``jax.vmap``-ed step of all chains (every leaf of the :class:`Carry` has a leading chain axis,
+  the axis a device mesh would shard; the carry is what a checkpoint would store);
+* **blocks**: with ``thin > 1`` a chunk runs in blocks that end at the steps of the thinning grid
+  (``(s − burn_in + 1) % thin == 0``, burn-in included) and at the chunk's last step. All steps of
+  a block but its last run bare, in a loop whose body is the step and nothing else (its ``info``
+  unused, so XLA drops it); the block's last step is the only one whose ``info`` is read:
+  checked for NaN/inf, kept if it is a kept step, summarised. With ``thin == 1`` every step is
+  such a step;
 * **burn-in and thinning** (:func:`is_kept`): step ``s`` is kept when ``s >= burn_in`` and
   ``(s − burn_in + 1) % thin == 0``; a kept state is copied into the chunk's buffer under a
-  ``jax.lax.cond`` on the (chain-independent) step, so other steps pay nothing; an optional
-  ``keep`` predicate of the step narrows this rule (a cyclical schedule's sampling phase,
+  ``jax.lax.cond`` on the (chain-independent) step; an optional ``keep`` predicate of the step
+  narrows this rule (a cyclical schedule's sampling phase,
   :attr:`sgrld.numerics.schedules.Cyclical.keep`; :func:`count_kept`);
 * **divergence**: a chain whose step is not finite is marked at that step and keeps no samples
-  after it. Chunks run without a per-step select of the last finite state (on a CPU it cost 8% of
-  an Identity MLP epoch and 30% of a Shampoo one); a chunk in which a chain diverged runs again
-  from the same carry with it (``freeze``), as does every later chunk;
-* **diagnostics**: every field of the sampler's ``info`` is summarised per chunk over the finite
-  steps of live chains (:func:`sgrld.chains.summaries.summarise`);
+  after it. NaN/inf propagate through θ, so a block's last step finds a divergence inside the
+  block; a chunk in which a chain diverged runs again from the same carry step by step
+  (``freeze``: every step checked, a chain that is not finite keeps its last finite state), which
+  marks the exact step and leaf, as does every later chunk;
+* **diagnostics**: every field of the sampler's ``info`` is summarised per chunk over the
+  *summarised steps* (the blocks' last steps: every ``thin``-th step and the chunk's last; every
+  step with ``thin == 1`` or in a re-run) that are finite, of live chains
+  (:func:`sgrld.chains.summaries.summarise`);
 * **progress**: one rich progress bar over steps, with an ETA;
 * a **callback** after each chunk, ``callback(index, carry, chunk, seconds) -> stop``, which the
   runner uses to score the chunk's samples and write its records.
@@ -51,19 +60,18 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import math
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import threadpoolctl
 
 from sgrld.chains import devices
+from sgrld.chains.devices import single_threaded_blas
 from sgrld.chains.progress import progress_bar
 from sgrld.chains.summaries import summary_final, summary_init, summary_update
 from sgrld.numerics.pytrees import PyTree
@@ -209,37 +217,39 @@ def _empty_buffer(slots: int, params: PyTree, info: Any) -> tuple:
     )
 
 
-def _chunk_fn(
-    sampler: Sampler,
-    source: Source,
-    rule: tuple[int, int, Callable | None],
-    n: int,
-    slots: int,
-    freeze: bool,
-    constrain: Callable[[PyTree], PyTree],
-) -> Callable:
-    """``(carry, start, chain_keys, data) -> (carry, Chunk)``: ``n`` steps of every chain, keeping
-    the steps of ``rule = (burn_in, thin, keep)``; ``constrain`` places each step's minibatches."""
-    burn_in, thin, keep_fn = rule
+def _step_fn(sampler: Sampler, source: Source, constrain: Callable, ctx: tuple) -> Callable:
+    """``(state, s) -> (state, info)``: global step ``s`` of every chain, for the chunk's
+    ``ctx = (data, chain_keys, inputs [n, K, ...], start)``; ``constrain`` places the
+    minibatches."""
+    data, keys, xs, start = ctx
     step_chains = jax.vmap(sampler.step)
 
-    def keep(s, carry, info, buffer, slot):
-        alive = carry.diverged_step < 0
+    def advance(state, s):
+        k = jax.vmap(lambda c: jax.random.split(jax.random.fold_in(c, s)))(keys)
+        batch = constrain(jax.vmap(source.batch, (None, 0, 0))(data, xs[s - start], k[:, 1]))
+        return step_chains(k[:, 0], state, batch)
+
+    return advance
+
+
+def _finish_fn(rule: tuple[int, int, Callable | None], freeze: bool) -> Callable:
+    """``(loop, s, new_state, info) -> loop``: the result of step ``s`` marked (divergence),
+    kept (burn-in, thinning, ``keep``) and summarised, on ``loop = (carry, buffer, slot, acc)``
+    (``freeze``: a chain that is not finite keeps its last finite state)."""
+    burn_in, thin, keep_fn = rule
+
+    def put(s, carry, info, buffer, slot):
+        put_at = lambda b, x: b.at[slot].set(x)
         params, infos, steps_at, valid = buffer
-        put = lambda b, x: b.at[slot].set(x)
         return (
-            jax.tree.map(put, params, carry.state.params),
-            jax.tree.map(put, infos, info),
+            jax.tree.map(put_at, params, carry.state.params),
+            jax.tree.map(put_at, infos, info),
             steps_at.at[slot].set(s),
-            valid.at[slot].set(alive),
+            valid.at[slot].set(carry.diverged_step < 0),
         ), slot + 1
 
-    def body(data, chain_keys, loop, inputs):
+    def finish(loop, s, new_state, info):
         carry, buffer, slot, acc = loop
-        x, s = inputs
-        keys = jax.vmap(lambda k: jax.random.split(jax.random.fold_in(k, s)))(chain_keys)
-        batch = constrain(jax.vmap(source.batch, (None, 0, 0))(data, x, keys[:, 1]))
-        new_state, info = step_chains(keys[:, 0], carry.state, batch)
         alive = carry.diverged_step < 0
         ok = alive & info.is_finite
         newly_bad = alive & ~info.is_finite
@@ -252,45 +262,74 @@ def _chunk_fn(
         kept = is_kept(s, burn_in, thin)
         buffer, slot = jax.lax.cond(
             kept if keep_fn is None else kept & keep_fn(s),
-            partial(keep, s, carry, info),
+            partial(put, s, carry, info),
             lambda b, i: (b, i),
             buffer,
             slot,
         )
-        return (carry, buffer, slot, summary_update(acc, info, ok)), None
+        return carry, buffer, slot, summary_update(acc, info, ok)
+
+    return finish
+
+
+def _blocks(advance: Callable, finish: Callable, loop: tuple, start: Any, n: int, rule: tuple):
+    """``loop`` after the chunk's ``n`` steps from ``start`` in blocks: each block ends at a
+    step of the thinning grid (``(s − burn_in + 1) % thin == 0``, burn-in included) or at the
+    chunk's last step; its steps but the last run bare (a loop whose body is the step alone), its
+    last step is :func:`_finish_fn`'s. A block is ``thin`` steps but the chunk's first and last,
+    and ``1 + ceil((n − 1) / thin)`` blocks cover any chunk (a last one may be empty)."""
+    burn_in, thin, _ = rule
+    first_end = start + (burn_in - 1 - start) % thin
+    last = start + n - 1
+
+    def block(loop, b):
+        end = jnp.minimum(first_end + b * thin, last)
+        begin = jnp.where(b == 0, start, first_end + (b - 1) * thin + 1)
+
+        def steps(loop):
+            carry = loop[0]
+            bare = lambda s, state: advance(state, s)[0]
+            state = jax.lax.fori_loop(begin, end, bare, carry.state)
+            return finish((carry._replace(state=state), *loop[1:]), end, *advance(state, end))
+
+        return jax.lax.cond(begin <= end, steps, lambda loop: loop, loop), None
+
+    return jax.lax.scan(block, loop, jnp.arange(1 + (n + thin - 2) // thin, dtype=jnp.int32))[0]
+
+
+def _chunk_fn(
+    sampler: Sampler,
+    source: Source,
+    rule: tuple[int, int, Callable | None],
+    n: int,
+    slots: int,
+    freeze: bool,
+    constrain: Callable[[PyTree], PyTree],
+) -> Callable:
+    """``(carry, start, chain_keys, data) -> (carry, Chunk)``: ``n`` steps of every chain, keeping
+    the steps of ``rule = (burn_in, thin, keep)``; ``constrain`` places each step's minibatches.
+    Without ``freeze`` and with ``thin > 1`` the steps run in blocks (:func:`_blocks`), else one
+    scan over steps, each marked, kept and summarised."""
+    finish = _finish_fn(rule, freeze)
 
     def run(carry, start, keys, data):
         first_keys = jax.vmap(lambda k: jax.random.split(jax.random.fold_in(k, start))[1])(keys)
         xs = jax.vmap(source.prepare, (None, 0, None, None))(data, first_keys, start, n)
         first = jax.vmap(source.batch, (None, 0, 0))(data, xs[:, 0], first_keys)
-        info = jax.eval_shape(step_chains, first_keys, carry.state, first)[1]
+        info = jax.eval_shape(jax.vmap(sampler.step), first_keys, carry.state, first)[1]
         loop = (carry, _empty_buffer(slots, carry.state.params, info), jnp.int32(0))
         loop += (summary_init(info),)
-        inputs = (jnp.swapaxes(xs, 0, 1), start + jnp.arange(n, dtype=jnp.int32))
-        (carry, buffer, _, acc), _ = jax.lax.scan(partial(body, data, keys), loop, inputs)
+        ctx = (data, keys, jnp.swapaxes(xs, 0, 1), start)
+        advance = _step_fn(sampler, source, constrain, ctx)
+        if freeze or rule[1] == 1:
+            each = lambda loop, s: (finish(loop, s, *advance(loop[0].state, s)), None)
+            loop = jax.lax.scan(each, loop, start + jnp.arange(n, dtype=jnp.int32))[0]
+        else:
+            loop = _blocks(advance, finish, loop, start, n, rule)
+        carry, buffer, _, acc = loop
         return carry, Chunk(*buffer, summary_final(acc))
 
     return run
-
-
-def _constrain(mesh: Any) -> Callable[[PyTree], PyTree]:
-    """``batch -> batch`` placing minibatches ``[K, B, ...]`` over the mesh's chains and data
-    axes (leaves ``[K]``: over the chains); the identity without a mesh."""
-    if mesh is None:
-        return lambda batch: batch
-    parallel = mesh.shape[devices.DATA]
-
-    def put(x):
-        if x.ndim < 2:
-            return jax.lax.with_sharding_constraint(x, devices.chain_sharding(mesh))
-        if x.shape[1] % parallel:
-            raise ValueError(
-                f"a minibatch of {x.shape[1]} examples cannot be split evenly over "
-                f"data_parallel = {parallel} devices; use a multiple of {parallel}"
-            )
-        return jax.lax.with_sharding_constraint(x, devices.batch_sharding(mesh))
-
-    return lambda batch: jax.tree.map(put, batch)
 
 
 class Engine:
@@ -390,7 +429,7 @@ class Engine:
         key = (num_steps, slots, freeze)
         if key not in self._compiled:
             rule = (self.burn_in, self.thin, self.keep)
-            fn = _chunk_fn(self.sampler, self.source, rule, *key, _constrain(self.mesh))
+            fn = _chunk_fn(self.sampler, self.source, rule, *key, devices.constrain(self.mesh))
             carry, keys = self.place(carry, keys)
             tic = time.perf_counter()
             compiled = self._jit(fn).lower(carry, self._start(0), keys, data).compile()
@@ -459,18 +498,3 @@ class Engine:
                 if callback is not None and callback(i, carry, chunk, seconds):
                     break
         return carry
-
-
-@contextlib.contextmanager
-def single_threaded_blas() -> Iterator[None]:
-    """Limit BLAS/LAPACK (OpenBLAS) to one thread while XLA runs on the CPU.
-
-    XLA's CPU runtime already uses every core; a LAPACK call inside a jitted function (Shampoo's
-    ``eigh``) that starts its own OpenBLAS threads oversubscribes the cores and runs up to 20x
-    slower. On other backends this does nothing.
-    """
-    if jax.default_backend() != "cpu":
-        yield
-        return
-    with threadpoolctl.threadpool_limits(1, user_api="blas"):
-        yield
