@@ -20,6 +20,7 @@ from sgrld.parts.integrators import euler_maruyama
 from sgrld.parts.preconditioning import by_metric
 from sgrld.samplers.assembly import Assembly, Options, advance, check_options
 from sgrld.samplers.info import step_info
+from sgrld.samplers.rate_search import searchable
 from sgrld.samplers.sampler import Sampler
 
 
@@ -32,9 +33,10 @@ class AdamSGLDState(NamedTuple):
     second_moment: PyTree
 
 
+@searchable(lambda arguments: None)
 def adam_sgld(
     potential_fn: Callable[[PyTree, PyTree], jax.Array],
-    learning_rate: float | Callable[[jax.Array], jax.Array],
+    learning_rate: float | Callable[[jax.Array], jax.Array] | str,
     num_data: int,
     temperature: float | Callable[[jax.Array], jax.Array] = 1.0,
     *,
@@ -59,6 +61,7 @@ def adam_sgld(
     Args:
       potential_fn: ``(params, batch) -> Û(θ)/N``.
       learning_rate: ``lr = h·N``, a float or a schedule.
+        ``"auto"``: chosen during the burn-in (:mod:`sgrld.samplers.rate_search`).
       num_data: N.
       temperature: T ≥ 0, or a schedule ``step -> T`` (:mod:`sgrld.numerics.schedules`).
       a: weight of the adaptive drift.

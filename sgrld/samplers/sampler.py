@@ -59,6 +59,7 @@ from sgrld.samplers.assembly import (
 )
 from sgrld.samplers.guarantee import AUTO, Adaptation, auto_freeze, warn_if_biased
 from sgrld.samplers.info import SGRLDInfo, SGRLDShareInfo, step_info
+from sgrld.samplers.rate_search import RateSearch, searchable
 
 BOUNDS = {
     **COMMON_BOUNDS,
@@ -98,11 +99,14 @@ class Sampler(NamedTuple):
 
     ``adaptation`` (SGRLD's; ``None`` for the others) says how the metric adapts, and resolves
     ``adapt_until="auto"`` from a run's burn-in (:class:`sgrld.samplers.guarantee.Adaptation`).
+    ``rate_search`` (``learning_rate="auto"``; ``None`` otherwise) builds the sampler at the rate
+    a run chooses in its burn-in (:class:`sgrld.samplers.rate_search.RateSearch`).
     """
 
     init: Callable[[PyTree], Any]
     step: Callable[[jax.Array, Any, PyTree], tuple[Any, Any]]
     adaptation: Adaptation | None = None
+    rate_search: RateSearch | None = None
 
 
 def gradient_fn(potential_fn: Callable, prior_in_metric: bool, metric: Metric) -> Callable:
@@ -341,11 +345,12 @@ def riemannian_langevin(
     return Sampler(init, partial(_step, parts))
 
 
+@searchable(lambda arguments: arguments["metric"])
 def sgrld(
     potential_fn: Callable[[PyTree, PyTree], jax.Array],
     metric: Metric,
     *,
-    learning_rate: float | Schedule,
+    learning_rate: float | Schedule | str,
     num_data: int,
     temperature: float | Schedule = 1.0,
     adapt_until: int | str | None = AUTO,
@@ -373,7 +378,9 @@ def sgrld(
     Args:
       potential_fn: ``(params, batch) -> Û(θ)/N``; :func:`sgrld.potential` builds one.
       metric: a :class:`~sgrld.metrics.Metric` from :mod:`sgrld.metrics`.
-      learning_rate: ``lr = h·N``, a float or a schedule ``step -> lr``.
+      learning_rate: ``lr = h·N``, a float or a schedule ``step -> lr``; ``"auto"``: chosen
+        during the burn-in by the run that samples with it (:mod:`sgrld.chains.step_size`; the
+        sampler's ``step`` refuses to run until then, :mod:`sgrld.samplers.rate_search`).
       num_data: N, the training-set size.
       temperature: T ≥ 0; 0 gives the deterministic preconditioned gradient step. A schedule
         ``step -> T`` (e.g. :func:`sgrld.numerics.schedules.cyclical`'s, 0 in each cycle's

@@ -54,6 +54,7 @@ from sgrld.parts.integrators import momentum
 from sgrld.parts.preconditioning import by_metric
 from sgrld.samplers import assembly
 from sgrld.samplers.momentum import FRICTION, MomentumInfo, check_friction, momentum_info
+from sgrld.samplers.rate_search import searchable
 from sgrld.samplers.sampler import Sampler, gradient_fn
 
 NOISE_ESTIMATES = ("per_example",)
@@ -98,10 +99,11 @@ class _Options(NamedTuple):
     noise_decay: float
 
 
+@searchable(lambda arguments: arguments["metric"])
 def sghmc(
     potential_fn: Callable[[PyTree, PyTree], jax.Array],
     *,
-    learning_rate: float | Callable,
+    learning_rate: float | Callable | str,
     num_data: int,
     friction: float = 0.1,
     temperature: float | Callable = 1.0,
@@ -121,6 +123,7 @@ def sghmc(
     Args:
       potential_fn: ``(params, batch) -> Û(θ)/N``; :func:`sgrld.potential` builds one.
       learning_rate: ``lr = η·N`` (η = h² of Chen et al.), a float or a schedule ``step -> lr``.
+        ``"auto"``: chosen during the burn-in (:mod:`sgrld.samplers.rate_search`).
       num_data: N; must equal the potential's.
       friction: α = h·C ∈ (0, 1], the share of the momentum lost per step (1 − momentum).
       temperature: T ≥ 0, or a schedule ``step -> T`` (:func:`sgrld.numerics.schedules.cyclical`).

@@ -32,6 +32,7 @@ from sgrld.parts.integrators import Thermostat, nose_hoover
 from sgrld.parts.preconditioning import by_metric
 from sgrld.samplers.assembly import COMMON_BOUNDS, Assembly, Options, advance, check_options
 from sgrld.samplers.momentum import FRICTION, MomentumInfo, check_friction, momentum_info
+from sgrld.samplers.rate_search import searchable
 from sgrld.samplers.sampler import Sampler, gradient_fn
 
 BOUNDS = {**COMMON_BOUNDS, "diffusion": FRICTION}
@@ -60,10 +61,11 @@ class _Options(NamedTuple):
     gradients: Callable
 
 
+@searchable(lambda arguments: None)
 def sgnht(
     potential_fn: Callable[[PyTree, PyTree], jax.Array],
     *,
-    learning_rate: float | Callable,
+    learning_rate: float | Callable | str,
     num_data: int,
     diffusion: float = 0.1,
     temperature: float | Callable = 1.0,
@@ -73,6 +75,7 @@ def sgnht(
     Args:
       potential_fn: ``(params, batch) -> Û(θ)/N``; :func:`sgrld.potential` builds one.
       learning_rate: ``lr = η·N``, a float or a schedule ``step -> lr``.
+        ``"auto"``: chosen during the burn-in (:mod:`sgrld.samplers.rate_search`).
       num_data: N; must equal the potential's.
       diffusion: α = h·A ∈ (0, 1], the injected noise's friction equivalent and ξ's start.
       temperature: T ≥ 0, or a schedule ``step -> T``.

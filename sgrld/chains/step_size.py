@@ -1,0 +1,408 @@
+"""``learning_rate="auto"``: the rate chosen during the burn-in, by a Stein identity.
+
+**The criterion.** For any density ``p ∝ exp(−U/T)`` and each coordinate i, integration by parts
+gives Stein's identity with the test function ``θ_i − μ_i`` (the virial theorem)::
+
+    E_p[(θ_i − μ_i)·∂_i U(θ)] = T,
+
+so ``v_i = Cov(θ_i, ∂_i U)/T`` is 1 under the target, whatever p is. For the law q that the chains
+have reached, ``v_i`` measures their spread against the target's in coordinate i: on a Gaussian
+target whose chains have covariance ``k·Σ``, ``v_i = k``. A rate too small leaves the chains where
+they started after the pilot (``v_i < 1`` if they started together, ``> 1`` if they started far
+apart or far away); a rate too large inflates their spread in the stiff directions (SGLD's
+discrete-time variance ``1/(1 − lr·λ/2)`` times the target's on a Gaussian, more with the
+minibatch noise). Neither needs the posterior: ``∂_i U = N·∂_i(Û/N)`` is estimated without bias
+by a minibatch gradient, independent of θ's own noise. The score of a rate is
+
+    D(lr) = mean_i [(v̂_i − 1)² − Var̂(v̂_i)],
+
+an unbiased estimate of ``mean_i (v_i − 1)²``: ``v̂_i`` pools the chains and the
+:data:`GROUPS` parts of the pilot's window (the groups), and ``Var̂`` is its variance over the
+groups divided by their number, which removes the minibatch and Monte Carlo noise of
+``(v̂_i − 1)²``. In high dimension that noise averages out over the coordinates; in low
+dimension over the groups.
+
+**The search.** The rates tried are a log grid, a factor 3 apart, from 3× down to 1/243 of
+``2/λ̂``, λ̂ the top eigenvalue of ``G⁻¹∇²(Û/N)`` at the start (power iteration with
+Hessian-vector products, the metric updated on a few minibatch gradients first): ``2/λ̂`` is the
+largest stable rate of the preconditioned gradient step there. All rates and chains run as one
+vmapped program for ``pilot_steps`` steps (the first half relaxes, the second is the window,
+where one extra minibatch gradient is taken every :data:`EVERY` steps), with common random numbers
+(the same keys for every rate). The largest rate whose D is within :data:`TOLERANCE` by two
+jackknife standard errors (at most ``3·TOLERANCE``) is chosen (larger rates mix faster; a
+diverged rate scores ∞), or, where none is, the rate of least D; its chains' states continue the
+burn-in: the search costs ``(K − 1)·pilot_steps`` steps per chain. A choice at the edge of the
+grid is reported (``RateChoice.at_edge``) with a warning.
+
+Example:
+  >>> import jax, jax.numpy as jnp, sgrld
+  >>> u = sgrld.potential(lambda w, b: -0.5 * ((b - w) / 0.1) ** 2, lambda w: -0.5 * w**2, 100)
+  >>> s = sgrld.sgrld(u, sgrld.metrics.identity(), learning_rate="auto", num_data=100)
+  >>> data = sgrld.minibatch_fn(jnp.ones(100), 100)  # full batch: λ = 100 + 1/100
+  >>> states = jax.tree.map(lambda x: x[None].repeat(4, 0), s.init(jnp.zeros(())))
+  >>> choice, _ = choose_learning_rate(jax.random.key(0), s.rate_search, states, data, 400)
+  >>> [round(r * 100, 3) for r in choice.candidates][:3]   # in units of 1/λ
+  [6.0, 2.0, 0.667]
+  >>> round(choice.learning_rate * 100, 3), choice.at_edge
+  (0.222, False)
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from sgrld.metrics.identity import identity
+from sgrld.numerics.pytrees import PyTree
+from sgrld.samplers.rate_search import RateSearch
+from sgrld.samplers.sampler import gradient_fn
+
+CRITERION = "Stein virial: mean_i (Cov(θ_i, ∂_iU)/T − 1)²"
+"""The criterion's name, as runs report it."""
+NUM_CANDIDATES = 7
+"""Rates tried: ``3·(2/λ̂)·3^{−k}``, k = 0 … 6."""
+MIN_PILOT_STEPS = 32
+"""The shortest pilot: 16 steps to relax, 16 in the window (4 evaluations per half)."""
+GROUPS = 4
+"""Parts of the window per chain: the groups over which D's noise is estimated."""
+EVERY = 2
+"""Steps per gradient evaluation in the window: the evaluations cost a quarter of the pilot."""
+TOLERANCE = 0.01
+"""The largest rate with ``D <= TOLERANCE`` is chosen: the chains' spread within about 10 % of
+the target's, coordinate by coordinate, in root mean square."""
+
+
+class RateChoice(NamedTuple):
+    """The outcome of a learning-rate search (reported in ``summary.json``, the run table,
+    ``sgrld diagnose``, the ArviZ attributes and ``sgrld.sample``'s result).
+
+    Attributes:
+      learning_rate: the chosen rate.
+      candidates: the rates tried, largest first.
+      scores: D of each (``inf``: diverged).
+      pilot_steps: steps each rate ran.
+      at_edge: the choice is the largest or the smallest rate tried.
+      criterion: the criterion's name (:data:`CRITERION`).
+    """
+
+    learning_rate: float
+    candidates: tuple[float, ...]
+    scores: tuple[float, ...]
+    pilot_steps: int
+    at_edge: bool
+    criterion: str = CRITERION
+
+    def describe(self) -> str:
+        """One line: the rate, how it was chosen and the scores.
+
+        Example:
+          >>> RateChoice(0.1, (0.3, 0.1, 0.033), (float("inf"), 0.02, 0.4), 64, False).describe()
+          'lr 0.1 chosen by the Stein virial over 3 rates (0.3: diverged, 0.1: 0.02, 0.033: 0.4) in 64 pilot steps'
+        """  # noqa: E501
+        scores = ", ".join(
+            f"{c:.3g}: {'diverged' if not np.isfinite(s) else format(s, '.3g')}"
+            for c, s in zip(self.candidates, self.scores, strict=True)
+        )
+        edge = "; at the edge of the rates tried" if self.at_edge else ""
+        return (
+            f"lr {self.learning_rate:.3g} chosen by the Stein virial over {len(self.candidates)} "
+            f"rates ({scores}) in {self.pilot_steps} pilot steps{edge}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready fields (``inf`` as ``None``)."""
+        return {
+            "learning_rate": self.learning_rate,
+            "criterion": self.criterion,
+            "candidates": list(self.candidates),
+            "scores": [float(s) if np.isfinite(s) else None for s in self.scores],
+            "pilot_steps": self.pilot_steps,
+            "at_edge": self.at_edge,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RateChoice:
+        """The inverse of :meth:`to_dict` (a resumed run reads its choice back)."""
+        scores = tuple(float("inf") if s is None else float(s) for s in d["scores"])
+        return cls(
+            float(d["learning_rate"]),
+            tuple(float(c) for c in d["candidates"]),
+            scores,
+            int(d["pilot_steps"]),
+            bool(d["at_edge"]),
+            str(d.get("criterion", CRITERION)),
+        )
+
+
+def pilot_steps_of(burn_in: int) -> int:
+    """The pilot's length in a burn-in of ``burn_in`` steps: its first quarter.
+
+    Raises:
+      ValueError: the burn-in's quarter is under :data:`MIN_PILOT_STEPS`.
+    """
+    steps = int(burn_in) // 4
+    if steps < MIN_PILOT_STEPS:
+        raise ValueError(
+            f'learning_rate="auto" is chosen in the first quarter of the burn-in, which needs '
+            f"at least {MIN_PILOT_STEPS} steps: burn_in={burn_in} is too short; give a burn-in "
+            f"of at least {4 * MIN_PILOT_STEPS} steps, or a number for the learning rate"
+        )
+    return steps
+
+
+def stability_rate(
+    key: jax.Array, search: RateSearch, params: PyTree, batch_fn: Callable, iterations: int = 20
+) -> float:
+    """``2/λ̂``: the largest stable rate of the preconditioned gradient step at ``params``, λ̂ the
+    top eigenvalue of ``G⁻¹∇²(Û/N)`` by power iteration, G the metric updated on 8 minibatch
+    gradients at ``params`` (one chain's).
+
+    Example:
+      >>> import jax, jax.numpy as jnp, sgrld
+      >>> u = sgrld.potential(lambda w, b: -0.5 * (b - w) ** 2 * 4.0, None, 1)  # U'' = 4
+      >>> s = sgrld.sgrld(u, sgrld.metrics.identity(), learning_rate="auto", num_data=1)
+      >>> round(stability_rate(jax.random.key(0), s.rate_search, jnp.zeros(()),
+      ...                      lambda k: jnp.zeros(3)), 4)
+      0.5
+    """
+    metric = search.metric or identity()
+    observe = gradient_fn(search.potential_fn, True, metric)
+    warm_key, probe_key, hvp_key = jax.random.split(key, 3)
+
+    @jax.jit
+    def top_eigenvalue(params):
+        state = metric.init(params)
+        for k in jax.random.split(warm_key, 8):
+            _, _, observation = observe(params, batch_fn(k), k)
+            state = metric.update(state, observation)
+        batch = batch_fn(hvp_key)
+        grad = jax.grad(search.potential_fn)
+
+        def step(_, carry):
+            v, _ = carry
+            hv = jax.jvp(lambda p: grad(p, batch), (params,), (v,))[1]
+            w = metric.inv(state, hv)
+            norm = jnp.sqrt(sum(jnp.vdot(x, x).real for x in jax.tree.leaves(w)))
+            return jax.tree.map(lambda x: x / jnp.maximum(norm, 1e-30), w), norm
+
+        leaves, tree = jax.tree.flatten(params)
+        keys = jax.random.split(probe_key, len(leaves))
+        v = [
+            jax.random.normal(k, jnp.shape(x), jnp.result_type(x))
+            for k, x in zip(keys, leaves, strict=True)
+        ]
+        v = jax.tree.unflatten(tree, v)
+        norm = jnp.sqrt(sum(jnp.vdot(x, x) for x in jax.tree.leaves(v)))
+        v = jax.tree.map(lambda x: x / norm, v)
+        return jax.lax.fori_loop(0, iterations, step, (v, jnp.float32(0.0)))[1]
+
+    lam = float(top_eigenvalue(params))
+    if not (np.isfinite(lam) and lam > 0):
+        raise FloatingPointError(
+            f'learning_rate="auto": the curvature at the start is {lam} (Hessian-vector products '
+            "of the potential); check the potential and the start, or give a number"
+        )
+    return 2.0 / lam
+
+
+def candidate_rates(stable: float, num: int = NUM_CANDIDATES) -> tuple[float, ...]:
+    """The rates tried, largest first: ``3·stable·3^{−k}``, k = 0 … num − 1.
+
+    Example:
+      >>> [round(r, 4) for r in candidate_rates(1.0, 4)]
+      [3.0, 1.0, 0.3333, 0.1111]
+    """
+    return tuple(float(stable * 3.0 ** (1 - k)) for k in range(num))
+
+
+def _window(pilot_steps: int) -> tuple[int, int]:
+    """``(relax, evaluations)``: steps before the window, and evaluations in each of its
+    :data:`GROUPS` parts (:data:`EVERY` steps each).
+
+    Example:
+      >>> _window(400), _window(33)
+      ((200, 25), (17, 2))
+    """
+    evaluations = (pilot_steps - pilot_steps // 2) // (GROUPS * EVERY)
+    return pilot_steps - GROUPS * evaluations * EVERY, evaluations
+
+
+class _Sums(NamedTuple):
+    """Per-coordinate sums of θ, g and θ·g over one half of the window."""
+
+    theta: PyTree
+    grad: PyTree
+    product: PyTree
+
+
+def _pilot_fn(search: RateSearch, batch_fn: Callable, pilot_steps: int) -> Callable:
+    """``(rates [K], states [C, ...], keys [C]) -> (states [K, C, ...], sums [K, C, Q, ...])``,
+    Q = :data:`GROUPS` parts of the window."""
+    relax, evaluations = _window(pilot_steps)
+    grad = jax.grad(search.potential_fn)
+
+    def one_chain(sampler, state, key):
+        key, eval_key = jax.random.split(key)
+
+        def advance(state, t):
+            step_key, batch_key = jax.random.split(jax.random.fold_in(key, t))
+            return sampler.step(step_key, state, batch_fn(batch_key))[0], None
+
+        def evaluate(state, e):
+            start = relax + e * EVERY
+            state, _ = jax.lax.scan(advance, state, start + jnp.arange(EVERY))
+            g = grad(state.params, batch_fn(jax.random.fold_in(eval_key, e)))
+            sums = _Sums(state.params, g, jax.tree.map(jnp.multiply, state.params, g))
+            return state, sums
+
+        state, _ = jax.lax.scan(advance, state, jnp.arange(relax))
+        parts = []
+        for part in range(GROUPS):
+            e = part * evaluations + jnp.arange(evaluations)
+            state, sums = jax.lax.scan(evaluate, state, e)
+            parts.append(jax.tree.map(lambda x: jnp.sum(x, 0), sums))
+        return state, jax.tree.map(lambda *xs: jnp.stack(xs), *parts)
+
+    def one_rate(lr, states, keys):
+        sampler = search.build(lr)
+        return jax.vmap(lambda s, k: one_chain(sampler, s, k))(states, keys)
+
+    return jax.jit(jax.vmap(one_rate, in_axes=(0, None, None)))
+
+
+def _discrepancy(w: np.ndarray) -> np.ndarray:
+    """Per coordinate, ``(mean_g w − 1)² − var_g(w)/G`` over the groups (axis 0)."""
+    return (w.mean(0) - 1.0) ** 2 - w.var(0, ddof=1) / w.shape[0]
+
+
+def _left_out(w: np.ndarray) -> np.ndarray:
+    """:func:`_discrepancy` summed over coordinates with each group left out in turn: ``[G]``."""
+    g = w.shape[0]
+    s1, s2 = w.sum(0), (w**2).sum(0)
+    mean = (s1 - w) / (g - 1)
+    var = (s2 - w**2 - (g - 1) * mean**2) / (g - 2)
+    return ((mean - 1.0) ** 2 - var / (g - 1)).reshape(g, -1).sum(1)
+
+
+def virial_score(
+    sums: _Sums, count: int, num_data: int, temperature: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """D of each rate and its jackknife standard error over the groups, from the sums (leaves
+    ``[K, C, Q, ...]``, ``count`` evaluations each).
+
+    Example:
+      >>> rng = np.random.default_rng(0)  # θ ~ N(0, k) under U = θ²/2 (N = 1): v = k
+      >>> theta = rng.normal(size=(2, 4, 4, 500, 50)) * np.sqrt([[[[[1.0]]]], [[[[2.0]]]]])
+      >>> s = _Sums(theta.sum(3), theta.sum(3), (theta**2).sum(3))
+      >>> d, se = virial_score(s, 500, 1, 1.0)
+      >>> np.round(d, 2).tolist(), bool(np.all(se < 0.05))  # (v − 1)²: 0 and 1
+      ([0.0, 1.0], True)
+    """
+    leaves = [np.asarray(x, np.float64) for x in jax.tree.leaves(sums)]
+    n = len(leaves) // 3
+    scores, errors = [], []
+    for k in range(leaves[0].shape[0]):
+        total, left_out, size = 0.0, 0.0, 0
+        for th, g, thg in zip(leaves[:n], leaves[n : 2 * n], leaves[2 * n :], strict=True):
+            th, g, thg = (x[k].reshape(-1, *x.shape[3:]) / count for x in (th, g, thg))
+            th_mean, g_mean = th.mean(0), g.mean(0)  # pooled over the groups
+            w = num_data / temperature * (thg - th_mean * g - g_mean * th + th_mean * g_mean)
+            total += float(np.sum(_discrepancy(w)))
+            left_out = left_out + _left_out(w)
+            size += w[0].size
+        d, jack = total / size, left_out / size
+        se = np.sqrt((len(jack) - 1) * np.mean((jack - jack.mean()) ** 2))
+        ok = np.isfinite(d) and np.isfinite(se)
+        scores.append(d if ok else np.inf)
+        errors.append(se if ok else np.inf)
+    return np.asarray(scores), np.asarray(errors)
+
+
+def choose_learning_rate(
+    key: jax.Array,
+    search: RateSearch,
+    states: Any,
+    batch_fn: Callable,
+    pilot_steps: int,
+    candidates: tuple[float, ...] | None = None,
+) -> tuple[RateChoice, Any]:
+    """Choose the rate of a ``learning_rate="auto"`` sampler (module docstring).
+
+    Args:
+      key: PRNG key of the search (the same key gives the same choice).
+      search: the sampler's :class:`~sgrld.samplers.rate_search.RateSearch`.
+      states: the chains' starting states, leading axis the chains (at least one).
+      batch_fn: ``key -> batch``.
+      pilot_steps: steps of each rate (:func:`pilot_steps_of` of the burn-in).
+      candidates: the rates to try (``None``: :func:`candidate_rates` of :func:`stability_rate`).
+
+    Returns:
+      ``(choice, states)``: the :class:`RateChoice` and its chains' states after the pilot.
+
+    Raises:
+      FloatingPointError: every rate diverged.
+    """
+    if pilot_steps < MIN_PILOT_STEPS:
+        raise ValueError(f"pilot_steps must be >= {MIN_PILOT_STEPS}, got {pilot_steps}")
+    stable_key, pilot_key = jax.random.split(key)
+    if candidates is None:
+        first = jax.tree.map(lambda x: x[0], states.params)
+        candidates = candidate_rates(stability_rate(stable_key, search, first, batch_fn))
+    chains = jax.tree.leaves(states.params)[0].shape[0]
+    keys = jax.random.split(pilot_key, chains)
+    rates = jnp.asarray(candidates, jnp.float32)
+    ends, sums = _pilot_fn(search, batch_fn, pilot_steps)(rates, states, keys)
+    scores, errors = virial_score(
+        sums, _window(pilot_steps)[1], search.num_data, search.temperature
+    )
+    finite = np.isfinite(scores) & _all_finite(ends.params)
+    scores, errors = np.where(finite, scores, np.inf), np.where(finite, errors, np.inf)
+    if not finite.any():
+        raise FloatingPointError(
+            f'learning_rate="auto": every rate tried diverged ({", ".join(f"{c:.3g}" for c in candidates)}); '  # noqa: E501
+            "check the potential and the start, or give a smaller number"
+        )
+    best = _best(scores, errors)
+    choice = RateChoice(
+        float(candidates[best]),
+        tuple(float(c) for c in candidates),
+        tuple(float(s) for s in scores),
+        int(pilot_steps),
+        best in (0, len(candidates) - 1),
+    )
+    if choice.at_edge:
+        warnings.warn(
+            f"learning_rate='auto': the best rate is at the edge of the rates tried ({choice.describe()}); "  # noqa: E501
+            "a rate outside them may be better: give candidates or a number",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    return choice, jax.tree.map(lambda x: x[best], ends)
+
+
+def _best(scores: np.ndarray, errors: np.ndarray) -> int:
+    """The largest rate (scores largest first) whose D is within :data:`TOLERANCE` by two
+    standard errors, at most ``3·TOLERANCE``; else the rate of least D.
+
+    Example:
+      >>> se = np.array([np.inf, 0.002, 0.002])
+      >>> _best(np.array([np.inf, 0.03, 0.012]), se), _best(np.array([np.inf, 0.5, 0.2]), se)
+      (2, 2)
+      >>> _best(np.array([1e6, 0.02]), np.array([1e6, 0.01]))  # noisy: 1e6 ± 1e6 is no pass
+      1
+    """
+    within = np.flatnonzero(scores <= TOLERANCE + 2 * np.minimum(errors, TOLERANCE))
+    return int(within[0]) if within.size else int(np.argmin(scores))
+
+
+def _all_finite(params: PyTree) -> np.ndarray:
+    """Per rate (leading axis), whether every chain's every parameter is finite."""
+    flags = [
+        np.isfinite(np.asarray(x)).reshape(x.shape[0], -1).all(1) for x in jax.tree.leaves(params)
+    ]
+    return np.logical_and.reduce(flags)
