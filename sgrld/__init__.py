@@ -24,19 +24,18 @@ The reproductions of the papers' experiments are another package, :mod:`sgrld_re
 which the library never imports.
 """
 
-import importlib
-import os
-import sys
-from typing import Any
+import importlib as _importlib
+import os as _os
+import sys as _sys
 
 
 def _is_command() -> bool:
     """Whether this process is the ``sgrld`` command: ``python -m sgrld`` (while Python imports
     the package, ``sys.argv[0]`` is ``"-m"``) or the ``sgrld`` script."""
-    argv = getattr(sys, "orig_argv", [])
-    if sys.argv[:1] == ["-m"] and "-m" in argv:
+    argv = getattr(_sys, "orig_argv", [])
+    if _sys.argv[:1] == ["-m"] and "-m" in argv:
         return argv[argv.index("-m") + 1 : argv.index("-m") + 2] == ["sgrld"]
-    return bool(sys.argv) and os.path.basename(sys.argv[0]) == "sgrld"
+    return bool(_sys.argv) and _os.path.basename(_sys.argv[0]) == "sgrld"
 
 
 if _is_command():  # before JAX is imported: Ctrl-C at any moment stops the command cleanly
@@ -102,13 +101,15 @@ command line, configurations, the runner) loads on first use but is not part of 
 __version__ = "0.1.0"
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name in _LAZY:
-        module = importlib.import_module(f"sgrld.{name}")
+        module = _importlib.import_module(f"sgrld.{name}")
         globals()[name] = module
         return module
     raise AttributeError(f"module 'sgrld' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    """The public API (``__all__``), the application's ``run`` and the dunders: ``dir(sgrld)``
+    and tab completion list no helper and no module sgrld imports for itself."""
+    return sorted({*__all__, "run", "__version__", *(n for n in globals() if n.startswith("__"))})

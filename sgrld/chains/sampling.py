@@ -21,10 +21,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from sgrld.chains.dispersion import Init, starts, warn_if_chains_disagree
 from sgrld.chains.divergence import ADVICE, first_divergence, leaf_names
 from sgrld.chains.engine import Chunk, Engine, chain_keys, count_kept, random_batches
+from sgrld.chains.step_size import resolve_learning_rate
 from sgrld.numerics.pytrees import PyTree
 from sgrld.samplers.guarantee import (
+    guarantee,
     warn_if_adapting_on_minibatches,
     warn_if_minibatch_noise_dominates,
 )
@@ -40,12 +43,27 @@ class Samples(NamedTuple):
       info: the step diagnostics of the kept steps, stacked the same way.
       state: the final sampler state (per chain), to continue sampling.
       diverged_at: int32 step at which each chain produced a NaN/inf, −1 if it did not.
+      guarantee: what the run samples, in one line (:func:`sgrld.samplers.guarantee.guarantee`
+        of the sampler as it ran, the line ``sgrld run`` prints); :func:`sgrld.to_arviz` puts it
+        in the attributes. Not a leaf: ``jax.tree.map`` over samples keeps it.
     """
 
     params: PyTree
     info: Any
     state: Any
     diverged_at: jax.Array
+    guarantee: str = ""
+
+    def __repr__(self) -> str:
+        shapes = jax.tree.map(lambda x: tuple(np.shape(x)), self.params)
+        return f"Samples(params={shapes}, guarantee={self.guarantee!r})"
+
+
+jax.tree_util.register_pytree_node(
+    Samples,
+    lambda s: ((s.params, s.info, s.state, s.diverged_at), s.guarantee),
+    lambda line, children: Samples(*children, line),
+)
 
 
 class DivergenceError(FloatingPointError):
@@ -77,9 +95,10 @@ class Minibatches:
 def minibatch_fn(data: PyTree, batch_size: int) -> Minibatches:
     """``key -> batch``: ``batch_size`` rows drawn uniformly (with replacement) from ``data``.
 
-    Every leaf of ``data`` must share its leading dimension N. Drawing with replacement keeps each
-    minibatch potential an unbiased estimate of ``U/N``; for epochs of shuffled minibatches use the
-    experiment runner.
+    Every leaf of ``data`` must share its leading dimension N; a leaf may be a NumPy or a JAX
+    array (any array ``jnp.asarray`` takes), and is held as a JAX array. Drawing with
+    replacement keeps each minibatch potential an unbiased estimate of ``U/N``; for epochs of
+    shuffled minibatches use the experiment runner.
 
     Example:
       >>> import jax, jax.numpy as jnp
@@ -87,7 +106,7 @@ def minibatch_fn(data: PyTree, batch_size: int) -> Minibatches:
       >>> [x.shape for x in fn(jax.random.key(0))], fn.batch_size, fn.num_examples
       ([(4,), (4,)], 4, 10)
     """
-    sizes = {jnp.shape(x)[0] for x in jax.tree.leaves(data)}
+    sizes = {np.shape(x)[0] for x in jax.tree.leaves(data)}
     if len(sizes) != 1:
         raise ValueError(
             f"every array of data needs the same leading dimension, got {sorted(sizes)}"
@@ -95,7 +114,7 @@ def minibatch_fn(data: PyTree, batch_size: int) -> Minibatches:
     (n,) = sizes
     if not 1 <= batch_size <= n:
         raise ValueError(f"batch_size must lie in [1, {n}], got {batch_size}")
-    return Minibatches(data, batch_size, n)
+    return Minibatches(jax.tree.map(jnp.asarray, data), batch_size, n)
 
 
 def _chunk_steps(num_samples: int, thin: int, burn_in: int, chunks: int) -> list[int]:
@@ -143,6 +162,7 @@ def sample(
     thin: int = 1,
     burn_in: int = 0,
     num_chains: int | None = None,
+    init: Init = "jitter",
     state: Any = None,
     progress: bool = False,
     num_chunks: int | None = None,
@@ -155,12 +175,21 @@ def sample(
     Args:
       key: PRNG key.
       sampler: a :class:`~sgrld.Sampler` (``init`` and ``step``).
-      params: starting parameters (one pytree, shared by all chains), ignored if ``state`` is given.
+      params: the starting parameters (any arrays), as ``init`` says; ignored if ``state`` is
+        given.
       batch_fn: ``key -> batch`` for each step (a target's ``batch_fn``, or :func:`minibatch_fn`).
       num_samples: number of samples to keep per chain.
       thin: steps per kept sample.
       burn_in: steps before the first kept step.
-      num_chains: run this many chains with ``vmap`` (``None``: one chain, no chain axis).
+      num_chains: run this many chains with ``vmap`` (``None``: one chain, no chain axis, that
+        starts at ``params``).
+      init: how the chains start (:data:`sgrld.chains.dispersion.Init`): ``"jitter"``: each at
+        ``params + σ·ξ``, ξ ~ N(0, I) per chain, σ the root mean square of each leaf of
+        ``params`` (1 for a leaf of zeros), drawn from ``key``; ``"shared"``: all at
+        ``params``; ``"stacked"``: ``params`` holds one start per chain (a leading axis of
+        ``num_chains``). Dispersed starts let R-hat see a chain that stays apart: after the run
+        a :class:`~sgrld.chains.dispersion.ChainsDisagreeWarning` names the chains if the
+        potential's split R-hat exceeds 1.05.
       state: a sampler state to continue from (with a leading chain axis if ``num_chains``).
       progress: show a progress bar with an ETA.
       num_chunks: number of jitted calls the run is split into.
@@ -174,7 +203,7 @@ def sample(
         bit for bit; a ``data`` axis changes the order of the minibatch sums (float rounding).
 
     Returns:
-      :class:`Samples`.
+      :class:`Samples`, with the run's guarantee.
 
     Example:
       >>> import jax, sgrld
@@ -182,8 +211,8 @@ def sample(
       >>> s = sgrld.sgrld(t.potential, sgrld.metrics.identity(), learning_rate=0.1, num_data=1)
       >>> out = sgrld.sample(jax.random.key(0), s, t.init_params, t.batch_fn,
       ...                    num_samples=100, thin=10, num_chains=4)
-      >>> out.params.shape
-      (4, 100)
+      >>> out.params.shape, out.guarantee
+      ((4, 100), 'exact: constant metric (not adaptive)')
       >>> mesh = sgrld.chains.devices.make_mesh(devices="all", data_parallel=1)
       >>> same = sgrld.sample(jax.random.key(0), s, t.init_params, t.batch_fn,
       ...                     num_samples=100, thin=10, num_chains=4, mesh=mesh)
@@ -191,13 +220,17 @@ def sample(
       True
     """
     chains = _check(num_samples, thin, burn_in, num_chains)
+    if state is None:  # each chain's start, leading axis the chains
+        params = starts(key, params, chains, init if num_chains is not None else "shared")
     start = 0 if state is None else int(np.asarray(state.step).reshape(-1)[0])
+    state = _chain_states(sampler, params, state, single=num_chains is None)
+    sampler, state, choice = resolve_learning_rate(key, sampler, state, batch_fn, burn_in)
+    pilot = 0 if choice is None else choice.pilot_steps  # steps the search took of the burn-in
     sampler = with_burn_in(sampler, burn_in, start)
     if isinstance(batch_fn, Minibatches):  # a batch_fn of one's own does not say its sizes
         adaptation = getattr(sampler, "adaptation", None)
         warn_if_adapting_on_minibatches(adaptation, batch_fn.batch_size, batch_fn.num_examples)
         warn_if_minibatch_noise_dominates(adaptation, batch_fn.batch_size, batch_fn.num_examples)
-    state = _chain_states(sampler, params, state, chains, single=num_chains is None)
     state = _fit_state(sampler, state)
     engine = Engine(
         sampler, random_batches(batch_fn), burn_in=start + burn_in, thin=thin, keep=keep, mesh=mesh
@@ -210,33 +243,46 @@ def sample(
 
     chunks = max(1, min(int(num_chunks or (20 if progress else 1)), num_samples))
     if keep is None:
-        steps = _chunk_steps(num_samples, thin, burn_in, chunks)
+        steps = _chunk_steps(num_samples, thin, burn_in - pilot, chunks)
     else:
-        total = _steps_to_keep(num_samples, start, burn_in, thin, keep)
+        total = _steps_to_keep(num_samples, start + pilot, burn_in - pilot, thin, keep)
         steps = [len(part) for part in np.array_split(np.arange(total), chunks) if len(part)]
     carry = engine.run(
         engine.init(state),
         chain_keys(key, chains),
         None,
         steps,
-        start=start,
+        start=start + pilot,
         callback=collect,
         progress=progress,
     )
-    single = (lambda x: x[0]) if num_chains is None else (lambda x: x)
-    out = Samples(
-        *_collect(kept, num_chains is None),
-        jax.tree.map(single, carry.state),
-        single(carry.diverged_step),
-    )
+    out = _samples(kept, carry, sampler, single=num_chains is None)
     _raise_if_diverged(carry, out, start, burn_in, thin, keep)
+    if num_chains is not None and "potential" in getattr(out.info, "_fields", ()):
+        warn_if_chains_disagree(out.info.potential)
     return out
+
+
+def _samples(kept: list[Chunk], carry: Any, sampler: Sampler, single: bool) -> Samples:
+    """The :class:`Samples` of a run's chunks and final carry (no chain axis if ``single``)."""
+    first = (lambda x: x[0]) if single else (lambda x: x)
+    return Samples(
+        *_collect(kept, single),
+        jax.tree.map(first, carry.state),
+        first(carry.diverged_step),
+        guarantee(getattr(sampler, "adaptation", None)),
+    )
 
 
 def with_burn_in(sampler: Sampler, burn_in: int, start: int = 0) -> Sampler:
     """``sampler`` for a run of ``burn_in`` steps from step ``start``: ``adapt_until="auto"``
     resolved (:func:`sgrld.samplers.guarantee.auto_freeze`); an ``adapt_until`` after the burn-in
-    refused, since the kept samples would come from a metric still adapting."""
+    refused, since the kept samples would come from a metric still adapting. A
+    ``learning_rate="auto"`` sampler keeps its search, whose ``build`` resolves the same way."""
+    search = getattr(sampler, "rate_search", None)
+    if search is not None:  # learning_rate="auto": resolved at the rate a run chooses
+        build = lambda lr: with_burn_in(search.build(lr), burn_in, start)  # noqa: E731
+        return sampler._replace(rate_search=search._replace(build=build))
     adaptation = getattr(sampler, "adaptation", None)
     if adaptation is None:
         return sampler
@@ -281,12 +327,11 @@ def _check(num_samples: int, thin: int, burn_in: int, num_chains: int | None) ->
     return chains
 
 
-def _chain_states(sampler: Sampler, params: PyTree, state: Any, chains: int, single: bool) -> Any:
-    """The starting states with a leading chain axis (``params`` broadcast, or ``state``)."""
+def _chain_states(sampler: Sampler, params: PyTree, state: Any, single: bool) -> Any:
+    """The starting states with a leading chain axis: ``sampler.init`` of each chain's
+    ``params`` (leading chain axis), or ``state``."""
     if state is None:
-        return jax.tree.map(
-            lambda x: jnp.broadcast_to(x, (chains, *jnp.shape(x))), sampler.init(params)
-        )
+        return jax.vmap(sampler.init)(params)
     return jax.tree.map(lambda x: x[None], state) if single else state
 
 

@@ -46,6 +46,34 @@ class Dataset(NamedTuple):
     target_mean: float = 0.0
     target_std: float = 1.0
 
+    def __repr__(self) -> str:
+        """The name, the classes and each split's shapes, not the arrays.
+
+        Example:
+            >>> z = np.zeros((5, 3), np.float32)
+            >>> Dataset(z, z[:, 0], z[:0], z[:0, 0], z[:2], z[:2, 0], 0, "toy", 1.5, 2.0)
+            Dataset('toy', regression (targets standardised: mean 1.5, std 2),
+            train x (5, 3) float32 y (5,) float32, val x (0, 3) float32 y (0,) float32,
+            test x (2, 3) float32 y (2,) float32)
+        """
+        if self.num_classes:
+            kind = f"{self.num_classes} classes"
+        else:
+            kind = "regression"
+            if (self.target_mean, self.target_std) != (0.0, 1.0):
+                kind += (
+                    f" (targets standardised: mean {self.target_mean:g}, std {self.target_std:g})"
+                )
+        splits = ", ".join(
+            f"{name} x {np.shape(x)} {np.asarray(x).dtype} y {np.shape(y)} {np.asarray(y).dtype}"
+            for name, x, y in (
+                ("train", self.x_train, self.y_train),
+                ("val", self.x_val, self.y_val),
+                ("test", self.x_test, self.y_test),
+            )
+        )
+        return f"Dataset({self.name!r}, {kind}, {splits})"
+
 
 def check_labels(labels: np.ndarray, num_classes: int, source: str) -> np.ndarray:
     """Check that class labels are integers in ``[0, num_classes)`` and return them as int32.

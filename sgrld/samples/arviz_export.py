@@ -69,6 +69,9 @@ STEM = "inference_data"
 """The name (without suffix) of an export in its results folder."""
 GROUPS = ("posterior", "sample_stats")
 """The groups of :func:`to_arviz`, in the order an export writes them."""
+CHAINS_OVER_DRAWS = "Found chain dimension to be longer than draw dimension"
+"""ArviZ's warning that a variable has more chains than draws, which an export checks once on
+all of its draws instead of on every epoch's few."""
 
 
 def _from_samples(samples: Samples) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
@@ -115,8 +118,8 @@ def to_arviz(
             regression run's training targets, rebuilt from its folder's ``config.toml``, are
             :func:`sgrld.run.from_config.observed_targets`, which ``sgrld export`` adds).
         guarantee: the run's guarantee (:func:`sgrld.samplers.guarantee.guarantee`), put in
-            every group's attributes as ``guarantee``; ``None``: a results folder's own, from its
-            ``summary.json``.
+            every group's attributes as ``guarantee``; ``None``: the source's own (a results
+            folder's, from its ``summary.json``; :func:`sgrld.sample`'s ``Samples.guarantee``).
 
     Returns:
         An ``xarray.DataTree`` as ``arviz_base.from_dict`` builds it; the groups and variables
@@ -133,6 +136,8 @@ def to_arviz(
         >>> idata = to_arviz(out)  # one chain: a chain axis of size 1
         >>> dict(idata.posterior.sizes), sorted(idata.sample_stats.data_vars)[:3]
         ({'chain': 1, 'draw': 50}, ['diverging', 'drift_fallback', 'gamma_norm'])
+        >>> idata.posterior.attrs["guarantee"]
+        'exact: constant metric (not adaptive)'
     """
     import arviz_base
 
@@ -141,6 +146,7 @@ def to_arviz(
     if isinstance(source, str | Path):
         guarantee = guarantee or run_guarantee(source)
         source = load_samples(source)
+    guarantee = guarantee or getattr(source, "guarantee", None)
     posterior, stats = (
         _from_run(source) if isinstance(source, RunSamples) else _from_samples(source)
     )
@@ -296,10 +302,12 @@ def _stream_zarr(folder: str | Path, store: Path, observed: dict[str, Any], per_
     import arviz_base
     import zarr
 
-    first = 0
+    first, chains = 0, 0
     for epoch in iter_samples(folder):
-        draws = epoch.step.shape[0]
-        tree = to_arviz(epoch, observed_data={}, guarantee=run_guarantee(folder))
+        draws, chains = epoch.step.shape[0], epoch.valid.shape[0]
+        with warnings.catch_warnings():  # ArviZ's check of the dims' names, true or not of one
+            warnings.filterwarnings("ignore", CHAINS_OVER_DRAWS, UserWarning)  # epoch: below
+            tree = to_arviz(epoch, observed_data={}, guarantee=run_guarantee(folder))
         for group in GROUPS:
             data = tree[group].to_dataset().assign_coords(draw=np.arange(first, first + draws))
             if first:
@@ -308,6 +316,13 @@ def _stream_zarr(folder: str | Path, store: Path, observed: dict[str, Any], per_
             chunks = {n: {"chunks": (v.shape[0], per_chunk, *v.shape[2:])} for n, v in data.items()}
             data.to_zarr(store, group=group, mode="a", encoding=chunks, consolidated=False)
         first += draws
+    if chains > first:  # ArviZ's check, once, on the whole export
+        warnings.warn(
+            f"the export holds {chains} chains of {first} draws: Found chain dimension to be "
+            "longer than draw dimension (the dims are named correctly; the run kept few draws)",
+            UserWarning,
+            stacklevel=3,
+        )
     if observed:
         attrs = {"observed_data": {"inference_library": "sgrld"}}
         tree = arviz_base.from_dict({"observed_data": observed}, attrs=attrs)

@@ -1,0 +1,167 @@
+"""Chains that start apart, and the check that they agree at the end.
+
+R-hat compares chains that began at over-dispersed points: chains started at one point agree
+from the start and hide a chain that never leaves a bad mode. :func:`starts` gives each chain its
+own start (:func:`sgrld.sample`'s ``init``), and :func:`warn_if_chains_disagree` warns once after
+a run whose potential has a split R-hat above :data:`RHAT_LIMIT`, naming the chains that disagree
+with the others.
+
+Example:
+  >>> import jax, jax.numpy as jnp
+  >>> x = starts(jax.random.key(0), {"w": jnp.full(3, 2.0), "b": jnp.zeros(2)}, 4, "jitter")
+  >>> jax.tree.map(jnp.shape, x)
+  {'b': (4, 2), 'w': (4, 3)}
+  >>> bool(jnp.all(x["w"][0] != x["w"][1])), float(starts(jax.random.key(0), 1.5, 2, "shared")[1])
+  (True, 1.5)
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Literal
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import scipy.special
+import scipy.stats
+
+from sgrld.numerics.pytrees import PyTree
+
+Init = Literal["jitter", "shared", "stacked"]
+"""How the chains start: ``"jitter"``: each chain at ``params + σ·ξ``, ξ ~ N(0, I) drawn per
+chain and leaf, σ the root mean square of the leaf in ``params`` (1 for a leaf of zeros), so
+the spread is the size of the parameters themselves; ``"shared"``: all at ``params``;
+``"stacked"``: ``params`` has a leading chain axis, one start per chain (draws from the prior,
+say)."""
+INITS = ("jitter", "shared", "stacked")
+"""The values of :data:`Init`."""
+START_STREAM = 0x5354
+"""The jitter's key is ``fold_in(key, START_STREAM)``: the run's key fixes it, and the chains'
+own keys (``split(key, K)``) are those of a run with shared starts."""
+RHAT_LIMIT = 1.05
+"""A run whose potential has a split R-hat above this warns (:func:`warn_if_chains_disagree`)."""
+
+
+class ChainsDisagreeWarning(UserWarning):
+    """The chains end in different places: the potential's split R-hat is above
+    :data:`RHAT_LIMIT`."""
+
+
+def starts(key: jax.Array, params: PyTree, num_chains: int, init: Init) -> PyTree:
+    """Each chain's starting parameters, leaves ``[num_chains, ...]`` (:data:`Init`).
+
+    Raises:
+      ValueError: an unknown ``init``, or ``"stacked"`` params whose leaves do not all lead with
+        ``num_chains``.
+    """
+    if init not in INITS:
+        raise ValueError(f"init must be one of {INITS}, got {init!r}")
+    if init == "stacked":
+        lead = {jnp.shape(x)[:1] for x in jax.tree.leaves(params)}
+        if lead != {(num_chains,)}:
+            raise ValueError(
+                f'init="stacked" needs every leaf of params to lead with num_chains = '
+                f"{num_chains}, got leading sizes {sorted(lead)}"
+            )
+        return jax.tree.map(jnp.asarray, params)
+    shared = jax.tree.map(
+        lambda x: jnp.broadcast_to(jnp.asarray(x), (num_chains, *jnp.shape(x))), params
+    )
+    if init == "shared":
+        return shared
+    leaves, tree = jax.tree.flatten(shared)
+    keys = jax.random.split(jax.random.fold_in(key, START_STREAM), len(leaves))
+    return jax.tree.unflatten(tree, [_jitter(k, x) for k, x in zip(keys, leaves, strict=True)])
+
+
+def _jitter(key: jax.Array, x: jax.Array) -> jax.Array:
+    """``x + σ·ξ`` for a float leaf (σ its root mean square, 1 if it is 0); others unchanged."""
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        return x
+    rms = jnp.sqrt(jnp.mean(jnp.square(x[0].astype(jnp.float32))))
+    sigma = jnp.where(rms > 0, rms, 1.0)
+    return x + (sigma * jax.random.normal(key, x.shape)).astype(x.dtype)
+
+
+def split_rhat(x: np.ndarray) -> float:
+    """The rank-normalised split R-hat of draws ``x [chains, draws]`` (Vehtari et al. 2021,
+    the bulk R-hat of ArviZ), NaN for fewer than 4 draws or draws that do not vary.
+
+    Example:
+      >>> rng = np.random.default_rng(0)
+      >>> round(split_rhat(rng.normal(size=(4, 500))), 2)
+      1.0
+      >>> split_rhat(rng.normal(size=(4, 500)) + np.arange(4)[:, None]) > 1.5
+      True
+    """
+    x = np.asarray(x, np.float64)
+    half = x.shape[1] // 2
+    if half < 2 or not np.all(np.isfinite(x)):
+        return float("nan")
+    halves = np.concatenate([x[:, :half], x[:, -half:]])
+    ranks = scipy.stats.rankdata(halves, method="average").reshape(halves.shape)
+    z = scipy.special.ndtri((ranks - 0.375) / (halves.size + 0.25))
+    within = z.var(axis=1, ddof=1).mean()
+    if within == 0:
+        return float("nan")
+    between = half * z.mean(axis=1).var(ddof=1)
+    return float(np.sqrt(((half - 1) / half * within + between / half) / within))
+
+
+def disagreeing(potentials: np.ndarray, limit: float = RHAT_LIMIT) -> tuple[float, list[int]]:
+    """The split R-hat of ``potentials [chains, draws]`` and the chains that disagree: none
+    when it is at most ``limit``; else those whose removal, one at a time (each time the chain
+    that lowers R-hat most), brings the others' R-hat to ``limit``, or every chain if none does.
+
+    Example:
+      >>> rng = np.random.default_rng(1)
+      >>> x = rng.normal(size=(4, 200)); x[2] += 3.0
+      >>> r, chains = disagreeing(x)
+      >>> r > 1.05, chains
+      (True, [2])
+    """
+    rhat = split_rhat(potentials)
+    if not rhat > limit:  # NaN too: nothing to say
+        return rhat, []
+    left, removed = list(range(len(potentials))), []
+    while len(left) > 2 and split_rhat(potentials[left]) > limit:
+        rest = [[c for c in left if c != out] for out in left]
+        best = min(rest, key=lambda chains: split_rhat(potentials[chains]))
+        removed += [c for c in left if c not in best]
+        left = best
+    if split_rhat(potentials[left]) > limit:
+        return rhat, list(range(len(potentials)))
+    return rhat, sorted(removed)
+
+
+def warn_if_chains_disagree(potentials: np.ndarray) -> bool:
+    """A :class:`ChainsDisagreeWarning` naming the chains that disagree
+    (:func:`disagreeing`) if the split R-hat of ``potentials [chains, draws]`` (each kept
+    draw's Û/N, on its minibatch) is above :data:`RHAT_LIMIT`; whether it warned.
+
+    Example:
+      >>> warn_if_chains_disagree(np.random.default_rng(0).normal(size=(3, 100)))
+      False
+    """
+    potentials = np.asarray(potentials, np.float64)
+    if potentials.ndim != 2 or len(potentials) < 2:
+        return False
+    rhat, chains = disagreeing(potentials)
+    if not chains:
+        return False
+    means = potentials.mean(axis=1)
+    if len(chains) == len(potentials):
+        which = f"all {len(chains)} chains disagree with each other"
+    else:
+        named = ", ".join(f"{c} (mean potential {means[c]:.4g})" for c in chains)
+        others = np.median(np.delete(means, chains))
+        which = f"chain(s) {named} disagree with the others (their median {others:.4g})"
+    warnings.warn(
+        f"the chains have not mixed: the potential's split R-hat is {rhat:.3f} (above "
+        f"{RHAT_LIMIT}); {which}. Sample longer (a longer burn-in), lower the learning rate, or "
+        "look at the chains' traces before using their samples",
+        ChainsDisagreeWarning,
+        stacklevel=3,
+    )
+    return True
