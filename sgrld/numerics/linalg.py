@@ -13,8 +13,8 @@ repeated eigenvalues.
 
 The module also keeps batched LAPACK calls from running at once, which deadlocks XLA's CPU runtime
 on two cores: :func:`one_after_another` orders one function's calls (Shampoo's decompositions),
-:func:`one_matrix_at_a_time` splits a vmapped call into calls on one matrix each (the full Fisher
-metric's Cholesky factorisation and solves over chains).
+:func:`one_matrix_at_a_time` splits a vmapped call into calls on one matrix each on the CPU (the
+full Fisher metric's Cholesky factorisation and solves over chains), and batches them elsewhere.
 """
 
 from __future__ import annotations
@@ -112,7 +112,9 @@ def ridged_eighs(mats: list[jax.Array], eps: float) -> list[tuple[jax.Array, jax
 
 def one_matrix_at_a_time(fn: Callable[..., PyTree]) -> Callable[..., PyTree]:
     """``fn``, whose first argument is a matrix, such that ``jax.vmap`` over matrices makes one
-    call per matrix, one after the other (:func:`one_after_another`), not one batched LAPACK call.
+    call per matrix, one after the other (:func:`one_after_another`), not one batched LAPACK call,
+    on the CPU; on other backends (GPU, TPU), whose solvers do not share XLA's CPU thread pool,
+    ``vmap`` batches the matrices as it would batch ``fn`` (``jax.lax.platform_dependent``).
 
     :func:`one_after_another` orders calls that one function makes; it cannot order calls that
     nothing connects, such as a sampler's ``G⁻¹g`` and ``G^{-1/2}ξ``, two solves with the same
@@ -153,12 +155,17 @@ def one_matrix_at_a_time(fn: Callable[..., PyTree]) -> Callable[..., PyTree]:
         if not in_batched[0]:  # right-hand sides only: fn's own batching, guarded at outer levels
             in_axes = tuple(0 if b else None for b in in_batched)
             out = one_matrix_at_a_time(jax.vmap(fn, in_axes=in_axes))(*args)
-        else:
-            per_matrix = [
-                tuple(x[i] if b else x for x, b in zip(args, in_batched, strict=True))
-                for i in range(axis_size)
-            ]
-            out = jax.tree.map(lambda *xs: jnp.stack(xs), *one_after_another(call, per_matrix))
+        else:  # one LAPACK call per matrix on the CPU; elsewhere fn's own batched call
+            in_axes = tuple(0 if b else None for b in in_batched)
+
+            def unrolled(*args):
+                per_matrix = [
+                    tuple(x[i] if b else x for x, b in zip(args, in_batched, strict=True))
+                    for i in range(axis_size)
+                ]
+                return jax.tree.map(lambda *xs: jnp.stack(xs), *one_after_another(call, per_matrix))
+
+            out = jax.lax.platform_dependent(*args, cpu=unrolled, default=jax.vmap(fn, in_axes))
         return out, jax.tree.map(lambda _: True, out)
 
     @call.defjvp
