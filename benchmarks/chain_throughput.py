@@ -13,11 +13,12 @@ the files are not there), N = the images used. For each number of chains K, the 
   diagnostics summarised. Samplers: ``sgrld.sgrld`` with the metrics Identity, RMSprop, Monge,
   Shampoo, DOP and QDOP (``sgrld.metrics.fisher_diag`` / ``fisher_qdiag``), and ``sgrld.sghmc`` (one
   gradient a step);
-* ``sgrld identity, bare scan``: the same Identity step in the plain scan the BlackJAX rows use
-  (no engine: no sample buffer, no summaries, no divergence bookkeeping), to show what the
-  engine's bookkeeping costs; beside it (``--no-bare`` drops all three) ``sgrld identity, bare
-  scan + info``, that scan folding each step's ``info`` into the engine's summaries and
-  divergence marks (what computing the diagnostics costs, without the engine's sample buffer),
+* ``sgrld <sampler>, bare scan`` for each of ``--bare-samplers`` (default Identity): the same step
+  in the plain scan the BlackJAX rows use (no engine: no sample buffer, no summaries, no divergence
+  bookkeeping), to show what the engine costs beside the step (issue 50: its step loop is the
+  bare step, its bookkeeping at every ``thin``-th step); beside them (``--no-bare`` drops these
+  three) ``sgrld identity, bare scan + info``, that scan folding each step's ``info`` into the
+  engine's summaries and divergence marks (what computing the diagnostics costs, without the engine's sample buffer),
   and ``sgrld identity, info as before``, the engine row with the diagnostics of
   :func:`legacy_step_info` (a reduction per leaf for each check, which XLA fused with the
   update; RESULTS §23) and ``sgrld identity, rbg keys``, the engine row with chain keys of
@@ -269,13 +270,15 @@ def stacked(tree, chains: int):
     return jax.tree.map(lambda x: jnp.stack([x] * chains), tree)
 
 
-def bare_identity(data, loglik, params, chains: int, steps: int) -> ScanChains:
-    """sgrld's Identity step in the plain scan of the BlackJAX rows."""
-    sampler = make_sampler("identity", loglik, len(data[1]))
+def bare_scan(name: str, data, loglik, params, chains: int, steps: int) -> ScanChains:
+    """sgrld's step of sampler ``name`` in the plain scan of the BlackJAX rows."""
+    sampler = make_sampler(name, loglik, len(data[1]))
     step = lambda key, state, batch: sampler.step(key, state, batch)[0]
-    states = jax.vmap(sampler.init)(stacked(params, chains))
-    name = "sgrld identity, bare scan"
-    return ScanChains(name, "bare", step, states, data, chains, steps, steps)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sgrld.numerics.per_example.FallbackWarning)
+        states = jax.vmap(sampler.init)(stacked(params, chains))
+    label = f"sgrld {name}, bare scan"
+    return ScanChains(label, "bare", step, states, data, chains, steps, steps)
 
 
 def legacy_step_info(value, grads, lr, new_params, **kwargs):
@@ -372,14 +375,17 @@ def build(
                 ),
             ),
             (
-                "sgrld identity, bare scan",
-                lambda: bare_identity(data, loglik, params, chains, args.steps),
-            ),
-            (
                 "sgrld identity, bare scan + info",
                 lambda: bare_identity_info(data, loglik, params, chains, args.steps),
             ),
         ]
+    makers += [
+        (
+            f"sgrld {name}, bare scan",
+            lambda name=name: bare_scan(name, data, loglik, params, chains, args.steps),
+        )
+        for name in args.bare_samplers
+    ]
     for kind in args.blackjax:
         makers.append(
             (
@@ -500,7 +506,8 @@ def measure(args, cands: list[Candidate], chains: int) -> list[dict]:
                 "finite": c.finite(),
             }
         )
-    pairs = [("sgrld identity", "blackjax sgld"), ("sgrld identity", "sgrld identity, bare scan")]
+    pairs = [("sgrld identity", "blackjax sgld")]
+    pairs += [(f"sgrld {m}", f"sgrld {m}, bare scan") for m in args.bare_samplers]
     pairs += [("sgrld identity", "sgrld identity, info as before")]
     pairs += [("sgrld identity, rbg keys", "sgrld identity")]
     pairs += [("sgrld identity, bare scan + info", "sgrld identity, bare scan")]
@@ -558,6 +565,13 @@ def parse_args(argv=None):
     add("--rounds", type=int, default=3)
     add("--samplers", nargs="*", choices=SAMPLERS, default=list(SAMPLERS))
     add("--no-bare", dest="bare", action="store_false", help="skip the Identity variants' rows")
+    add(
+        "--bare-samplers",
+        nargs="*",
+        choices=SAMPLERS,
+        default=["identity"],
+        help="samplers with a bare-scan row beside their engine row",
+    )
     add("--hlo-dir", type=Path, help="write each compiled program's text here (first K)")
     add(
         "--blackjax",
