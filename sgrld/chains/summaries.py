@@ -1,11 +1,15 @@
 """Per-chunk summaries of a sampler's ``info``: what the engine reports about every step without
 storing any of them.
 
-The engine folds each step into per-chain accumulators (:func:`summary_update`) and reduces
-them over chains at the end of a chunk (:func:`summary_final`); :func:`summarise` does the same
-for stacked ``info`` (fields ``[n, K]``). Float fields give ``NAME_sum`` and ``NAME_max``,
-boolean fields ``NAME_count``, integer fields (cumulative counters) ``NAME_last``; ``steps``
-counts the steps that count (finite steps of chains that had not diverged).
+The engine folds each step whose ``info`` it reads into per-chain accumulators
+(:func:`summary_update`) and reduces them over chains at the end of a chunk
+(:func:`summary_final`); :func:`summarise` does the same for stacked ``info`` (fields ``[n, K]``).
+The engine reads the ``info`` of the last step of each of its blocks (:mod:`sgrld.chains.engine`):
+every ``thin``-th step (the thinning grid, burn-in included) and the chunk's last, every step with
+``thin == 1`` or in a chunk re-run after a divergence. Float fields give ``NAME_sum`` and
+``NAME_max``, boolean fields ``NAME_count``, integer fields (cumulative counters, which count
+every step) ``NAME_last``; ``steps`` counts the summarised steps that count (finite steps of
+chains that had not diverged).
 """
 
 from __future__ import annotations

@@ -20,10 +20,13 @@ from sgrld.run import scoring
 def diagnostics(summary: dict[str, Any]) -> dict[str, float]:
     """The sampler diagnostics of a record, from a chunk summary (:mod:`sgrld.chains.summaries`).
 
-    Float fields of ``info`` become their mean over the epoch's finite steps (``potential``,
-    ``grad_norm``, ``gamma_norm``, ``learning_rate``) and ``NAME_max``; boolean fields the count
-    ``NAME_count`` (``drift_fallback_count``); integer counters their total over chains at the end
-    of the epoch (``metric_fallbacks``).
+    The summary covers the epoch's *summarised* steps, those whose ``info`` the engine reads:
+    every ``thin``-th step (the thinning grid, burn-in included) and the epoch's last; every step
+    with ``thin = 1`` and in an epoch re-run after a divergence. Float fields of ``info``
+    become their mean over the finite summarised steps (``potential``, ``grad_norm``,
+    ``gamma_norm``, ``learning_rate``) and ``NAME_max``; boolean fields the count ``NAME_count``
+    over them (``drift_fallback_count``); integer counters their total over chains at the end
+    of the epoch (``metric_fallbacks``, a count over every step).
     """
     steps = max(float(summary["steps"]), 1.0)
     out: dict[str, float] = {}
