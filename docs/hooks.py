@@ -6,8 +6,10 @@ higher level, without the heading itself, its sub-headings raised so that they s
 under the page title. ``<!-- include FILE -->`` includes the whole file, and ``FILE#`` the part
 before its first ``##`` heading, title line left out. Links that are relative to the repository
 root are rewritten to the site's pages (``benchmarks/RESULTS.md`` -> ``results.md``, ``docs/X`` ->
-``X``). The README stays the one place these sections are written; the pages that include them
-are doctested through the README itself.
+``X``), and so are a page's own links to the files it includes (``../README.md`` -> ``index.md``,
+:data:`PAGE_LINKS`), which a page gives so that it reads in the repository too. The README
+stays the one place these sections are written; the pages that include them are doctested
+through the README itself.
 
 Example:
     >>> text = "# T\\n\\nIntro\\n\\n## A\\n\\nSee [R](benchmarks/RESULTS.md#x).\\n\\n"
@@ -29,6 +31,9 @@ ROOT = Path(__file__).resolve().parent.parent
 INCLUDE = re.compile(r"^<!-- include (?P<file>[^#\s]+)(?:#(?P<heading>[^>]*?))? -->$", re.M)
 HEADING = re.compile(r"^(#{1,6}) (.*)$")
 LINKS = {"benchmarks/RESULTS.md": "results.md", "README.md": "index.md", "docs/": ""}
+PAGE_LINKS = {"../README.md": "index.md", "../benchmarks/RESULTS.md": "results.md"}
+"""Links of a page to the files it includes, which work in the repository, rewritten to the
+site's pages that include them."""
 
 
 def _rewrite_links(text: str) -> str:
@@ -70,4 +75,7 @@ def on_page_markdown(markdown, page, config, files):  # noqa: ARG001 (MkDocs hoo
         text = (ROOT / match["file"]).read_text(encoding="utf-8")
         return section(text, match["heading"])
 
-    return INCLUDE.sub(include, markdown)
+    markdown = INCLUDE.sub(include, markdown)
+    for old, new in PAGE_LINKS.items():
+        markdown = markdown.replace(f"]({old}", f"]({new}")
+    return markdown

@@ -43,9 +43,10 @@ RHAT_LIMIT = 1.05
 """A run whose potential has a split R-hat above this warns (:func:`warn_if_chains_disagree`)."""
 
 
-class ChainsDisagreeWarning(UserWarning):
+class ChainsDisagreeWarning(RuntimeWarning):
     """The chains end in different places: the potential's split R-hat is above
-    :data:`RHAT_LIMIT`."""
+    :data:`RHAT_LIMIT` (a warning about the run's numbers, as
+    :class:`sgrld.samplers.guarantee.BiasWarning` is)."""
 
 
 def starts(key: jax.Array, params: PyTree, num_chains: int, init: Init) -> PyTree:

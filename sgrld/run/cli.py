@@ -57,8 +57,8 @@ def sweep_command(args: argparse.Namespace) -> int:
         run_folder.refuse_kept(Path(config.out.folder), "sweep")
     _writing(_kept_results(Path(config.out.folder), "sweep"))
     console = report.console()
-    name = str(path) if path else "the default configuration"
-    console.print(f"{'Resuming' if args.resume else 'Sweeping'} {name} -> {config.out.folder}")
+    verb = "Resuming" if args.resume else "Sweeping"
+    console.print(f"{verb} {_what(path, config)} -> {config.out.folder}", soft_wrap=True)
     existing = "resume" if args.resume else "overwrite" if args.overwrite else "refuse"
     replicates = 1 if replicates is None else replicates
     out = sgrld_sweep.run_sweep(
@@ -128,9 +128,9 @@ def run_command(args: argparse.Namespace) -> int:
         run_folder.refuse_kept(Path(config.out.folder), "run")
     _writing(_kept_results(Path(config.out.folder), "run"))
     console = report.console()
-    name = str(path) if path else "the default configuration"
+    name = _what(path, config)
     verb = "Resuming" if args.resume else "Running"
-    console.print(f"{verb} {name} -> {config.out.folder}")
+    console.print(f"{verb} {name} -> {config.out.folder}", soft_wrap=True)
     existing = "resume" if args.resume else "overwrite" if args.overwrite else "refuse"
     result = run_config(config, existing=existing, progress=True)
     if result.records and result.out is not None:  # another process of a multi-process run
@@ -140,6 +140,12 @@ def run_command(args: argparse.Namespace) -> int:
         console.print(report.rich_table(caption, report.summary_columns(row), [row]))
     console.print(result.message)
     return runner.EXIT_CODES[result.status]
+
+
+def _what(path: Path | None, config: Config) -> str:
+    """What ``sgrld run`` or ``sgrld sweep`` runs: the file, if any, and
+    :func:`sgrld.run.report.describe` of its configuration."""
+    return f"{path}: {report.describe(config)}" if path else report.describe(config)
 
 
 def export_command(args: argparse.Namespace) -> int:

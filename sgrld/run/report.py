@@ -38,6 +38,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from sgrld.run.config import Config
+
 Column = tuple[str, str, str]
 """``(key, title, format)`` of a table column."""
 MISSING = "—"
@@ -142,17 +144,69 @@ def write_tables(out: Path, stem: str, markdown: str, payload: dict[str, Any]) -
     return md, js
 
 
+def changed_settings(config: Config) -> list[str]:
+    """The keys of ``config`` that differ from the defaults, ``out.folder`` aside.
+
+    Example:
+        >>> from sgrld.run.config import load_config
+        >>> changed_settings(load_config(None, ["run.chains=4", "out.folder=x",
+        ...     "sampler.metric=monge", "sampler.metric_params.alpha2=0.5"]))
+        ['sampler.metric', 'sampler.metric_params.alpha2', 'run.chains']
+    """
+    now, defaults = _flat(config.to_dict()), _flat(Config().to_dict())
+    return [k for k in now if k != "out.folder" and now[k] != defaults.get(k)]
+
+
+def _flat(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"a.b.c": value}`` of nested dicts."""
+    out: dict[str, Any] = {}
+    for name, value in tree.items():
+        if isinstance(value, Mapping):
+            out |= _flat(value, f"{prefix}{name}.")
+        else:
+            out[f"{prefix}{name}"] = value
+    return out
+
+
+def describe(config: Config) -> str:
+    """What a configuration runs, in one line: data set, sampler, learning rate (as set:
+    ``auto`` until the run chooses it), chains, and how many settings differ from the defaults
+    (:func:`changed_settings`).
+
+    Example:
+        >>> from sgrld.run.config import load_config
+        >>> describe(load_config(None, ["data.name=digits", "sampler.metric=monge",
+        ...                             "sampler.learning_rate=0.05", "run.chains=4"]))
+        'digits, monge, lr 0.05, 4 chains; 4 settings changed from the defaults'
+        >>> describe(load_config(None, ["sampler.kind=isgd"]))
+        'mnist, isgd, lr λ rule, 1 chain; 1 setting changed from the defaults'
+    """
+    s = config.sampler
+    method = s.kind if s.kind not in ("sgrld", "sghmc") else s.metric
+    method = f"sghmc {method}" if s.kind == "sghmc" else method
+    lr = s.sampler_options().get("learning_rate", "λ rule")
+    lr = format(lr, "g") if isinstance(lr, float | int) else lr
+    plural = lambda n, word: f"{n} {word}{'' if n == 1 else 's'}"
+    changed = len(changed_settings(config))
+    what = f"{config.data.name}, {method}, lr {lr}, {plural(config.run.chains, 'chain')}"
+    return what + (f"; {plural(changed, 'setting')} changed from the defaults" if changed else "")
+
+
 def summary_row(result: Any, **first: str) -> dict[str, Any]:
     """One table row of a run (:class:`sgrld.run.runner.Result`): its final scores and its timing.
 
     Args:
         result: the run's result.
-        **first: the first columns, text, e.g. ``metric="Monge"``.
+        **first: the first columns, text, e.g. ``metric="Monge"``; without an ``lr``, the
+            column ``lr`` is the learning rate the run used (the mean of its last epoch's steps'
+            ``info.learning_rate``: a rate chosen by ``learning_rate = "auto"`` or a schedule's).
 
     Returns:
         Column name -> value, in display order; :func:`summary_columns` gives the columns.
     """
     final = result.records[-1] if result.records else {}
+    rate = final.get("learning_rate")
+    first.setdefault("lr", None if rate is None else format(rate, ".3g"))
     if "test_rmse" in final:
         scores = {"test RMSE": final.get("test_rmse"), "test NLL": final.get("test_nll")}
     else:

@@ -61,6 +61,7 @@ import numpy as np
 
 from sgrld.chains import devices, divergence
 from sgrld.chains import engine as eng
+from sgrld.chains.dispersion import warn_if_chains_disagree
 from sgrld.numerics.pytrees import PyTree
 from sgrld.run import checkpoint, interrupts, records, run_end, run_folder, scoring
 from sgrld.run.epoch_writer import EpochWriter, RunSetup
@@ -314,9 +315,19 @@ def _run_epochs(
     out: Path | None,
     progress: bool,
     label: str,
+    agree: bool,
 ) -> tuple[Status, str]:
-    """Compile, then run the epochs left on the engine; return the status and its message."""
-    final = None
+    """Compile, then run the epochs left on the engine; return the status and its message. With
+    ``agree``, a run whose chains all completed warns if they disagree
+    (:func:`sgrld.chains.dispersion.warn_if_chains_disagree` of the potentials of the draws
+    kept since it started or resumed)."""
+    final, potentials = None, []
+
+    def callback(index: int, carry: eng.Carry, chunk: eng.Chunk, seconds: float) -> bool:
+        if hasattr(chunk.info, "potential"):
+            potentials.append(np.asarray(chunk.info.potential)[np.asarray(chunk.steps) >= 0].T)
+        return epochs(index, carry, chunk, seconds)
+
     with eng.single_threaded_blas():
         try:
             epochs.compile()
@@ -329,7 +340,7 @@ def _run_epochs(
                 setup.train,
                 [setup.steps] * left,
                 start=epochs.first * setup.steps,
-                callback=epochs,
+                callback=callback,
                 progress=progress,
                 label=label,
                 unit="epoch",
@@ -347,6 +358,8 @@ def _run_epochs(
     if bad is not None and epochs.stop_on_divergence:
         return "diverged", _divergence_message(bad, setup.steps, out)
     where = f"; results in {out}" if out else ""
+    if bad is None and agree and potentials:
+        warn_if_chains_disagree(np.concatenate(potentials, axis=1))
     if bad is not None:  # the other chains went on
         where += (
             f"; {bad.count} chain(s) diverged and took no samples after it (the first: chain "
@@ -471,7 +484,10 @@ def run(
         summary = None if out is None else run_end.Summary(out)
         ended = run_end.RunEnd(summary, epochs, schedule, setup.steps, experiment.meta)
         with interrupts.last_word(ended.by_signal), ended.on_error():
-            status, message = _run_epochs(setup, epochs, schedule.epochs, out, progress, label)
+            agree = not experiment.chain_args and schedule.seeds is None  # not a sweep's chains
+            status, message = _run_epochs(
+                setup, epochs, schedule.epochs, out, progress, label, agree
+            )
             so_far = epochs.records, epochs.compile_s, epochs.state, out, {}
             result = Result(status, message, *so_far)
             result.scores = epochs.scores

@@ -1,12 +1,16 @@
 """A configuration in files: read TOML with overrides (:func:`load_config`), write it back.
 
-:func:`to_toml` writes every key, its default included, so the written ``config.toml`` says what
-a run used; ``sgrld run --help`` shows ``to_toml(Config())``.
+:func:`to_toml` writes every key that applies, its default included, so the written
+``config.toml`` says what a run used; ``sgrld run --help`` shows ``to_toml(Config())``. A key
+left unset says what that means (:data:`UNSET`), the schedule's keys say what they count
+(:data:`UNITS`), and a ``[model]`` key of another kind of network is left out at its default
+(:data:`MODEL_KEYS`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import tomllib
 import typing
@@ -15,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from sgrld.run.config.key_checks import UNREADABLE_VALUE, ConfigError, check_type, unknown_key
-from sgrld.run.config.schema import SECTIONS, Config
+from sgrld.run.config.registries import SAMPLERS, sampler_keywords
+from sgrld.run.config.schema import LEARNING_RATE, SECTIONS, Config
 from sgrld.run.config.validation import validate
 from sgrld.samples import atomic
 
@@ -80,23 +85,85 @@ def _toml_value(value: Any) -> str:
     raise TypeError(f"cannot write {value!r} as a TOML value")
 
 
+UNSET = {
+    "data.data_dir": "$SGRLD_DATA_DIR, else ~/.cache/sgrld/data",
+    "data.validation_size": "the data set's own",
+    "data.train_size": "every training example",
+    "data.test_size": "the data set's own",
+    "likelihood.noise_std": "sampled with the network (log σ, from the targets' std)",
+    "sampler.learning_rate": f"{LEARNING_RATE!r}: chosen in the burn-in (isgd: its λ rule)",
+    "run.devices": "one device, no mesh",
+}
+"""What a key left unset (``None``) means, where the schema's docstrings say it; a ``[sampler]``
+key not here takes each sampler's own default (:func:`unset_meaning`)."""
+UNITS = {
+    "run.epochs": "passes over the training set",
+    "run.burn_in": "minibatch steps over the whole run (not epochs) before the first sample",
+    "run.thin": "a sample every thin minibatch steps",
+    "data.batch_size": "examples per minibatch step; an epoch is n_train // batch_size steps",
+}
+"""The comment after each key of the schedule: burn-in and thinning count steps, not epochs."""
+MODEL_KEYS = {
+    "widths": ("mlp", "cnn", "regression_mlp", "resnet20"),
+    "depth": ("resnet20",),
+    "conv": ("cnn", "resnet20"),
+}
+"""The ``model.kind`` values each ``[model]`` key applies to."""
+
+
+def unset_meaning(section: str, key: str) -> str:
+    """What ``section.key = None`` means: :data:`UNSET`, else the samplers' own defaults.
+
+    Example:
+        >>> unset_meaning("sampler", "learning_rate"), unset_meaning("sampler", "friction")
+        ("'auto': chosen in the burn-in (isgd: its λ rule)", 'sghmc: 0.1')
+    """
+    if f"{section}.{key}" in UNSET or section != "sampler":
+        return UNSET.get(f"{section}.{key}", "its default")
+    defaults = [
+        f"{kind}: {default!r}"
+        for kind in SAMPLERS
+        if (default := sampler_keywords(kind).get(key)) not in (None, inspect.Parameter.empty)
+    ]
+    return "; ".join(defaults) or "each sampler's own default"
+
+
+def _applies(config: Config, section: str, key: str, value: Any) -> bool:
+    """Whether ``to_toml`` writes ``section.key``: not a ``[model]`` key of another kind of
+    network left at its default."""
+    if section != "model" or config.model.kind in MODEL_KEYS.get(key, (config.model.kind,)):
+        return True
+    return value != Config().to_dict()["model"][key]
+
+
+def _line(section: str, key: str, value: Any) -> str:
+    if value is None:
+        return f"# {key} is not set: {unset_meaning(section, key)}"
+    unit = UNITS.get(f"{section}.{key}")
+    return f"{key} = {_toml_value(value)}" + (f"  # {unit}" if unit else "")
+
+
 def to_toml(config: Config) -> str:
-    """The configuration as TOML; a ``None`` value becomes a comment (TOML has no null).
+    """The configuration as TOML; a ``None`` value becomes a comment (TOML has no null) that
+    says what it means.
 
     Example:
         >>> from sgrld.run.config import SamplerConfig
         >>> c = Config(sampler=SamplerConfig(metric="monge", metric_params={"alpha2": 0.5}))
         >>> from_dict(tomllib.loads(to_toml(c))) == c
         True
+        >>> [line for line in to_toml(c).splitlines() if "depth" in line or "burn_in" in line]
+        ['burn_in = 1000  # minibatch steps over the whole run (not epochs) before the first
+        sample']
     """
     lines: list[str] = []
     for name, section in config.to_dict().items():
         tables = {k: v for k, v in section.items() if isinstance(v, dict)}
         lines.append(f"[{name}]")
         lines += [
-            f"{k} = {_toml_value(v)}" if v is not None else f"# {k} is not set (its default)"
+            _line(name, k, v)
             for k, v in section.items()
-            if k not in tables
+            if k not in tables and _applies(config, name, k, v)
         ]
         for key, table in tables.items():
             lines.append(f"[{name}.{key}]")
