@@ -1,35 +1,38 @@
-"""Step cost of the Fisher metrics (DOP, QDOP, with and without Γ) on the MNIST MLP / Identity's.
+"""Step cost of the Fisher metrics (DOP, QDOP, with and without Γ) / Identity's, per network.
 
-Issue 15's speed targets: on the 784-400-400-10 ReLU MLP (:class:`sgrld.bnn.MLP`, 478,410
-parameters) with a categorical likelihood, a Gaussian prior σ² = 0.1, N = 50,000 and one random
-minibatch of 100 (pixels uniform in [0, 1], random labels), one chain,
+Issues 15 and 51's speed targets: with a categorical likelihood, a Gaussian prior σ² = 0.1,
+N = 50,000 and one random minibatch of 100, one chain,
 
     DOP step ≤ 1.3× Identity's,   QDOP step ≤ 1.5× Identity's,   Γ ≤ 2.5× the uncorrected step,
 
-and the ``vmap(grad)`` fallback's cost beside them (``fisher_diag`` on the same network and weights
-written without Flax, :func:`mlp.apply_mlp`, so that no leaf is on the Dense fast path).
+on the 784-400-400-10 ReLU MLP (478,410 parameters) written in Flax Linen (:class:`sgrld.bnn.MLP`),
+as a plain JAX function (:func:`mlp.apply_mlp`), in Equinox and in Flax NNX (the same weights,
+through :mod:`sgrld.bnn.adapters`); and the ratios of Li et al.'s MNIST CNN and the CIFAR
+ResNet-20 (:data:`MODELS`). Every network's per-example statistics come from the products the
+traced log-likelihood finds (:mod:`sgrld.numerics.jaxpr_taps`).
 
 Every step runs ``--chunk`` at a time inside one jitted ``lax.scan`` (:class:`mlp.ScanChain`), the
 state carried across chunks; corrected steps use ``correction="hutchinson"`` with
-``correction_warmup=0`` (Γ from the first step). RMSprop is timed for reference, and "gradient
-only" (``p ← p − lr·∇Û/N`` in the same scan: the forward and backward pass and one axpy) measures
-the share of the Identity step spent in the network's matrix products.
+``correction_warmup=0`` (Γ from the first step). "gradient only" (``p ← p − lr·∇Û/N`` in the same
+scan: the forward and backward pass and one axpy) measures the share of the Identity step spent
+in the network's matrix products.
 
-The floor: per example, an Identity step multiplies ``Σ in·out`` MACs forward, as many for the
-weight gradients and ``Σ_{l≥2} in·out`` for the input gradients of layers 2–3; DOP adds one
+The floor (MLPs): per example, an Identity step multiplies ``Σ in·out`` MACs forward, as many for
+the weight gradients and ``Σ_{l≥2} in·out`` for the input gradients of layers 2–3; DOP adds one
 ``(a²)ᵀ(δ²)`` per layer (``Σ in·out``) and QDOP two. If matrix products were the whole step, DOP
 would cost 1.43× Identity and QDOP 1.85×; with a measured matmul share s of the Identity step the
 expected ratio is ``1 + s·(floor − 1)``.
 
 Timing (``timing.py``): R interleaved rounds, the order rotating; ratios are paired per round
-(median [min–max] over rounds of this row's time per step / the reference's in the same round).
+(median [min–max] over rounds of this row's time per step / its network's Identity's in the same
+round).
 
 Usage::
 
-    python benchmarks/fisher_step.py                  # 7 rounds of 100 steps
+    python benchmarks/fisher_step.py                  # the Linen MLP, 7 rounds of 100 steps
     python benchmarks/fisher_step.py --quick          # smoke run: 2 rounds of 20 steps
-    python benchmarks/fisher_step.py --labels model   # the true Fisher (ỹ drawn from the model)
-    python benchmarks/fisher_step.py --metrics identity fisher_diag --no-fallback --json f.json
+    python benchmarks/fisher_step.py --models jax-mlp eqx-mlp nnx-mlp --metrics fisher_diag \\
+        fisher_qdiag --no-gamma --labels model --json f.json
 
 ``--json PATH`` writes every row's seconds per round (``benchmarks/gpu/run.py`` reads it).
 """
@@ -70,7 +73,6 @@ LABELS = {
     "rmsprop": "RMSprop",
     "fisher_diag": "DOP",
     "fisher_qdiag": "QDOP",
-    "fallback": "DOP, vmap(grad) fallback",
 }
 
 
@@ -79,24 +81,75 @@ def log_prior(params) -> jax.Array:
     return -0.5 / SIGMA2 * sum(jnp.sum(jnp.square(x)) for x in jax.tree.leaves(params))
 
 
-def problem():
-    """The benchmark MLP's weights and minibatch (:func:`mlp.problem`), as the Flax network's
-    ``{"net": ...}`` and the same weights as a flat dict (the fallback's), and the two potentials.
+MODELS = ("linen-mlp", "jax-mlp", "eqx-mlp", "nnx-mlp", "linen-cnn", "resnet20")
+"""The networks: the 784-400-400-10 MLP as a Flax Linen module (:class:`sgrld.bnn.MLP`), a plain
+JAX function (:func:`mlp.apply_mlp`), an Equinox ``eqx.nn.MLP`` and an NNX module (through
+:mod:`sgrld.bnn.adapters`), all with the same weights; Li et al.'s MNIST CNN
+(:class:`sgrld.bnn.CNN`) and the CIFAR ResNet-20 (:class:`sgrld.bnn.ResNet20`, batch
+:data:`RESNET_BATCH`)."""
+RESNET_BATCH = 32
+"""The ResNet-20's minibatch (a step on a CPU is about 0.1 s at 32)."""
 
-    The biases are :func:`mlp.init_mlp`'s N(0, 0.1²), not Flax's zeros (see there why).
-    """
+
+def _mlp_weights():
+    """:func:`mlp.problem`'s weights as ``[(kernel [in, out], bias [out])]`` and its minibatch."""
     flat, batch, _ = mlp.problem()
     layers = len(mlp.LAYERS) - 1
-    net = {f"Dense_{i}": {"kernel": flat[f"w{i}"], "bias": flat[f"b{i}"]} for i in range(layers)}
-    model = bnn.MLP(features=mlp.LAYERS[1:-1], num_outputs=mlp.LAYERS[-1])
-    assert jax.tree.structure(net) == jax.tree.structure(
-        bnn.init_params(model, jax.random.key(0), (1, mlp.LAYERS[0]))
-    )
-    flax_u = sgrld.potential(
-        bnn.likelihoods.categorical(bnn.apply_fn(model)), log_prior, mlp.NUM_DATA
-    )
-    flat_u = sgrld.potential(bnn.likelihoods.categorical(mlp.apply_mlp), log_prior, mlp.NUM_DATA)
-    return batch, ({"net": net}, flax_u), ({"net": flat}, flat_u)
+    return flat, [(flat[f"w{i}"], flat[f"b{i}"]) for i in range(layers)], batch
+
+
+def _nnx_mlp(layers):
+    from flax import nnx
+
+    class NNXMLP(nnx.Module):
+        def __init__(self, rngs):
+            widths = list(zip(mlp.LAYERS[:-1], mlp.LAYERS[1:], strict=True))
+            self.l0, self.l1, self.l2 = (nnx.Linear(i, o, rngs=rngs) for i, o in widths)
+
+        def __call__(self, x):
+            return self.l2(nnx.relu(self.l1(nnx.relu(self.l0(x)))))
+
+    init, apply = bnn.adapters.nnx(NNXMLP(nnx.Rngs(0)))
+    net = {f"l{i}": {"kernel": w, "bias": b} for i, (w, b) in enumerate(layers)}
+    assert jax.tree.structure(net) == jax.tree.structure(init)
+    return net, apply
+
+
+def _eqx_mlp(layers):
+    import equinox as eqx
+
+    model = eqx.nn.MLP(784, 10, 400, 2, activation=jax.nn.relu, key=jax.random.key(0))
+    for i, (w, b) in enumerate(layers):
+        model = eqx.tree_at(lambda m, i=i: (m.layers[i].weight, m.layers[i].bias), model, (w.T, b))
+    return bnn.adapters.equinox(model)
+
+
+def problem(name: str):
+    """``(params, potential, batch)`` of the network ``name`` (:data:`MODELS`): the MLPs on
+    :func:`mlp.problem`'s weights and minibatch (biases N(0, 0.1²), not zeros: see there why),
+    the CNN and ResNet-20 at their initialisation on random images and labels."""
+    flat, layers, batch = _mlp_weights()
+    if name == "linen-mlp":
+        net = {f"Dense_{i}": {"kernel": w, "bias": b} for i, (w, b) in enumerate(layers)}
+        model = bnn.MLP(features=mlp.LAYERS[1:-1], num_outputs=mlp.LAYERS[-1])
+        apply = bnn.apply_fn(model)
+    elif name == "jax-mlp":
+        net, apply = flat, mlp.apply_mlp
+    elif name == "eqx-mlp":
+        net, apply = _eqx_mlp(layers)
+    elif name == "nnx-mlp":
+        net, apply = _nnx_mlp(layers)
+    else:
+        model, shape, size = {
+            "linen-cnn": (bnn.CNN(), (28, 28, 1), mlp.BATCH),
+            "resnet20": (bnn.ResNet20(), (32, 32, 3), RESNET_BATCH),
+        }[name]
+        kx, ky = jax.random.split(jax.random.key(1))
+        x = jax.random.uniform(kx, (size, *shape), jnp.float32)
+        batch = (x, jax.random.randint(ky, (size,), 0, 10, jnp.int32))
+        net, apply = bnn.init_params(model, jax.random.key(0), (1, *shape)), bnn.apply_fn(model)
+    u = sgrld.potential(bnn.likelihoods.categorical(apply), log_prior, mlp.NUM_DATA)
+    return {"net": net}, u, batch
 
 
 def make_metric(name: str, labels: str):
@@ -116,28 +169,27 @@ def learning_rate(metric: str, labels: str) -> float:
     return LEARNING_RATE.get(metric, 1e-3)
 
 
-def chain_candidate(name, corrected, params, potential, batch, args, metric=None) -> Candidate:
-    """One sampler's scanned chain; ``metric`` (default ``name``) picks the metric."""
-    metric = metric or name
+def chain_candidate(model, name, corrected, params, potential, batch, args) -> Candidate:
+    """One sampler's scanned chain on the network ``model``, with the metric ``name``."""
     extra = {"correction": "hutchinson", "correction_scale": 1.0, "correction_warmup": 0}
     extra = extra if corrected else {}  # the full Γ's step (the share ĉ's: right_by_default/)
     sampler = sgrld.sgrld(
         potential,
-        make_metric(metric, args.labels),
-        learning_rate=learning_rate(metric, args.labels),
+        make_metric(name, args.labels),
+        learning_rate=learning_rate(name, args.labels),
         num_data=mlp.NUM_DATA,
         **extra,
     )
-    with warnings.catch_warnings():  # the fallback row's FallbackWarning, raised when traced
+    with warnings.catch_warnings():  # a leaf off the fast path: FallbackWarning, when traced
         warnings.simplefilter("ignore", sgrld.numerics.per_example.FallbackWarning)
         chain = mlp.ScanChain(sampler, params, batch, args.chunk, warm=args.compile_workers <= 1)
-    label = LABELS[name] + (" + Γ (Hutchinson)" if corrected else "")
+    label = f"{model}: {LABELS[name]}" + (" + Γ (Hutchinson)" if corrected else "")
     return Candidate(
         label,
         chain,
         args.chunk,
-        group=name,
-        metric=metric,
+        group=(model, name),
+        metric=name,
         corrected=corrected,
         finite=lambda: chain.finite,
         compile_s=chain.compile_s,
@@ -167,24 +219,31 @@ class GradientOnly:
 
 
 def candidates(args) -> list[Candidate]:
-    """Every row: gradient only, Identity, RMSprop (± Γ), DOP and QDOP (± Γ), the fallback (those
-    of ``--metrics``, and the fallback unless ``--no-fallback``)."""
-    batch, (params, potential), (flat, flat_potential) = problem()
-    grad = GradientOnly(params, potential, batch, args.chunk)
-    cands = [Candidate("gradient only", grad, args.chunk, "gradient", compile_s=grad.compile_s)]
-    for name in ("identity", *(m for m in METRICS if m in args.metrics and m != "identity")):
-        for corrected in (False, True) if name != "identity" else (False,):
-            cands.append(chain_candidate(name, corrected, params, potential, batch, args))
-    if args.fallback:
-        fallback = chain_candidate(
-            "fallback", False, flat, flat_potential, batch, args, metric="fisher_diag"
+    """Per network of ``--models``: gradient only, Identity, and the other metrics of
+    ``--metrics``, uncorrected and (unless ``--no-gamma``) with Γ."""
+    cands = []
+    for model in args.models:
+        params, potential, batch = problem(model)
+        grad = GradientOnly(params, potential, batch, args.chunk)
+        cands.append(
+            Candidate(
+                f"{model}: gradient only",
+                grad,
+                args.chunk,
+                group=(model, "gradient"),
+                compile_s=grad.compile_s,
+            )
         )
-        cands.append(fallback)
+        for name in ("identity", *(m for m in METRICS if m in args.metrics and m != "identity")):
+            for corrected in (False, True) if name != "identity" and args.gamma else (False,):
+                cand = chain_candidate(model, name, corrected, params, potential, batch, args)
+                cands.append(cand)
     if args.compile_workers > 1:  # the chains were made unwarmed: compile them together
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", sgrld.numerics.per_example.FallbackWarning)
-            mlp.prepare([c.run for c in cands[1:]], args.compile_workers)
-        for c in cands[1:]:
+            chains = [c.run for c in cands if isinstance(c.run, mlp.ScanChain)]
+            mlp.prepare(chains, args.compile_workers)
+        for c in cands:
             c.compile_s = c.run.compile_s
     return cands
 
@@ -212,13 +271,13 @@ def per_step(c: Candidate) -> list[float]:
 
 
 def print_table(cands: list[Candidate]) -> dict[str, float]:
-    """One row per candidate; returns the median paired ratios by row name (to Identity, and
-    ``name + " / uncorrected"``)."""
-    ident = next(c for c in cands if c.group == "identity")
+    """One row per candidate; returns the median paired ratios by row name (to its network's
+    Identity, and ``name + " / uncorrected"``)."""
+    ident = {c.group[0]: c for c in cands if c.group[1] == "identity"}
     plain = {c.group: c for c in cands if not c.corrected}
     ratios, rows = {}, []
     for c in cands:
-        to_ident = paired(per_step(c), per_step(ident))
+        to_ident = paired(per_step(c), per_step(ident[c.group[0]]))
         ratios[c.name] = to_ident.median
         to_plain = ""
         if c.corrected:
@@ -240,18 +299,19 @@ def print_table(cands: list[Candidate]) -> dict[str, float]:
     print(table([*head, "compile s", "finite"], rows))
     print(
         "ms/step, steps/s: medians over rounds; ratios: median [min-max] over rounds of the ratio "
-        "of times per step in the same round; compile s: the first call (one chunk) including "
-        "tracing and compilation."
+        "of times per step in the same round, to the same network's Identity; compile s: the "
+        "first call (one chunk) including tracing and compilation."
     )
     return ratios
 
 
-def print_floor(ratios: dict[str, float]) -> None:
-    """The MAC counts, the pure-matmul ratios and the ratios expected at the measured share."""
+def print_floor(model: str, ratios: dict[str, float]) -> None:
+    """An MLP's MAC counts, the pure-matmul ratios and the ratios expected at the measured
+    share."""
     macs = floor_macs()
-    share = ratios["gradient only"]
+    share = ratios[f"{model}: gradient only"]
     print(
-        f"Matmul floor: an Identity step multiplies {macs['identity']:,} MACs per example "
+        f"{model}: an Identity step multiplies {macs['identity']:,} MACs per example "
         f"(forward, weight gradients, input gradients of layers 2-3); measured share of the "
         f"network's pass in the Identity step (gradient only / Identity): s = {share:.2f}"
     )
@@ -259,7 +319,7 @@ def print_floor(ratios: dict[str, float]) -> None:
         ("dop", "fisher_diag", "one product"),
         ("qdop", "fisher_qdiag", "two products"),
     ):
-        if LABELS[name] not in ratios:
+        if f"{model}: {LABELS[name]}" not in ratios:
             continue
         floor = 1 + macs[key] / macs["identity"]
         print(
@@ -271,26 +331,18 @@ def print_floor(ratios: dict[str, float]) -> None:
 
 
 def print_targets(cands: list[Candidate], ratios: dict[str, float]) -> None:
-    """Issue 15's speed targets, each ✓/✗ with the measured median paired ratio."""
-    print("Targets (issue 15):")
-    for name, limit in TARGETS.items():
-        if LABELS[name] not in ratios:
-            continue
-        r = ratios[LABELS[name]]
-        print(f"  {'✓' if r <= limit else '✗'} {LABELS[name]} / Identity: {r:.2f}x (<= {limit}x)")
+    """The speed targets, each ✓/✗ with the measured median paired ratio."""
+    print("Targets (issues 15, 51):")
     for c in cands:
-        if c.corrected and c.group in TARGETS:
-            r = ratios[c.name + " / uncorrected"]
-            mark = "✓" if r <= GAMMA_TARGET else "✗"
-            print(f"  {mark} {c.name} / {LABELS[c.group]}: {r:.2f}x (<= {GAMMA_TARGET}x)")
-    if LABELS["fallback"] not in ratios or LABELS["fisher_diag"] not in ratios:
-        return
-    fallback = ratios[LABELS["fallback"]]
-    dop = ratios[LABELS["fisher_diag"]]
-    print(
-        f"  [info] {LABELS['fallback']} / Identity: {fallback:.2f}x "
-        f"({fallback / dop:.1f}x the fast path's DOP step)"
-    )
+        model, name = c.group
+        if name not in TARGETS:
+            continue
+        if not c.corrected:
+            r, limit, what = ratios[c.name], TARGETS[name], "Identity"
+        else:
+            r, limit = ratios[c.name + " / uncorrected"], GAMMA_TARGET
+            what = LABELS[name]
+        print(f"  {'✓' if r <= limit else '✗'} {c.name} / {what}: {r:.2f}x (<= {limit}x)")
 
 
 def parse_args(argv):
@@ -307,7 +359,10 @@ def parse_args(argv):
         help="the rows' metrics (Identity, the reference, always)",
     )
     parser.add_argument(
-        "--no-fallback", dest="fallback", action="store_false", help="skip the fallback's row"
+        "--models", nargs="+", choices=MODELS, default=["linen-mlp"], help="the networks"
+    )
+    parser.add_argument(
+        "--no-gamma", dest="gamma", action="store_false", help="skip the rows with Γ"
     )
     parser.add_argument(
         "--compile-workers", type=int, default=1, help="chains compiled at a time (threads)"
@@ -331,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
     print(environment())
     print(f"backend {jax.default_backend()}, device {jax.devices()[0].device_kind}")
     print(
-        f"model 784-400-400-10 ReLU MLP ({mlp.NUM_PARAMS:,} params), batch {mlp.BATCH}, "
+        f"models {', '.join(args.models)}; batch {mlp.BATCH} (ResNet-20: {RESNET_BATCH}), "
         f"N {mlp.NUM_DATA:,}, prior N(0, {SIGMA2}), labels {args.labels}; one chain; "
         f"{args.rounds} rounds x {args.chunk} steps per candidate, each chunk one lax.scan"
     )
@@ -344,13 +399,19 @@ def main(argv: list[str] | None = None) -> int:
         c.times = times[c.name]
     print(f"timing: {time.perf_counter() - t0:.1f} s\n")
     ratios = print_table(cands)
-    print()
-    print_floor(ratios)
+    for model in args.models:
+        if model.endswith("mlp"):
+            print()
+            print_floor(model, ratios)
     print()
     print_targets(cands, ratios)
     if args.json:
-        keys = ("name", "group", "metric", "corrected", "steps", "times", "compile_s")
-        rows = [{k: getattr(c, k) for k in keys} | {"finite": c.finite()} for c in cands]
+        keys = ("name", "metric", "corrected", "steps", "times", "compile_s")
+        rows = [
+            {k: getattr(c, k) for k in keys}
+            | {"model": c.group[0], "group": c.group[1], "finite": c.finite()}
+            for c in cands
+        ]
         args.json.write_text(json.dumps({"candidates": rows}, indent=1))
     bad = [c.name for c in cands if not c.finite()]
     if bad:

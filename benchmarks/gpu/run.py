@@ -514,12 +514,10 @@ def steps_part(args) -> Part:
     if args.smoke:
         a = ["--rounds", "1", "--chunk", "2", "--metrics", "identity", "rmsprop"]
         b = ["--rounds", "1", "--chunk", "2", "--metrics", "identity", "fisher_diag"]
-        b += ["--no-fallback"]
         caps = (40.0, 40.0)
     else:
         a = ["--rounds", "5", "--chunk", "200", "--metrics", *args.step_metrics]
         b = ["--rounds", "5", "--chunk", "200", "--metrics", *args.fisher_metrics]
-        b += [] if args.fallback else ["--no-fallback"]
         a, b = a + ["--compile-workers", "8"], b + ["--compile-workers", "8"]
         caps = (args.caps.get("step_throughput", 90.0), args.caps.get("fisher_step", 55.0))
     a += ["--no-torch", "--scan", "only", "--json", str(step_json)]
@@ -927,7 +925,6 @@ def parse_args(argv: Sequence[str] | None = None):
         nargs="+",
         default=["identity", "rmsprop", "fisher_diag", "fisher_qdiag"],
     )
-    add("--no-fallback", dest="fallback", action="store_false", help="fisher_step.py's fallback")
     add(
         "--cap",
         action="append",

@@ -18,7 +18,7 @@ Example:
     ((4,), ())
 """
 
-from sgrld.bnn import convolutions, dropout, likelihoods, models, priors
+from sgrld.bnn import adapters, convolutions, dropout, likelihoods, models, priors
 from sgrld.bnn.models import CNN, MLP, ResNet20, apply_fn, init_params, regression_mlp
 from sgrld.bnn.priors import Prior, logprior_fn
 
@@ -27,6 +27,7 @@ __all__ = [
     "MLP",
     "Prior",
     "ResNet20",
+    "adapters",
     "apply_fn",
     "convolutions",
     "dropout",

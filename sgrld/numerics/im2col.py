@@ -1,6 +1,6 @@
 """The patches of a convolution as one matrix (im2col): what an im2col convolution multiplies by
 its kernel, and the per-example gradient of a convolution's kernel
-(:mod:`sgrld.numerics.layer_taps`).
+(:mod:`sgrld.numerics.tap_statistics`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ def im2col_patches(
     ``x [B, *spatial, C]`` padded to ``x̃`` by ``padding`` (``(low, high)`` per spatial
     dimension), every output position ``p``, window offset ``k`` (row-major) and channel ``c``:
     ``[B, *out_spatial, K·C]``, matching a kernel ``[*window, C, O]`` reshaped to ``[K·C, O]``
-    (:func:`im2col_conv`; :mod:`sgrld.numerics.layer_taps`' per-example gradients of convolutions).
+    (:func:`sgrld.bnn.convolutions.im2col_conv`; the per-example gradients of convolutions in
+    :mod:`sgrld.numerics.tap_statistics`).
 
     Example:
         >>> x = jnp.arange(4.0).reshape(1, 4, 1)  # one 1-D signal 0, 1, 2, 3

@@ -11,17 +11,17 @@ with ``ỹᵢ = yᵢ`` (``labels="empirical"``, the OP variant) or ``ỹᵢ ~ p_
 true Fisher). The observation function of a Fisher metric computes them in the same pass as the
 minibatch gradient of the potential:
 
-* **Dense and Conv layers (fast path).** For a Flax ``nn.Dense`` layer with per-example inputs
-  ``a`` [B, in] and back-propagated output signals ``δ`` [B, out], ``gᵢ[kernel] = aᵢ δᵢᵀ``, so the
-  diagonal is ``(a²)ᵀ(δ²)/B`` and the bias–weight row ``aᵀ(δ²)/B``: one product of the size of the
-  weight gradient each. A layer applied at several positions (a Dense layer on
-  ``[B, *positions, in]``, an ``nn.Conv`` layer on its patches) sums ``aᵢₚ δᵢₚᵀ`` over the
-  positions, so its per-example kernel gradients are formed, ``[B, *kernel.shape]``, in one
-  product of the weight gradient's FLOPs. ``a`` and ``δ`` are read without rewriting the model
-  (:mod:`sgrld.numerics.layer_taps`): the layer's calls are intercepted, its input recorded and a
-  zero perturbation added to its output, whose gradient is δ. A layer is on the fast path when its
-  parameters are leaves of ``params`` that enter the likelihood only through that call (and, for
-  a convolution, it is undilated and ungrouped: :func:`sgrld.numerics.layer_taps.conv_geometry`).
+* **Products, shifts and scales of parameters (fast path).** The log-likelihood is traced and
+  its parameters' uses found (:mod:`sgrld.numerics.jaxpr_taps`): a leaf that enters once, as an
+  operand of a matrix product (a dense layer, of any library or none) or the kernel of an
+  undilated, ungrouped convolution, or as a shift or scale broadcast over the examples (a bias,
+  a normalisation's scale), reached through reshapes and transposes. A zero perturbation added
+  to each such product's output has the output's cotangent δ as its gradient, so the minibatch
+  gradient, each product's input ``a`` and δ come from one forward and backward pass; a dense
+  layer's diagonal is then ``(a²)ᵀ(δ²)/B`` and its bias–weight row ``aᵀ(δ²)/B``, and a layer at
+  several positions (a convolution, on its patches) forms its ``[B, *kernel.shape]`` per-example
+  gradients in one product of the weight gradient's FLOPs
+  (:mod:`sgrld.numerics.tap_statistics`).
 * **Every other leaf (fallback):** ``jax.vmap(jax.grad)`` of the per-example log-likelihood with
   respect to those leaves only: B per-example gradients in memory (B × the leaves' size) and about
   B single-example backward passes. A metric that falls back says so once, naming the leaves
@@ -38,9 +38,8 @@ the expected statistic without bias. Drawing ỹ costs one more forward pass and
 backward pass.
 
 Example:
-  >>> import jax.numpy as jnp, flax.linen as nn, sgrld
-  >>> layer = nn.Dense(1)
-  >>> loglik = lambda p, b: -0.5 * (b[1] - layer.apply({"params": p}, b[0])[:, 0]) ** 2
+  >>> import jax.numpy as jnp, sgrld
+  >>> loglik = lambda p, b: -0.5 * (b[1] - (b[0] @ p["kernel"] + p["bias"])[:, 0]) ** 2
   >>> u = sgrld.potential(loglik, None, num_data=2)
   >>> params = {"bias": jnp.zeros(1), "kernel": jnp.ones((1, 1))}
   >>> batch = (jnp.array([[1.0], [2.0]]), jnp.zeros(2))
@@ -58,8 +57,9 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from sgrld.numerics.layer_taps import layer_taps, per_example_kernel_grads, signals
+from sgrld.numerics.jaxpr_taps import find_taps, signals, trace
 from sgrld.numerics.pytrees import PyTree
+from sgrld.numerics.tap_statistics import at_least_float32, tap_terms
 
 KINDS = ("diag", "qdiag", "full")
 LABELS = ("empirical", "model")
@@ -77,9 +77,14 @@ class QuasiDiagonal(NamedTuple):
     cross: tuple[jax.Array, ...]
 
 
+_BIAS_OF = {"kernel": "bias", "w": "b"}
+"""A kernel's name and its bias's: Flax's (Linen, NNX) and Haiku's."""
+
+
 def bias_pairs(tree: PyTree) -> tuple[tuple[int, int], ...]:
-    """``(kernel, bias)`` leaf indices of every layer whose parameters are a dict with a ``kernel``
-    of shape ``[..., out]`` and a ``bias`` of shape ``[out]`` (Flax's Dense and Conv).
+    """``(kernel, bias)`` leaf indices of every layer whose parameters are a dict with a kernel
+    of shape ``[..., out]`` and a bias of shape ``[out]``, named ``kernel`` and ``bias`` (Flax's
+    Dense and Conv, NNX's Linear and Conv) or ``w`` and ``b`` (Haiku's Linear and Conv).
 
     Example:
       >>> import jax.numpy as jnp
@@ -91,9 +96,8 @@ def bias_pairs(tree: PyTree) -> tuple[tuple[int, int], ...]:
     index = {path: i for i, path in enumerate(paths)}
     pairs = []
     for path, i in index.items():
-        if not path or getattr(path[-1], "key", None) != "kernel":  # () for a bare array
-            continue
-        j = index.get((*path[:-1], jax.tree_util.DictKey("bias")))
+        bias_name = _BIAS_OF.get(getattr(path[-1], "key", None)) if path else None
+        j = None if bias_name is None else index.get((*path[:-1], jax.tree_util.DictKey(bias_name)))
         if j is None:
             continue
         kernel, bias = jnp.shape(leaves[i]), jnp.shape(leaves[j])
@@ -156,43 +160,17 @@ def _sampled_batch(loglik_fn, params, batch, key):
     return x, jax.lax.stop_gradient(sample(key, jax.lax.stop_gradient(params), x))
 
 
-def _tap_terms(kind, sig, w, taps, pairs):
-    """Diagonal entries by leaf index and cross rows by pair, from the taps' ``a`` and ``δ``."""
-    diag, cross = {}, {}
-    for tap, a, d in zip(taps, sig.inputs, sig.deltas, strict=True):
-        size = a.shape[0]
-        qdiag = kind == "qdiag" and (tap.kernel, tap.bias) in pairs
-        if tap.conv is None and a.ndim == 2:  # one position: products of squares
-            d2 = w[:, None] * jnp.square(d.astype(jnp.float32))
-            a = a.astype(jnp.float32)
-            diag[tap.kernel] = jnp.einsum("bi,bo->io", jnp.square(a), d2) / size
-            if tap.bias is not None:
-                diag[tap.bias] = jnp.mean(d2, axis=0)
-            if qdiag:
-                cross[(tap.kernel, tap.bias)] = jnp.einsum("bi,bo->io", a, d2) / size
-            continue
-        g = per_example_kernel_grads(tap, a, d)  # positions: their cross terms count
-        diag[tap.kernel] = _mean(w, jnp.square(g))
-        if tap.bias is not None:
-            gb = d.reshape(size, -1, d.shape[-1]).astype(jnp.float32).sum(axis=1)
-            diag[tap.bias] = _mean(w, jnp.square(gb))
-            if qdiag:
-                gb = gb.reshape(size, *([1] * (g.ndim - 2)), gb.shape[-1])
-                cross[(tap.kernel, tap.bias)] = _mean(w, g * gb)
-    return diag, cross
-
-
 def _fallback_terms(kind, grads, w, indices, pairs):
     """Diagonal entries and cross rows from per-example gradients ``grads`` of ``indices``."""
     by_leaf = dict(zip(indices, grads, strict=True))
-    diag = {i: _mean(w, jnp.square(g.astype(jnp.float32))) for i, g in by_leaf.items()}
+    diag = {i: _mean(w, jnp.square(at_least_float32(g))) for i, g in by_leaf.items()}
     cross = {}
     if kind == "qdiag":
         for k, b in pairs:
             if k in by_leaf and b in by_leaf:
                 gk, gb = by_leaf[k], by_leaf[b]
                 gb = gb.reshape(gb.shape[0], *([1] * (gk.ndim - 2)), gb.shape[1])
-                cross[(k, b)] = _mean(w, (gk * gb).astype(jnp.float32))
+                cross[(k, b)] = _mean(w, at_least_float32(gk * gb))
     return diag, cross
 
 
@@ -204,9 +182,9 @@ def _warn_fallback(params, indices, kind) -> None:
     names = ", ".join(paths[i] for i in indices)
     warnings.warn(  # once per message: the warning's location is fixed
         f"per-example statistics (Fisher metrics, i-SGD, SGHMC's B̂) of {names} use the vmap(grad) "
-        "fallback "
-        "(B per-example gradients in memory): those leaves are not the parameters of an "
-        "nn.Dense or (undilated, ungrouped) nn.Conv layer called once on batched inputs",
+        "fallback (B per-example gradients in memory): those leaves do not enter the "
+        "log-likelihood once, as a dense layer's or an (undilated, ungrouped) convolution's "
+        "kernel, or as a shift or scale broadcast over the examples",
         FallbackWarning,
         stacklevel=1,
     )
@@ -266,8 +244,8 @@ def gradient_variance(potential) -> Callable:
     """``(params, batch) -> (Û/N, ∇Û/N, V̂)``: V̂ = s²/B per coordinate (float32), an unbiased
     estimate of the variance of the minibatch-mean gradient from its B per-example gradients
     (s² their sample variance; the prior's term is the same in every minibatch), computed from
-    the per-example squares of the same pass as the gradient (DOP's statistic: the Dense fast
-    path, else the ``vmap(grad)`` fallback). Leaves the likelihood does not see get 0.
+    the per-example squares of the same pass as the gradient (DOP's statistic: the fast path,
+    else the ``vmap(grad)`` fallback). Leaves the likelihood does not see get 0.
 
     Used by i-SGD's noise estimate and SGHMC's B̂.
 
@@ -312,17 +290,6 @@ def gradient_variance(potential) -> Callable:
     return fn
 
 
-def at_least_float32(x: jax.Array) -> jax.Array:
-    """``x`` in at least float32: bfloat16, float16 and integers become float32, float64 stays.
-
-    Example:
-      >>> import jax.numpy as jnp
-      >>> at_least_float32(jnp.ones(2, jnp.bfloat16)).dtype, at_least_float32(jnp.arange(2)).dtype
-      (dtype('float32'), dtype('float32'))
-    """
-    return jnp.asarray(x, jnp.promote_types(x.dtype, jnp.float32))
-
-
 def _first(batch, examples):
     """The first ``examples`` examples of ``batch`` (all of them for ``None``)."""
     size = jax.tree.leaves(batch)[0].shape[0]
@@ -333,16 +300,20 @@ def _first(batch, examples):
     return jax.tree.map(lambda a: a[:examples], batch)
 
 
-def _fast_layers(kind, loglik_fn, params, batch, pairs):
-    """The Dense and Conv taps (and output shapes) whose parameters the statistic takes from ``a``
-    and δ; for QDOP, only layers that hold their whole bias–kernel pair."""
-    taps, shapes = ([], []) if kind == "full" else layer_taps(loglik_fn, params, batch)
-    if kind != "qdiag":
-        return taps, shapes
-    pair_of = {i: p for p in pairs for i in p}
-    whole = lambda t: all(pair_of.get(i, t.leaves) == t.leaves for i in t.leaves)
-    kept = [(t, s) for t, s in zip(taps, shapes, strict=True) if whole(t)]
-    return [t for t, _ in kept], [s for _, s in kept]
+def _fast_taps(kind, loglik_fn, params, batch, pairs):
+    """The traced program and its taps (:mod:`sgrld.numerics.jaxpr_taps`) whose parameters the
+    statistic takes from ``a`` and δ; for QDOP, only those that hold their whole bias–kernel
+    pair; none for the full statistic."""
+    if kind == "full":
+        return None, []
+    size = jax.tree.leaves(batch)[0].shape[0]
+    program = trace(loglik_fn, params, batch)
+    taps = find_taps(program, len(jax.tree.leaves(params)), size)
+    if kind == "qdiag":
+        leaves = {t.leaf for t in taps}
+        broken = {i for p in pairs if not set(p) <= leaves for i in p}
+        taps = [t for t in taps if t.leaf not in broken]
+    return program, taps
 
 
 def _observe(kind, potential, params, batch, examples, computed=None):
@@ -352,17 +323,15 @@ def _observe(kind, potential, params, batch, examples, computed=None):
     loglik_fn = potential.loglik_fn
     leaves = jax.tree.leaves(params)
     pairs = bias_pairs(params)
-    taps, shapes = _fast_layers(kind, loglik_fn, params, batch, pairs)
-    covered = {i for tap in taps for i in tap.leaves}
+    program, taps = _fast_taps(kind, loglik_fn, params, batch, pairs)
+    covered = {t.leaf for t in taps}
     unseen = unused_leaves(loglik_fn, params, batch) - covered
     rest = [i for i in range(len(leaves)) if i not in covered | unseen]
     _warn_fallback(params, rest, kind)
     model = computed is not None
     sig = None
     if taps:
-        v, grad, sig = signals(
-            loglik_fn, potential.prior_term, params, batch, taps, shapes, not model
-        )
+        v, grad, sig = signals(program, taps, potential.prior_term, params, batch, not model)
         value, g = computed if model else (v, grad)
         w = jnp.exp(sig.loglik - jax.lax.stop_gradient(sig.loglik)) if model else None
     else:
@@ -370,14 +339,14 @@ def _observe(kind, potential, params, batch, examples, computed=None):
         w = _label_weights(loglik_fn, params, batch) if model else None
     stat_batch = _first(batch, examples)
     size = jax.tree.leaves(stat_batch)[0].shape[0]
-    w = jnp.ones((size,), jnp.float32) if w is None else w
-    if sig is not None and examples is not None:
-        cut = lambda xs: [x[:size] for x in xs]
-        sig = sig._replace(inputs=cut(sig.inputs), deltas=cut(sig.deltas))
+    w = jnp.ones((size,), jnp.float32) if w is None else w[:size]
     grads = _per_example_grads(loglik_fn, params, stat_batch, rest) if rest else []
     if kind == "full":
         return value, g, _full(params, grads, w, rest)
-    diag, cross = _tap_terms(kind, sig, w, taps, pairs) if taps else ({}, {})
+    diag, cross = ({}, {})
+    if taps:
+        full_size = jax.tree.leaves(batch)[0].shape[0]
+        diag, cross = tap_terms(kind == "qdiag", program, taps, sig, w, full_size, size, pairs)
     more_diag, more_cross = _fallback_terms(kind, grads, w, rest, pairs)
     diag.update(more_diag)
     diag.update({i: jnp.ones(jnp.shape(leaves[i]), jnp.float32) for i in unseen})
@@ -395,7 +364,7 @@ def _full(params, grads, w, indices):
     size = w.shape[0]
     by_leaf = dict(zip(indices, grads, strict=True))
     cols = [
-        by_leaf[i].reshape(size, -1).astype(jnp.float32)
+        at_least_float32(by_leaf[i].reshape(size, -1))
         if i in by_leaf
         else jnp.zeros((size, jnp.size(x)), jnp.float32)
         for i, x in enumerate(leaves)

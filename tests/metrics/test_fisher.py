@@ -1,7 +1,8 @@
 """The Fisher metrics (DOP, QDOP, full) and their per-example statistics.
 
-* The Dense and Conv fast path and the vmap(grad) fallback give the statistics of brute-force
-  per-example gradients (to float32 rounding).
+* The fast path (:mod:`sgrld.numerics.jaxpr_taps`; every framework in
+  ``tests/numerics/test_jaxpr_taps.py``) and the vmap(grad) fallback give the statistics of
+  brute-force per-example gradients (to float32 rounding).
 * G⁻¹ and G^{-1/2} against dense matrices: QDOP's C⁻¹ has the diagonal and first row of J + εI in
   each block (Alg. 4), and A Aᵀ = C.
 * Γ from the exact trace equals ``jax.jacfwd`` of the dense G⁻¹(θ), also where that G⁻¹(θ) is
@@ -106,12 +107,12 @@ def test_fallback_leaves_warn_and_match():
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
 
 
-def test_a_model_without_dense_layers_falls_back_entirely():
+def test_a_plain_functions_product_is_on_the_fast_path_and_a_subtracted_bias_is_not():
     loglik = lambda p, b: -0.5 * (b[1] - b[0] @ p["kernel"] - p["bias"]) ** 2
     params = {"bias": jnp.array(0.5), "kernel": jnp.array([1.0, -2.0])}
     potential = sgrld.potential(loglik, None, num_data=10)
     batch = (jax.random.normal(jax.random.key(1), (B, 2)), jnp.zeros(B))
-    with pytest.warns(FallbackWarning, match="bias.*kernel"):
+    with pytest.warns(FallbackWarning, match=r"of \['bias'\] use"):
         _, _, stat = observation_fn("diag", "empirical")(potential)(params, batch, None)
     expected = expected_statistic("diag", brute_grads(loglik, params, batch))
     for a, b in zip(jax.tree.leaves(stat), jax.tree.leaves(expected), strict=True):

@@ -1,0 +1,194 @@
+"""The per-example statistics of the taps (:mod:`sgrld.numerics.jaxpr_taps`) from their inputs
+``a`` and output signals δ.
+
+* **A product at one position per example** (a dense layer on ``[B, in]``): ``gᵢ[W] = aᵢ δᵢᵀ``,
+  so DOP's diagonal is ``(a²)ᵀ(δ²)/B`` and, with the bias added to its output, QDOP's bias–weight
+  row ``aᵀ(δ²)/B``: one product of the size of the weight gradient each.
+* **A product at several positions** (a dense layer on ``[B, *positions, in]``, a convolution,
+  on its patches: :func:`sgrld.numerics.im2col.im2col_patches`): ``gᵢ[W] = Σₚ aᵢₚ δᵢₚᵀ``, whose
+  cross terms count, so the per-example kernel gradients ``[B, *kernel.shape]`` are formed, in
+  one product of the weight gradient's FLOPs.
+* **A shift or scale** (``out = x + b``, ``out = x·s``, ``b`` and ``s`` broadcast): ``gᵢ[b]`` sums
+  δᵢ over the axes ``b`` is broadcast along, ``gᵢ[s]`` sums ``xᵢ·δᵢ``.
+
+Each product is put in a canonical form first: ``a`` as ``[B, positions, K]`` (K the contracted
+axes) and δ as ``[B, positions, F]`` (F the parameter's free axes), whatever the axes' order; a
+statistic in ``[K, F]`` goes back to the leaf's shape by undoing the reshapes and transposes.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from sgrld.numerics.im2col import im2col_patches
+from sgrld.numerics.jaxpr_taps import Program, Signals, Tap
+
+
+def at_least_float32(x: jax.Array) -> jax.Array:
+    """``x`` in at least float32: bfloat16, float16 and integers become float32, float64 stays.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> at_least_float32(jnp.ones(2, jnp.bfloat16)).dtype, at_least_float32(jnp.arange(2)).dtype
+      (dtype('float32'), dtype('float32'))
+    """
+    return jnp.asarray(x, jnp.promote_types(x.dtype, jnp.float32))
+
+
+def _split(x: jax.Array, axis: int, size: int) -> tuple[jax.Array, callable]:
+    """``x`` with its example axis ``axis`` (of ``size·r``) split in ``(size, r)`` in place, and
+    where each old axis went."""
+    x = x.reshape(*x.shape[:axis], size, x.shape[axis] // size, *x.shape[axis + 1 :])
+    return x, lambda i: i + (i > axis) + (i == axis)
+
+
+def _canonical_dot(program: Program, tap: Tap, a, delta, size):
+    """``(a [B, P, K], δ [B, P, F], to_param)`` of a ``dot_general`` tap; ``to_param(x, lead)``
+    lays ``x [*lead, K, F]`` out as the parameter operand ``[*lead, *shape]``."""
+    node = program.nodes[tap.node]
+    (lc, rc), _ = node.params["dimension_numbers"]
+    a_contract, p_contract = (rc, lc) if tap.pos == 0 else (lc, rc)
+    p_shape = program.avals[node.ins[tap.pos]].shape
+    a_free = [i for i in range(a.ndim) if i not in a_contract]
+    p_free = [i for i in range(len(p_shape)) if i not in p_contract]
+    d, o = tap.axes
+    a, at = _split(a, d, size)
+    order = [d, *(d + 1 if i == d else at(i) for i in a_free), *(at(i) for i in a_contract)]
+    a = jnp.transpose(a, order).reshape(size, -1, _prod(p_shape, p_contract))
+    first = len(p_free) if tap.pos == 0 else 0
+    out_a = range(first, first + len(a_free))
+    out_p = [j for j in range(delta.ndim) if j not in out_a]
+    delta, dt = _split(delta, o, size)
+    order = [o, *(o + 1 if j == o else dt(j) for j in out_a), *(dt(j) for j in out_p)]
+    delta = jnp.transpose(delta, order).reshape(size, a.shape[1], -1)
+    dims = [*p_contract, *p_free]
+
+    def to_param(x, lead):
+        x = x.reshape(*x.shape[:lead], *(p_shape[i] for i in dims))
+        return jnp.transpose(x, [*range(lead), *(lead + dims.index(i) for i in range(len(dims)))])
+
+    return a, delta, to_param
+
+
+def _canonical_conv(program: Program, tap: Tap, a, delta, size):
+    """:func:`_canonical_dot` of a convolution's kernel, on the patches of its input."""
+    node = program.nodes[tap.node]
+    p = node.params
+    lhs, rhs, out = p["dimension_numbers"]
+    k_shape = program.avals[node.ins[1]].shape
+    window = [k_shape[i] for i in rhs[2:]]
+    a = jnp.transpose(a, (lhs[0], *lhs[2:], lhs[1]))
+    a = im2col_patches(a, window, p["window_strides"], p["padding"])
+    a = a.reshape(size, -1, a.shape[-1])
+    delta = jnp.transpose(delta, (out[0], *out[2:], out[1])).reshape(size, a.shape[1], -1)
+    dims = [*rhs[2:], rhs[1], rhs[0]]
+
+    def to_param(x, lead):
+        x = x.reshape(*x.shape[:lead], *window, k_shape[rhs[1]], k_shape[rhs[0]])
+        return jnp.transpose(x, [*range(lead), *(lead + dims.index(i) for i in range(len(dims)))])
+
+    return a, delta, to_param
+
+
+def _prod(shape, dims) -> int:
+    out = 1
+    for i in dims:
+        out *= shape[i]
+    return out
+
+
+def pull(program: Program, chain, x: jax.Array, lead: int) -> jax.Array:
+    """``x [*lead, *operand]``, laid out as a node's operand, back in its leaf's shape through
+    the reshapes and transposes of ``chain`` (conversions keep ``x``'s dtype)."""
+    for n in reversed(chain):
+        node = program.nodes[n]
+        if node.primitive.name == "transpose":
+            perm = node.params["permutation"]
+            inverse = [perm.index(i) for i in range(len(perm))]
+            x = jnp.transpose(x, [*range(lead), *(lead + i for i in inverse)])
+        else:
+            x = x.reshape(*x.shape[:lead], *program.avals[node.ins[0]].shape)
+    return x
+
+
+def _operand_grads(program: Program, tap: Tap, sig: Signals, size: int) -> jax.Array:
+    """``[B, *leaf]``: the per-example gradients of a shift's or scale's leaf."""
+    node = program.nodes[tap.node]
+    g = at_least_float32(sig.deltas[tap.delta])
+    if tap.kind == "mul":
+        g = g * at_least_float32(sig.inputs[tap.node])
+    g, _ = _split(g, tap.axes[1], size)
+    g = jnp.moveaxis(g, tap.axes[1], 0)
+    shape = program.avals[node.ins[tap.pos]].shape
+    if not shape:
+        return pull(program, tap.chain, g.sum(axis=tuple(range(1, g.ndim))), 1)
+    keep = [j for j in range(len(shape)) if shape[j] == 1 and g.shape[1 + j] != 1]
+    g = g.sum(axis=tuple(1 + j for j in keep), keepdims=True)
+    if tap.broadcast is not None:
+        b = program.nodes[tap.broadcast]
+        source, dims = program.avals[b.ins[0]].shape, b.params["broadcast_dimensions"]
+        kept = [dims[k] for k in range(len(source)) if source[k] == g.shape[1 + dims[k]]]
+        g = g.sum(axis=tuple(1 + j for j in range(len(shape)) if j not in kept))
+        g = g.reshape(size, *source)
+    return pull(program, tap.chain, g, 1)
+
+
+def _product_terms(program, tap, sig, w, size, cut, cross):
+    """``(diag, per-example grads or None, cross row or None)`` of a ``dot``/``conv`` tap: DOP's
+    diagonal of its leaf; its ``[B, *leaf]`` gradients at several positions or for
+    ``cross="grads"``; the bias–weight row ``aᵀ(δ²)`` at one position for ``cross="fast"``. The
+    first ``cut`` of the minibatch's ``size`` examples enter the statistic."""
+    canonical = _canonical_conv if tap.kind == "conv" else _canonical_dot
+    a, d, to_param = canonical(program, tap, sig.inputs[tap.node], sig.deltas[tap.delta], size)
+    a, d = at_least_float32(a[:cut]), at_least_float32(d[:cut])
+    if a.shape[1] == 1 and cross != "grads":  # one position: products of squares
+        a, d2 = a[:, 0], w[:, None] * jnp.square(d[:, 0])
+        diag = pull(program, tap.chain, to_param(jnp.einsum("bk,bf->kf", a * a, d2) / cut, 0), 0)
+        row = to_param(jnp.einsum("bk,bf->kf", a, d2) / cut, 0) if cross == "fast" else None
+        return diag, None, row
+    g = pull(program, tap.chain, to_param(jnp.einsum("bpk,bpf->bkf", a, d), 1), 1)
+    return _mean(w, jnp.square(g)), g, None
+
+
+def _fast_cross(program: Program, kernel: Tap, bias: Tap) -> bool:
+    """Whether a bias–kernel pair's row is ``aᵀ(δ²)``: the kernel, itself a leaf, is a dense
+    layer's ``[*in, out]`` on ``[B, in]``, and the bias is added to its output."""
+    if kernel.kind != "dot" or kernel.chain or bias.kind != "add" or bias.delta != kernel.delta:
+        return False
+    node = program.nodes[kernel.node]
+    contract = node.params["dimension_numbers"][0][kernel.pos]
+    ndim = len(program.avals[node.ins[kernel.pos]].shape)
+    return len(program.avals[node.outs[0]].shape) == 2 and tuple(contract) == tuple(range(ndim - 1))
+
+
+def tap_terms(qdiag: bool, program, taps, sig, w, size, cut, pairs):
+    """Diagonal entries by leaf index and (``qdiag``) bias–weight rows by ``(kernel, bias)`` pair
+    of ``pairs`` whose leaves are both taps."""
+    by_leaf = {t.leaf: t for t in taps}
+    pairs = [(k, b) for k, b in pairs if qdiag and k in by_leaf and b in by_leaf]
+    mode = {
+        k: "fast" if _fast_cross(program, by_leaf[k], by_leaf[b]) else "grads" for k, b in pairs
+    }
+    diag, grads, rows = {}, {}, {}
+    for t in taps:
+        if t.kind in ("dot", "conv"):
+            diag[t.leaf], grads[t.leaf], rows[t.leaf] = _product_terms(
+                program, t, sig, w, size, cut, mode.get(t.leaf)
+            )
+        else:
+            grads[t.leaf] = _operand_grads(program, t, sig, size)[:cut]
+            diag[t.leaf] = _mean(w, jnp.square(grads[t.leaf]))
+    cross = {}
+    for k, b in pairs:
+        if rows[k] is not None:
+            cross[(k, b)] = rows[k]
+        else:
+            gk, gb = grads[k], grads[b]
+            cross[(k, b)] = _mean(w, gk * gb.reshape(cut, *([1] * (gk.ndim - 2)), -1))
+    return diag, cross
+
+
+def _mean(w, a):
+    """``(1/B) Σᵢ wᵢ aᵢ`` over the leading axis."""
+    return jnp.einsum("b,b...->...", w, a) / a.shape[0]
