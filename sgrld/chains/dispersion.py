@@ -30,8 +30,9 @@ from sgrld.numerics.pytrees import PyTree
 
 Init = Literal["jitter", "shared", "stacked"]
 """How the chains start: ``"jitter"``: each chain at ``params + σ·ξ``, ξ ~ N(0, I) drawn per
-chain and leaf, σ the root mean square of the leaf in ``params`` (1 for a leaf of zeros), so
-the spread is the size of the parameters themselves; ``"shared"``: all at ``params``;
+chain and leaf, σ the root mean square of the leaf in ``params``, for a leaf of zeros (biases, a
+log σ) that of all of ``params``, and 1 if all are zero: the spread is the size of the
+parameters themselves; ``"shared"``: all at ``params``;
 ``"stacked"``: ``params`` has a leading chain axis, one start per chain (draws from the prior,
 say)."""
 INITS = ("jitter", "shared", "stacked")
@@ -72,16 +73,26 @@ def starts(key: jax.Array, params: PyTree, num_chains: int, init: Init) -> PyTre
     if init == "shared":
         return shared
     leaves, tree = jax.tree.flatten(shared)
+    floats = [x[0].astype(jnp.float32) for x in leaves if jnp.issubdtype(x.dtype, jnp.floating)]
+    whole = _rms(jnp.concatenate([x.ravel() for x in floats])) if floats else jnp.zeros(())
+    fallback = jnp.where(whole > 0, whole, 1.0)
     keys = jax.random.split(jax.random.fold_in(key, START_STREAM), len(leaves))
-    return jax.tree.unflatten(tree, [_jitter(k, x) for k, x in zip(keys, leaves, strict=True)])
+    return jax.tree.unflatten(
+        tree, [_jitter(k, x, fallback) for k, x in zip(keys, leaves, strict=True)]
+    )
 
 
-def _jitter(key: jax.Array, x: jax.Array) -> jax.Array:
-    """``x + σ·ξ`` for a float leaf (σ its root mean square, 1 if it is 0); others unchanged."""
+def _rms(x: jax.Array) -> jax.Array:
+    return jnp.sqrt(jnp.mean(jnp.square(x.astype(jnp.float32))))
+
+
+def _jitter(key: jax.Array, x: jax.Array, fallback: jax.Array) -> jax.Array:
+    """``x + σ·ξ`` for a float leaf (σ its root mean square, ``fallback`` if it is 0); other
+    leaves unchanged."""
     if not jnp.issubdtype(x.dtype, jnp.floating):
         return x
-    rms = jnp.sqrt(jnp.mean(jnp.square(x[0].astype(jnp.float32))))
-    sigma = jnp.where(rms > 0, rms, 1.0)
+    rms = _rms(x[0])
+    sigma = jnp.where(rms > 0, rms, fallback)
     return x + (sigma * jax.random.normal(key, x.shape)).astype(x.dtype)
 
 
