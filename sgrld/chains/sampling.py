@@ -185,10 +185,11 @@ def sample(
         starts at ``params``).
       init: how the chains start (:data:`sgrld.chains.dispersion.Init`): ``"jitter"``: each at
         ``params + σ·ξ``, ξ ~ N(0, I) per chain, σ the root mean square of each leaf of
-        ``params`` (for a leaf of zeros that of all of ``params``, or 1), drawn from ``key``; ``"shared"``: all at
-        ``params``; ``"stacked"``: ``params`` holds one start per chain (a leading axis of
-        ``num_chains``). Dispersed starts let R-hat see a chain that stays apart: after the run
-        a :class:`~sgrld.chains.dispersion.ChainsDisagreeWarning` names the chains if the
+        ``params`` (for a leaf of zeros that of all of ``params``, or 1), drawn from ``key``;
+        ``"shared"``: all at ``params``; ``"stacked"``: ``params`` holds one start per chain
+        (a leading axis of ``num_chains``). Dispersed starts let R-hat see a chain that stays
+        apart: after the run a :class:`~sgrld.chains.dispersion.ChainsDisagreeWarning` names
+        the chains if the
         potential's split R-hat exceeds 1.05.
       state: a sampler state to continue from (with a leading chain axis if ``num_chains``).
       progress: show a progress bar with an ETA.
