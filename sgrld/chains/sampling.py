@@ -189,8 +189,7 @@ def sample(
         ``"shared"``: all at ``params``; ``"stacked"``: ``params`` holds one start per chain
         (a leading axis of ``num_chains``). Dispersed starts let R-hat see a chain that stays
         apart: after the run a :class:`~sgrld.chains.dispersion.ChainsDisagreeWarning` names
-        the chains if the
-        potential's split R-hat exceeds 1.05.
+        the chains if the potential's split R-hat exceeds 1.05.
       state: a sampler state to continue from (with a leading chain axis if ``num_chains``).
       progress: show a progress bar with an ETA.
       num_chunks: number of jitted calls the run is split into.
