@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from functools import partial
 from pathlib import Path
 
 import jax
@@ -57,28 +58,34 @@ def run_chunks(eng, carry, keys, sizes, start=0):
 @pytest.mark.parametrize(
     "burn_in, thin, sizes, name",
     [
-        (5, 4, [3, 11, 1, 22], "rmsprop"),
+        pytest.param(5, 4, [4, 1, 32], "rmsprop", marks=pytest.mark.long),
         (0, 7, [10, 10, 10, 7], "identity"),
         (2, 50, [13, 24], "dop"),
+        (5, 4, [3, 34], "sghmc"),
     ],
 )
 def test_blocks_give_the_samples_of_a_run_checked_at_every_step(burn_in, thin, sizes, name):
-    """Blocks cut anywhere by chunks (off the grid, shorter than a block, one step) keep the
-    states and steps that a chunk run step by step (``freeze``: the engine's re-run) keeps."""
-    params, sampler, batches = mlp_sampler(name)
+    """Blocks cut anywhere by chunks (off the grid, shorter than a block, one step) give the
+    states of one chunk bit for bit, and keep the steps and states that a chunk run step by step
+    (``freeze``: the engine's re-run) keeps. Against the latter they agree bit for bit but for
+    SGHMC, within 1e-8: XLA's CPU code for a step depends on what else its loop computes."""
+    params, sampler, batches = mlp_sampler(name, corrected=name == "rmsprop")
     eng = engine.Engine(sampler, batches, burn_in=burn_in, thin=thin)
     keys = engine.chain_keys(jax.random.key(3), 2)
     start = eng.init(sampler.init(params), num_chains=2)
     carry, steps, kept = run_chunks(eng, start, keys, sizes)
     n = sum(sizes)
-    assert steps == [s for s in range(n) if engine.is_kept(s, burn_in, thin)]
-    slots = eng.slots(n, 0)
-    stepwise = eng.compile(start, keys, None, num_steps=n, slots=slots, freeze=True)
+    whole, whole_steps, whole_kept = run_chunks(eng, start, keys, [n])
+    assert steps == whole_steps == [s for s in range(n) if engine.is_kept(s, burn_in, thin)]
+    jax.tree.map(np.testing.assert_array_equal, (carry.state, kept), (whole.state, whole_kept))
+    stepwise = eng.compile(start, keys, None, num_steps=n, slots=eng.slots(n, 0), freeze=True)
     every, chunk = stepwise(start, jnp.int32(0), keys, None)
     np.testing.assert_array_equal(np.asarray(chunk.steps)[: len(steps)], steps)
-    same = lambda a, b: np.testing.assert_array_equal(np.asarray(a)[: len(steps)], b)
-    jax.tree.map(same, chunk.params, kept)
-    jax.tree.map(np.testing.assert_array_equal, every.state, carry.state)
+    check = np.testing.assert_array_equal
+    if name == "sghmc":
+        check = partial(np.testing.assert_allclose, rtol=0, atol=1e-8)
+    jax.tree.map(lambda a, b: check(np.asarray(a)[: len(steps)], b), chunk.params, kept)
+    jax.tree.map(lambda a, b: check(np.asarray(a), np.asarray(b)), every.state, carry.state)
 
 
 def test_a_resumed_engine_continues_the_same_chains():
