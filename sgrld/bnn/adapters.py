@@ -92,9 +92,12 @@ def equinox(model: Any) -> tuple[PyTree, ApplyFn]:
 def haiku(transformed: Any, key: jax.Array, x: jax.Array) -> tuple[PyTree, ApplyFn]:
     """A Haiku transform as its parameters, initialised on ``x``, and ``apply_fn``.
 
-    ``net_params = transformed.init(key, x)`` and ``apply_fn(net_params, x) =
-    transformed.apply(net_params, None, x)``: the network may not draw random numbers when
-    applied (a sampler's step has no key for it).
+    ``transformed.init(key, x)`` gives Haiku's parameters ``{module: {"w": ..., "b": ...}}``,
+    whose module names join their scopes with ``/`` (``mlp/~/linear_0``); ArviZ's ``DataTree``
+    refuses ``/`` in a variable's name, so ``net_params`` names them with ``.`` instead
+    (``mlp.linear_0``). ``apply_fn(net_params, x) = transformed.apply(params, None, x)`` with
+    Haiku's names back: the network may not draw random numbers when applied (a sampler's step
+    has no key for it).
 
     Args:
       transformed: ``hk.transform(forward)`` of a ``forward(x)`` on a minibatch.
@@ -102,18 +105,21 @@ def haiku(transformed: Any, key: jax.Array, x: jax.Array) -> tuple[PyTree, Apply
       x: a minibatch of the inputs' shape (one example is enough).
 
     Returns:
-      ``(net_params, apply_fn)``; ``net_params`` is Haiku's ``{module: {"w": ..., "b": ...}}``.
+      ``(net_params, apply_fn)``.
 
     Example:
       >>> import jax, jax.numpy as jnp, haiku as hk
-      >>> t = hk.transform(lambda x: hk.Linear(2)(x))
+      >>> t = hk.transform(lambda x: hk.nets.MLP([3, 2])(x))
       >>> net, apply = haiku(t, jax.random.key(0), jnp.ones((1, 3)))
-      >>> jax.tree.map(jnp.shape, net), apply(net, jnp.ones((5, 3))).shape
-      ({'linear': {'b': (2,), 'w': (3, 2)}}, (5, 2))
+      >>> jax.tree.map(jnp.shape, net)["mlp.linear_1"], apply(net, jnp.ones((5, 3))).shape
+      ({'b': (2,), 'w': (3, 2)}, (5, 2))
     """
     params = transformed.init(key, x)
+    names = {name.replace("/~/", ".").replace("/", "."): name for name in params}
+    if len(names) != len(params):
+        raise ValueError(f"Haiku's module names {sorted(params)} collide with '/' read as '.'")
 
     def apply_fn(net_params: PyTree, x: jax.Array) -> jax.Array:
-        return transformed.apply(net_params, None, x)
+        return transformed.apply({names[k]: v for k, v in net_params.items()}, None, x)
 
-    return params, apply_fn
+    return {new: params[old] for new, old in names.items()}, apply_fn
