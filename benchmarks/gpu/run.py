@@ -1,4 +1,5 @@
-"""Issue 37's GPU evidence in one command: chains against BlackJAX, step and Γ costs, MNIST rows.
+"""Issues 37's and 50's GPU evidence in one command: chains against BlackJAX, the engine against
+the bare step, step and Γ costs, MNIST rows.
 
 Runs the existing benchmark scripts and the ``sgrld`` CLI as child processes, one after the other,
 most important first, each with a time budget taken from the whole run's (``--budget``):
@@ -7,7 +8,9 @@ most important first, each with a time budget taken from the whole run's (``--bu
    Shampoo, DOP, QDOP and SGHMC at 1, 8, 64 and 512 chains, beside BlackJAX's SGLD and SGHMC
    vmapped the same way (MNIST MLP 784-400-400-10, batch 100, scans of 200 gradient evaluations;
    BlackJAX's SGHMC with 10 integration steps a call, compared per gradient evaluation, and its
-   compiled program searched for the gradient's matrix products);
+   compiled program searched for the gradient's matrix products), and beside the engine rows of
+   ``--bare-samplers`` (Identity, RMSprop, Shampoo) the same step in a bare ``lax.scan``
+   (issue 50: the engine at least 0.95× the bare scan);
 2. **steps** (``step_throughput.py --scan only``, ``fisher_step.py``): one chain's step of every
    metric against Identity's, and each Γ (Hutchinson) against the uncorrected step;
 3. **mnist** (``sgrld reproduce mnist-mlp --replicates 10``): Yu et al.'s rows with 10 replicates
@@ -423,9 +426,11 @@ def chains_part(args) -> Part:
     if args.smoke:  # Identity alone, beside the bare scan and BlackJAX where it is installed
         extra = ["--chains", "1", "2", "--steps", "2", "--rounds", "1", "--train-size", "1000"]
         extra += ["--samplers", "identity", "--sghmc-integration-steps", "2"]
+        extra += ["--bare-samplers", "identity"]
         cap, grace = 60.0, 3.0
     else:
         extra = ["--chains", *map(str, args.chains), "--steps", "200", "--rounds", "5"]
+        extra += ["--bare-samplers", *args.bare_samplers]
         extra += ["--compile-workers", "8", "--max-call-s", "6", "--round-seconds", "12"]
         cap, grace = args.caps.get("chains", 200.0), 5.0
     extra += ["--data-dir", str(args.data_dir), "--json", str(out)]
@@ -786,7 +791,7 @@ def targets(results: dict[str, Any]) -> list[list[str]]:
     records = results.get("chains", {}).get("records", [])
     pair = {(r["a"], r["b"], r["chains"]): r for r in records if r["kind"] == "paired"}
     rate = {(r["name"], r["chains"]): r for r in records if r["kind"] == "rate"}
-    for k, limit in ((1, 1.2), (64, 1.5)):
+    for k, limit in ((1, 1.2), (8, 1.0), (64, 1.5)):
         r = pair.get(("sgrld identity", "blackjax sgld", k))
         shown = ratio_text(r) if r else ""
         add(
@@ -795,6 +800,7 @@ def targets(results: dict[str, Any]) -> list[list[str]]:
             lambda v, limit=limit: v >= limit,
             shown,
         )
+    engine_rows(add, pair, rate)
     for name in [f"sgrld {s}" for s in CHAIN_SAMPLERS] + ["blackjax sgld"]:
         one, many = rate.get((name, 1)), rate.get((name, 64))
         value = many["median"] / one["median"] if one and many else None
@@ -848,6 +854,28 @@ def targets(results: dict[str, Any]) -> list[list[str]]:
             ratio_text(r) if r else "",
         )
     return rows
+
+
+def engine_rows(add: Callable, pair: dict, rate: dict) -> None:
+    """Issue 50's targets from part 1: each engine row at least 0.95× its bare scan at 1, 8 and
+    64 chains, and 512 chains timed."""
+    names = sorted({a for a, b, _ in pair if b == f"{a}, bare scan"})
+    for name in names or ["sgrld identity"]:
+        for k in (1, 8, 64):
+            r = pair.get((name, f"{name}, bare scan", k))
+            add(
+                f"{name} through the engine ≥ 0.95× its bare scan at {k} chain{'s' * (k > 1)}",
+                r and r["median"],
+                lambda v: v >= 0.95,
+                ratio_text(r) if r else "",
+            )
+    r = rate.get(("sgrld identity", 512))
+    add(
+        "sgrld identity timed at 512 chains",
+        r and r["median"],
+        lambda v: v > 0,
+        f"{r['median']:,.0f} chain-steps/s" if r else "",
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -919,6 +947,12 @@ def parse_args(argv: Sequence[str] | None = None):
         default=[1, 64, 8, 512],
         help="part 1's chain counts, in the order they are run (the targets' first)",
     )
+    add(
+        "--bare-samplers",
+        nargs="+",
+        default=["identity", "rmsprop", "shampoo"],
+        help="part 1's samplers timed in a bare scan beside the engine (issue 50)",
+    )
     add("--step-metrics", nargs="+", default=["identity", "rmsprop", "wenzel", "monge", "shampoo"])
     add(
         "--fisher-metrics",
@@ -963,7 +997,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_tiny_mnist(args.data_dir / "mnist")
     info = machine(args)
     args.card = info["card"]
-    print(header("issue 37: GPU evidence", info), flush=True)
+    print(header("issues 37 and 50: GPU evidence", info), flush=True)
     env = dict(os.environ)
     paths = [str(REPO), str(entry_point_site(args.work)), env.get("PYTHONPATH")]
     env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
@@ -1012,7 +1046,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             body += f"\n`{' '.join(o.argv)}`\n\n```\n{o.output.rstrip()}\n```\n"
         (args.out / f"{part.name}_{args.card}.md").write_text(body)
         lines += [o.line() for o in outcomes]
-    summary = header("issue 37: the targets", info)
+    summary = header("issues 37 and 50: the targets", info)
     if args.smoke:
         summary += "\nSmoke run: tiny sizes on purpose; its figures test the script, not sgrld.\n"
     summary += (
