@@ -14,25 +14,28 @@ discrete-time variance ``1/(1 − lr·λ/2)`` times the target's on a Gaussian, 
 minibatch noise). Neither needs the posterior: ``∂_i U = N·∂_i(Û/N)`` is estimated without bias
 by a minibatch gradient, independent of θ's own noise. The score of a rate is
 
-    D(lr) = mean_i [(v̂_i − 1)² − Var̂(v̂_i)],
+    D(lr) = mean_i ρ(v̂_i),   ρ(v) = ((v − 1)/(v + 1))²,
 
-an unbiased estimate of ``mean_i (v_i − 1)²``: ``v̂_i`` pools the chains and the
+less ρ's second-order noise bias ``ρ''(v̂_i)·Var̂(v̂_i)/2``: ``v̂_i`` pools the chains and the
 :data:`GROUPS` parts of the pilot's window (the groups), and ``Var̂`` is its variance over the
-groups divided by their number, which removes the minibatch and Monte Carlo noise of
-``(v̂_i − 1)²``. In high dimension that noise averages out over the coordinates; in low
-dimension over the groups.
+groups divided by their number. In high dimension the noise averages out over the coordinates;
+in low dimension over the groups. ρ is ``(v − 1)²/4`` near 1, symmetric in log v and bounded by 1:
+a coordinate whose chains have not moved (v = 0) and one a hundred times too wide count about
+alike, so that one stiff hyperparameter (a horseshoe's global scale, whose v reached 3·10⁴ in a
+pilot on the digits) cannot outweigh the network's weights.
 
-**The search.** The rates tried are a log grid, a factor 3 apart, from 3× down to 1/243 of
+**The search.** The rates tried are a log grid, a factor 3 apart, from 9× down to 1/81 of
 ``2/λ̂``, λ̂ the top eigenvalue of ``G⁻¹∇²(Û/N)`` at the start (power iteration with
-Hessian-vector products, the metric updated on a few minibatch gradients first): ``2/λ̂`` is the
-largest stable rate of the preconditioned gradient step there. All rates and chains run as one
-vmapped program for ``pilot_steps`` steps (the first half relaxes, the second is the window,
-where one extra minibatch gradient is taken every :data:`EVERY` steps), with common random numbers
-(the same keys for every rate). The largest rate whose D is within :data:`TOLERANCE` by two
-jackknife standard errors (at most ``3·TOLERANCE``) is chosen (larger rates mix faster; a
-diverged rate scores ∞), or, where none is, the rate of least D; its chains' states continue the
-burn-in: the search costs ``(K − 1)·pilot_steps`` steps per chain. A choice at the edge of the
-grid is reported (``RateChoice.at_edge``) with a warning.
+Hessian-vector products, the metric frozen at the mean statistic of a few minibatches):
+``2/λ̂`` is the largest stable rate of the preconditioned gradient step there, and a network's
+curvature adapts to its rate (the best rates on the digits lie above it). All rates and chains
+run as one vmapped program for ``pilot_steps`` steps (the first half relaxes, the second is the
+window, where one extra minibatch gradient is taken every :data:`EVERY` steps), with common
+random numbers (the same keys for every rate). The largest rate whose D is within
+:data:`TOLERANCE` by two jackknife standard errors (at most ``3·TOLERANCE``) is chosen (larger
+rates mix faster; a diverged rate scores ∞), or, where none is, the rate of least D; its chains'
+states continue the burn-in: the search costs ``(K − 1)·pilot_steps`` steps per chain. A choice
+at the edge of the grid is reported (``RateChoice.at_edge``) with a warning.
 
 Example:
   >>> import jax, jax.numpy as jnp, sgrld
@@ -58,23 +61,24 @@ import jax.numpy as jnp
 import numpy as np
 
 from sgrld.metrics.identity import identity
+from sgrld.metrics.metric import freeze
 from sgrld.numerics.pytrees import PyTree
 from sgrld.samplers.rate_search import RateSearch
 from sgrld.samplers.sampler import gradient_fn
 
-CRITERION = "Stein virial: mean_i (Cov(θ_i, ∂_iU)/T − 1)²"
+CRITERION = "Stein virial: mean_i ρ(Cov(θ_i, ∂_iU)/T), ρ(v) = ((v − 1)/(v + 1))²"
 """The criterion's name, as runs report it."""
 NUM_CANDIDATES = 7
-"""Rates tried: ``3·(2/λ̂)·3^{−k}``, k = 0 … 6."""
+"""Rates tried: ``9·(2/λ̂)·3^{−k}``, k = 0 … 6."""
 MIN_PILOT_STEPS = 32
 """The shortest pilot: 16 steps to relax, 16 in the window (4 evaluations per half)."""
 GROUPS = 4
 """Parts of the window per chain: the groups over which D's noise is estimated."""
 EVERY = 2
 """Steps per gradient evaluation in the window: the evaluations cost a quarter of the pilot."""
-TOLERANCE = 0.01
-"""The largest rate with ``D <= TOLERANCE`` is chosen: the chains' spread within about 10 % of
-the target's, coordinate by coordinate, in root mean square."""
+TOLERANCE = 0.0025
+"""The largest rate with ``D <= TOLERANCE`` is chosen: ρ(1.1) = 0.0023, so the chains' variance
+within about 10 % of the target's, coordinate by coordinate, in root mean square."""
 
 
 class RateChoice(NamedTuple):
@@ -84,9 +88,11 @@ class RateChoice(NamedTuple):
     Attributes:
       learning_rate: the chosen rate.
       candidates: the rates tried, largest first.
-      scores: D of each (``inf``: diverged).
-      pilot_steps: steps each rate ran.
+      scores: each rate's score, lower is better (``inf``: diverged): D, or minus the
+        validation log-likelihood (:func:`halve_learning_rate`).
+      pilot_steps: steps the chosen rate ran.
       at_edge: the choice is the largest or the smallest rate tried.
+      errors: the jackknife standard error of each score.
       criterion: the criterion's name (:data:`CRITERION`).
     """
 
@@ -95,6 +101,7 @@ class RateChoice(NamedTuple):
     scores: tuple[float, ...]
     pilot_steps: int
     at_edge: bool
+    errors: tuple[float, ...] = ()
     criterion: str = CRITERION
 
     def describe(self) -> str:
@@ -110,8 +117,8 @@ class RateChoice(NamedTuple):
         )
         edge = "; at the edge of the rates tried" if self.at_edge else ""
         return (
-            f"lr {self.learning_rate:.3g} chosen by the Stein virial over {len(self.candidates)} "
-            f"rates ({scores}) in {self.pilot_steps} pilot steps{edge}"
+            f"lr {self.learning_rate:.3g} chosen by the {self.criterion.split(':')[0]} over "
+            f"{len(self.candidates)} rates ({scores}) in {self.pilot_steps} pilot steps{edge}"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -121,6 +128,7 @@ class RateChoice(NamedTuple):
             "criterion": self.criterion,
             "candidates": list(self.candidates),
             "scores": [float(s) if np.isfinite(s) else None for s in self.scores],
+            "errors": [float(s) if np.isfinite(s) else None for s in self.errors],
             "pilot_steps": self.pilot_steps,
             "at_edge": self.at_edge,
         }
@@ -128,13 +136,14 @@ class RateChoice(NamedTuple):
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RateChoice:
         """The inverse of :meth:`to_dict` (a resumed run reads its choice back)."""
-        scores = tuple(float("inf") if s is None else float(s) for s in d["scores"])
+        floats = lambda xs: tuple(float("inf") if x is None else float(x) for x in xs)  # noqa: E731
         return cls(
             float(d["learning_rate"]),
-            tuple(float(c) for c in d["candidates"]),
-            scores,
+            floats(d["candidates"]),
+            floats(d["scores"]),
             int(d["pilot_steps"]),
             bool(d["at_edge"]),
+            floats(d.get("errors", ())),
             str(d.get("criterion", CRITERION)),
         )
 
@@ -159,8 +168,9 @@ def stability_rate(
     key: jax.Array, search: RateSearch, params: PyTree, batch_fn: Callable, iterations: int = 20
 ) -> float:
     """``2/λ̂``: the largest stable rate of the preconditioned gradient step at ``params``, λ̂ the
-    top eigenvalue of ``G⁻¹∇²(Û/N)`` by power iteration, G the metric updated on 8 minibatch
-    gradients at ``params`` (one chain's).
+    top eigenvalue of ``G⁻¹∇²(Û/N)`` by power iteration, G the metric frozen
+    (:func:`sgrld.metrics.metric.freeze`, its floor included) at the mean statistic of 8
+    minibatches at ``params`` (one chain's).
 
     Example:
       >>> import jax, jax.numpy as jnp, sgrld
@@ -177,9 +187,11 @@ def stability_rate(
     @jax.jit
     def top_eigenvalue(params):
         state = metric.init(params)
-        for k in jax.random.split(warm_key, 8):
-            _, _, observation = observe(params, batch_fn(k), k)
-            state = metric.update(state, observation)
+        if metric.statistic is not None:  # the metric at the mean statistic of 8 minibatches
+            keys = jax.random.split(warm_key, 8)
+            stats = [metric.statistic(observe(params, batch_fn(k), k)[2]) for k in keys]
+            mean = jax.tree.map(lambda *xs: sum(xs) / len(xs), *stats)
+            state = freeze(metric, state._replace(count=state.count + len(stats)), mean)
         batch = batch_fn(hvp_key)
         grad = jax.grad(search.potential_fn)
 
@@ -211,13 +223,14 @@ def stability_rate(
 
 
 def candidate_rates(stable: float, num: int = NUM_CANDIDATES) -> tuple[float, ...]:
-    """The rates tried, largest first: ``3·stable·3^{−k}``, k = 0 … num − 1.
+    """The rates tried, largest first: ``9·stable·3^{−k}``, k = 0 … num − 1 (a network's best
+    rate is often above the stability limit at its initialisation: its curvature adapts).
 
     Example:
       >>> [round(r, 4) for r in candidate_rates(1.0, 4)]
-      [3.0, 1.0, 0.3333, 0.1111]
+      [9.0, 3.0, 1.0, 0.3333]
     """
-    return tuple(float(stable * 3.0 ** (1 - k)) for k in range(num))
+    return tuple(float(stable * 3.0 ** (2 - k)) for k in range(num))
 
 
 def _window(pilot_steps: int) -> tuple[int, int]:
@@ -275,9 +288,16 @@ def _pilot_fn(search: RateSearch, batch_fn: Callable, pilot_steps: int) -> Calla
     return jax.jit(jax.vmap(one_rate, in_axes=(0, None, None)))
 
 
+def _loss(mean: np.ndarray, noise: np.ndarray) -> np.ndarray:
+    """Per coordinate, ``ρ(v) = ((v − 1)/(v + 1))²`` of the groups' mean ``v`` (clipped at 0),
+    less its second-order noise bias ``ρ''(v)·noise/2`` (``noise``: the mean's variance)."""
+    v = np.maximum(mean, 0.0)
+    return ((v - 1.0) / (v + 1.0)) ** 2 - 4.0 * (2.0 - v) / (v + 1.0) ** 4 * noise
+
+
 def _discrepancy(w: np.ndarray) -> np.ndarray:
-    """Per coordinate, ``(mean_g w − 1)² − var_g(w)/G`` over the groups (axis 0)."""
-    return (w.mean(0) - 1.0) ** 2 - w.var(0, ddof=1) / w.shape[0]
+    """Per coordinate, :func:`_loss` of ``w`` over the groups (axis 0)."""
+    return _loss(w.mean(0), w.var(0, ddof=1) / w.shape[0])
 
 
 def _left_out(w: np.ndarray) -> np.ndarray:
@@ -286,7 +306,7 @@ def _left_out(w: np.ndarray) -> np.ndarray:
     s1, s2 = w.sum(0), (w**2).sum(0)
     mean = (s1 - w) / (g - 1)
     var = (s2 - w**2 - (g - 1) * mean**2) / (g - 2)
-    return ((mean - 1.0) ** 2 - var / (g - 1)).reshape(g, -1).sum(1)
+    return _loss(mean, var / (g - 1)).reshape(g, -1).sum(1)
 
 
 def virial_score(
@@ -300,10 +320,16 @@ def virial_score(
       >>> theta = rng.normal(size=(2, 4, 4, 500, 50)) * np.sqrt([[[[[1.0]]]], [[[[2.0]]]]])
       >>> s = _Sums(theta.sum(3), theta.sum(3), (theta**2).sum(3))
       >>> d, se = virial_score(s, 500, 1, 1.0)
-      >>> np.round(d, 2).tolist(), bool(np.all(se < 0.05))  # (v − 1)²: 0 and 1
-      ([0.0, 1.0], True)
+      >>> np.round(d, 3).tolist(), bool(np.all(se < 0.01))  # ρ(1) = 0, ρ(2) = 1/9
+      ([0.0, 0.111], True)
     """
-    leaves = [np.asarray(x, np.float64) for x in jax.tree.leaves(sums)]
+    n_t = num_data / temperature
+    with np.errstate(all="ignore"):  # a diverged rate's sums are not finite: scored ∞
+        return _scores([np.asarray(x, np.float64) for x in jax.tree.leaves(sums)], count, n_t)
+
+
+def _scores(leaves: list[np.ndarray], count: int, n_t: float) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`virial_score` of the sums' leaves (θ's, then g's, then θ·g's), ``n_t = N/T``."""
     n = len(leaves) // 3
     scores, errors = [], []
     for k in range(leaves[0].shape[0]):
@@ -311,7 +337,7 @@ def virial_score(
         for th, g, thg in zip(leaves[:n], leaves[n : 2 * n], leaves[2 * n :], strict=True):
             th, g, thg = (x[k].reshape(-1, *x.shape[3:]) / count for x in (th, g, thg))
             th_mean, g_mean = th.mean(0), g.mean(0)  # pooled over the groups
-            w = num_data / temperature * (thg - th_mean * g - g_mean * th + th_mean * g_mean)
+            w = n_t * (thg - th_mean * g - g_mean * th + th_mean * g_mean)
             total += float(np.sum(_discrepancy(w)))
             left_out = left_out + _left_out(w)
             size += w[0].size
@@ -360,7 +386,7 @@ def choose_learning_rate(
     scores, errors = virial_score(
         sums, _window(pilot_steps)[1], search.num_data, search.temperature
     )
-    finite = np.isfinite(scores) & _all_finite(ends.params)
+    finite = np.isfinite(scores) & all_finite(ends.params)
     scores, errors = np.where(finite, scores, np.inf), np.where(finite, errors, np.inf)
     if not finite.any():
         raise FloatingPointError(
@@ -374,15 +400,21 @@ def choose_learning_rate(
         tuple(float(s) for s in scores),
         int(pilot_steps),
         best in (0, len(candidates) - 1),
+        tuple(float(e) for e in errors),
     )
+    warn_at_edge(choice)
+    return choice, jax.tree.map(lambda x: x[best], ends)
+
+
+def warn_at_edge(choice: RateChoice) -> None:
+    """A ``RuntimeWarning`` where the choice is the largest or the smallest rate tried."""
     if choice.at_edge:
         warnings.warn(
             f"learning_rate='auto': the best rate is at the edge of the rates tried ({choice.describe()}); "  # noqa: E501
-            "a rate outside them may be better: give candidates or a number",
+            "a rate outside them may be better: give a number",
             RuntimeWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
-    return choice, jax.tree.map(lambda x: x[best], ends)
 
 
 def _best(scores: np.ndarray, errors: np.ndarray) -> int:
@@ -400,9 +432,40 @@ def _best(scores: np.ndarray, errors: np.ndarray) -> int:
     return int(within[0]) if within.size else int(np.argmin(scores))
 
 
-def _all_finite(params: PyTree) -> np.ndarray:
+def all_finite(params: PyTree) -> np.ndarray:
     """Per rate (leading axis), whether every chain's every parameter is finite."""
     flags = [
         np.isfinite(np.asarray(x)).reshape(x.shape[0], -1).all(1) for x in jax.tree.leaves(params)
     ]
     return np.logical_and.reduce(flags)
+
+
+PILOT_KEY = 0x5EA4C4
+"""Folded into a run's key for its search: the pilot's streams are not the run's."""
+
+
+def resolve_learning_rate(
+    key: jax.Array, sampler: Any, states: Any, batch_fn: Callable, burn_in: int
+) -> tuple[Any, Any, RateChoice | None]:
+    """``(sampler, states, choice)``: a ``learning_rate="auto"`` sampler resolved in the first
+    quarter of a burn-in (:func:`pilot_steps_of`), with its chains' states after the pilot (their
+    step counters advanced by ``choice.pilot_steps``); any other sampler as it is, with
+    ``choice = None``.
+
+    Example:
+      >>> import jax, jax.numpy as jnp, sgrld
+      >>> t = sgrld.samples.targets.standard_normal()
+      >>> s = sgrld.sgrld(t.potential, sgrld.metrics.identity(), learning_rate="auto", num_data=1)
+      >>> states = jax.tree.map(lambda x: x[None].repeat(4, 0), s.init(t.init_params))
+      >>> s2, states, choice = resolve_learning_rate(jax.random.key(0), s, states, t.batch_fn, 400)
+      >>> s2.rate_search is None, int(states.step[0]), choice.pilot_steps
+      (True, 100, 100)
+    """
+    search = getattr(sampler, "rate_search", None)
+    if search is None:
+        return sampler, states, None
+    pilot = pilot_steps_of(burn_in)
+    choice, states = choose_learning_rate(
+        jax.random.fold_in(key, PILOT_KEY), search, states, batch_fn, pilot
+    )
+    return search.build(choice.learning_rate), states, choice

@@ -67,6 +67,9 @@ class Metric(NamedTuple):
         mark of a metric no continuous Γ makes exact (:mod:`sgrld.samplers.guarantee`).
       with_stat: ``with_stat(state, stat) -> state``: the state with its statistic replaced and
         its cache refreshed from it (:func:`freeze`); ``None``: ``state._replace(stat=stat)``.
+      floor: ``floor(stat, share) -> stat`` raised to at least ``share`` times its scale (e.g.
+        :func:`leaf_mean_floor`), for a statistic whose small values make large steps (RMSprop's
+        g², the Fisher metrics' J); :func:`freeze` applies it. ``None``: no floor.
     """
 
     init: Callable[[PyTree], Any]
@@ -80,6 +83,7 @@ class Metric(NamedTuple):
     decay: float | str | None = None
     statistic_order: int = 1
     with_stat: Callable[[Any, PyTree], Any] | None = None
+    floor: Callable[[PyTree, Any], PyTree] | None = None
 
 
 class MetricState(NamedTuple):
@@ -215,6 +219,7 @@ def ema_metric(
     observation_fn: Callable[[Callable], Callable] | None = None,
     skip_nonfinite: bool = False,
     statistic_order: int = 1,
+    floor: Callable[[PyTree, Any], PyTree] | None = None,
 ) -> Metric:
     """Build a :class:`Metric` whose state is an EMA of ``statistic``.
 
@@ -234,6 +239,7 @@ def ema_metric(
       skip_nonfinite: an update whose statistic is not finite keeps the previous average and
         counts one fallback (``state.fallbacks``), instead of poisoning the average.
       statistic_order: :attr:`Metric.statistic_order`.
+      floor: :attr:`Metric.floor`.
 
     Returns:
       The metric.
@@ -259,6 +265,7 @@ def ema_metric(
         decay=decay,
         statistic_order=int(statistic_order),
         with_stat=functools.partial(_ema_with_stat, refresh),
+        floor=floor,
     )
 
 
@@ -272,9 +279,37 @@ def _ema_with_stat(refresh: Callable | None, state: MetricState, stat: PyTree) -
     return state._replace(stat=stat, cache=cache, fallbacks=state.fallbacks + failed)
 
 
+def leaf_mean_floor(stat: PyTree, share: Any) -> PyTree:
+    """Each leaf of a nonnegative statistic raised to at least ``share`` times its mean
+    (a :attr:`Metric.floor`).
+
+    Example:
+      >>> [x.tolist() for x in leaf_mean_floor([jnp.array([0.0, 4.0]), jnp.ones(1)], 0.5)]
+      [[1.0, 4.0], [1.0]]
+    """
+    return jax.tree.map(lambda s: jnp.maximum(s, share * jnp.mean(s)).astype(s.dtype), stat)
+
+
+def new_observation_weight(metric: Metric, state: MetricState) -> jax.Array:
+    """The weight the next update would give a new observation: ``1 − decay``, or ``1/√(t + 1)``
+    under :data:`INVERSE_SQRT` after t updates."""
+    if metric.decay == INVERSE_SQRT:
+        return jax.lax.rsqrt((state.count + 1).astype(jnp.float32))
+    return jnp.float32(1.0 - float(metric.decay or 0.0))
+
+
 def freeze(metric: Metric, state: MetricState, stat: PyTree) -> MetricState:
     """The state a metric is frozen in: ``state`` with its statistic replaced by ``stat`` (e.g. a
     window average, :func:`sgrld.sgrld`'s ``adapt_until="auto"``) and its cache refreshed from it.
+
+    A metric with a :attr:`Metric.floor` has its statistic floored at the share a new observation
+    would get (:func:`new_observation_weight`) of its scale: an adapting RMSprop folds a gradient
+    g into its statistic at once, ``V ≥ (1 − decay)·g²``, so its step is at most
+    ``lr/√(1 − decay)`` per coordinate; frozen, a coordinate whose V was near 0 at the freeze
+    would step ``lr·g/√V`` when its gradient grows. Floored at ``(1 − decay)`` times the leaf's
+    mean V, a gradient of the leaf's typical size moves it no further than the adapting metric
+    would (RMSprop and DOP diverged a few steps after an unfloored freeze on the digits, RESULTS
+    §30).
 
     Example:
       >>> import sgrld
@@ -284,6 +319,8 @@ def freeze(metric: Metric, state: MetricState, stat: PyTree) -> MetricState:
       >>> [x.tolist() for x in m.inv(s, params)]  # the first layer's step halved at once
       [[0.5, 0.5, 0.5], [1.0, 1.0]]
     """
+    if metric.floor is not None:
+        stat = metric.floor(stat, new_observation_weight(metric, state))
     if metric.with_stat is None:
         return state._replace(stat=stat)
     return metric.with_stat(state, stat)

@@ -5,7 +5,13 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from sgrld.metrics.metric import Metric, check_decay, check_nonnegative, ema_metric
+from sgrld.metrics.metric import (
+    Metric,
+    check_decay,
+    check_nonnegative,
+    ema_metric,
+    leaf_mean_floor,
+)
 
 
 def rmsprop(decay: float | str = 0.99, eps: float = 1e-8) -> Metric:
@@ -49,4 +55,5 @@ def rmsprop(decay: float | str = 0.99, eps: float = 1e-8) -> Metric:
         inv=inv,
         inv_sqrt=inv_sqrt,
         statistic_order=2,
+        floor=leaf_mean_floor,
     )

@@ -29,7 +29,7 @@ import argparse
 import json
 from pathlib import Path
 
-from sgrld.run import report, runner
+from sgrld.run import auto_rate, report, runner
 from sgrld.run.arguments import integer_at_least, positive_int
 from sgrld.run.config import Config, ConfigError, load_config
 from sgrld.run.from_config import run_config
@@ -43,16 +43,13 @@ BASE = [
     "run.thin=20",
 ]
 SETTINGS = {
-    "Identity": ['sampler.metric="identity"', "sampler.learning_rate=0.25"],
-    "RMSprop": ['sampler.metric="rmsprop"', "sampler.learning_rate=0.005"],
-    "Monge": [
-        'sampler.metric="monge"',
-        "sampler.learning_rate=0.25",
-        "sampler.metric_params={alpha2 = 0.25, decay = 0.9}",
-    ],
-    "Shampoo": ['sampler.metric="shampoo"', "sampler.learning_rate=0.01"],
+    "Identity": ['sampler.metric="identity"'],
+    "RMSprop": ['sampler.metric="rmsprop"'],
+    "Monge": ['sampler.metric="monge"', "sampler.metric_params={alpha2 = 0.25, decay = 0.9}"],
+    "Shampoo": ['sampler.metric="shampoo"'],
 }
-"""Each metric's overrides of :data:`BASE` (learning rates chosen on validation log p(y|X))."""
+"""Each metric's overrides of :data:`BASE`; every learning rate is ``"auto"``, chosen in the
+burn-in (:mod:`sgrld.chains.step_size`)."""
 EPOCHS = 100
 TITLE = "digits, 64-100-100-10 MLP, horseshoe prior"
 
@@ -78,6 +75,24 @@ def configs(out: str | Path, epochs: int = EPOCHS, seed: int = 0) -> dict[str, C
         )
         for name, overrides in SETTINGS.items()
     }
+
+
+def run_learning_rate(result: runner.Result) -> str:
+    """The rate a run used, as the table shows it: the chosen one, marked, where it was
+    ``"auto"`` (:mod:`sgrld.run.auto_rate`).
+
+    Example:
+        >>> from types import SimpleNamespace as NS
+        >>> meta = {"config": {"sampler": {"learning_rate": "auto"}},
+        ...         "learning_rate_search": {"learning_rate": 0.0583}}
+        >>> run_learning_rate(NS(summary={"meta": meta}))
+        '0.0583 (auto)'
+    """
+    meta = result.summary.get("meta", {})
+    chosen = meta.get(auto_rate.META_KEY)
+    if chosen is not None:
+        return f"{chosen['learning_rate']:.3g} (auto)"
+    return format(meta.get("config", {}).get("sampler", {}).get("learning_rate"), "g")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -114,8 +129,7 @@ def run(args: argparse.Namespace) -> int:
             results[name] = result = run_config(config, progress=True, label=name)
         except ConfigError as err:
             raise ConfigError(f"--epochs {args.epochs}, --seed {args.seed}: {err}") from None
-        lr = format(config.sampler.learning_rate, "g")
-        rows.append(report.summary_row(result, metric=name, lr=lr))
+        rows.append(report.summary_row(result, metric=name, lr=run_learning_rate(result)))
         if result.status == "interrupted":
             break
     columns = report.summary_columns(rows[0])

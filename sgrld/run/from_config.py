@@ -30,7 +30,7 @@ from sgrld.data import DATASETS, DataError, load_dataset
 from sgrld.numerics.potential import Potential
 from sgrld.numerics.potential import potential as make_potential
 from sgrld.numerics.pytrees import PyTree
-from sgrld.run import checkpoint, run_folder
+from sgrld.run import auto_rate, checkpoint, run_folder
 from sgrld.run.config import (
     PRIORS,
     Config,
@@ -397,6 +397,7 @@ def run_config(
     mesh = mesh_of(config) if isinstance(mesh, str) else mesh
     experiment, schedule = (build or _build)(config)
     check_schedule(config, len(experiment.train[0]))
+    experiment = auto_rate.resolve(experiment, schedule, saved)  # learning_rate = "auto"
     if folder is not None and existing != "resume" and writer:
         folder.mkdir(parents=True, exist_ok=True)
         run_folder.clear(folder, existing, files)

@@ -17,6 +17,7 @@ from sgrld.numerics.pytrees import PyTree
 from sgrld.run.config import METRICS, SAMPLERS, Config, ConfigError
 from sgrld.run.config.schema import SamplerConfig, ScheduleConfig
 from sgrld.samplers.guarantee import Adaptation, auto_freeze, guarantee
+from sgrld.samplers.rate_search import is_auto
 from sgrld.samplers.sampler import Sampler
 from sgrld.samplers.sampler import sgrld as langevin_sgrld
 
@@ -77,6 +78,8 @@ def sampler_of(
     for key, value in (values or {}).items():
         section, _, name = key.rpartition(".")
         (metric_params if section == "metric_params" else options)[name] = value
+    if is_auto(options.get("learning_rate")) and schedule is not None:
+        return _searched(s, potential, num_data, values, schedule, num_steps, burn_in)
     if schedule is not None:
         options |= schedule_options(schedule, options, num_steps)
     metric = METRICS[s.metric](**metric_params)
@@ -96,6 +99,25 @@ def sampler_of(
     if s.kind == "sghmc" and (s.metric != "identity" or metric_params):
         options["metric"] = metric
     return SAMPLERS[s.kind](potential, num_data=num_data, **options)
+
+
+def _searched(s, potential, num_data, values, schedule, num_steps, burn_in) -> Sampler:
+    """The ``learning_rate="auto"`` sampler of ``[sampler]`` under ``[schedule]``: the search
+    chooses the schedule's scale (its rate at step 0)."""
+    constant = sampler_of(s, potential, num_data, values, None, num_steps, burn_in)
+
+    def build(lr):
+        return sampler_of(
+            s,
+            potential,
+            num_data,
+            {**(values or {}), "learning_rate": lr},
+            schedule,
+            num_steps,
+            burn_in,
+        )
+
+    return constant._replace(rate_search=constant.rate_search._replace(build=build))
 
 
 def adapt_until_of(value: int | str | None) -> int | str | None:

@@ -57,7 +57,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from sgrld.chains.devices import check_mesh, make_mesh
-from sgrld.run import report, scoring
+from sgrld.run import auto_rate, report, scoring, sweep_rates
 from sgrld.run.config import Config, ConfigError, with_overrides
 from sgrld.run.config.toml_io import parse_override
 from sgrld.run.config.validation import MAX_SEED
@@ -156,11 +156,12 @@ def settings(grids: Sequence[Grid]) -> list[dict[str, float]]:
 
 
 def sweep_experiment(
-    config: Config, grids: Sequence[Grid], replicates: int
+    config: Config, grids: Sequence[Grid], replicates: int, rates: Sequence[float] | None = None
 ) -> tuple[Experiment, RunPlan]:
     """The experiment and schedule of a sweep: ``S·R·K`` chains for ``S`` settings, ``R``
     replicates and ``K = run.chains`` (chain order and seeds: the module docstring); the swept
-    values are ``experiment.chain_args[0]``, one per chain.
+    values are ``experiment.chain_args[0]``, one per chain; ``rates``: each setting's learning
+    rate, where ``learning_rate = "auto"`` chose them (:mod:`sgrld.run.sweep_rates`).
 
     Example:
         >>> import sgrld
@@ -179,6 +180,8 @@ def sweep_experiment(
         )
         for key in (g.key for g in grids)
     }
+    if rates is not None:
+        hyper["learning_rate"] = np.repeat(np.asarray(rates, np.float32), per_setting)
     steps = lambda n: config.run.epochs * (n // config.data.batch_size)
     build_sampler = lambda potential, n: swept(
         lambda h: sampler_of(
@@ -366,10 +369,19 @@ def run_sweep(
     built: dict[str, Experiment] = {}
 
     def build(config: Config) -> tuple[Experiment, RunPlan]:
-        experiment, schedule = sweep_experiment(config, grids, replicates)
+        choices = None
+        if sweep_rates.needs_search(config, list(grid)):
+            resumed = folder if existing == "resume" else None
+            choices = sweep_rates.setting_rates(config, points, resumed)
+        rates = None if choices is None else [c.learning_rate for c in choices]
+        for point, rate in zip(points, rates or (), strict=False):  # the table's lr column
+            point[sweep_rates.KEY] = rate
+        experiment, schedule = sweep_experiment(config, grids, replicates, rates)
         if not len(experiment.eval_sets["val"][0]):
             raise ConfigError(_NO_VALIDATION.format(name=config.data.name))
         meta = {**experiment.meta, "sweep": {"grid": grid, "replicates": replicates}}
+        if choices is not None:
+            meta[auto_rate.META_KEY] = [c.to_dict() for c in choices]
         built["experiment"] = dataclasses.replace(experiment, meta=meta)
         return built["experiment"], schedule
 

@@ -2,8 +2,9 @@
 
 A configuration has seven sections, each a frozen dataclass; every key has a default, so a file
 only lists what differs. The defaults are the MNIST setup of Yu et al. (TMLR 2023, Sec. 4.1 and
-Table 4): a 784-400-400-10 MLP with the horseshoe prior, Identity metric with learning rate 0.25,
-batches of 100, burn-in 1000 minibatches, a sample every 100 minibatches, 400 epochs.
+Table 4): a 784-400-400-10 MLP with the horseshoe prior, Identity metric with its learning rate
+chosen in the burn-in (``"auto"``; Yu et al. use 0.25), batches of 100, burn-in 1000
+minibatches, a sample every 100 minibatches, 400 epochs.
 
 .. code-block:: toml
 
@@ -38,7 +39,8 @@ batches of 100, burn-in 1000 minibatches, a sample every 100 minibatches, 400 ep
     kind = "sgrld"              # sgrld, sghmc, sgnht, isgd (sgrld.<kind>; only its options)
     metric = "monge"            # identity, rmsprop, wenzel, monge, shampoo, fisher_diag,
                                 # fisher_qdiag, fisher_full (labels, eps, decay)
-    learning_rate = 0.25        # lr = h·N (default 0.25; isgd: "rule", its λ rule)
+    learning_rate = "auto"      # lr = h·N; "auto": chosen in the first quarter of run.burn_in
+                                # (the default; isgd: "rule", its λ rule)
     temperature = 1.0
     # adapt_until = "auto"      # freeze at 3/4 of run.burn_in ("never": adapt throughout; a step)
     correction = "none"         # none, hutchinson, exact (sgrld.parts.correction.MODES)

@@ -108,8 +108,9 @@ class PriorConfig:
     params: dict[str, Any] = field(default_factory=dict)
 
 
-LEARNING_RATE = 0.25
-"""``sampler.learning_rate`` of sgrld, sghmc and sgnht when it is not set (Yu et al.'s)."""
+LEARNING_RATE = "auto"
+"""``sampler.learning_rate`` of sgrld, sghmc and sgnht when it is not set: chosen in the first
+quarter of the burn-in (:mod:`sgrld.chains.step_size`)."""
 
 
 CONFIG_TYPES: dict[str, Any] = {
@@ -174,7 +175,7 @@ class SamplerSection:
             0.5
             >>> SamplerConfig().sampler_options()["learning_rate"], "learning_rate" in (
             ...     SamplerConfig(kind="isgd").sampler_options())
-            (0.25, False)
+            ('auto', False)
         """
         options = {}
         for name, default in sampler_keywords(self.kind).items():
@@ -209,8 +210,9 @@ SamplerConfig.__doc__ = """``[sampler]``: the kind, its metric and every keyword
             ``isgd``.
         metric: a name of :data:`sgrld.run.config.METRICS` (sgrld, sghmc).
         metric_params: keyword arguments of the metric factory.
-        learning_rate: ``lr = h·N`` (> 0); ``"rule"``: i-SGD's λ rule (isgd only); ``None``:
-            the kind's default (:data:`LEARNING_RATE`; the rule for isgd).
+        learning_rate: ``lr = h·N`` (> 0); ``"auto"``: chosen in the first quarter of
+            ``run.burn_in`` (:mod:`sgrld.chains.step_size`); ``"rule"``: i-SGD's λ rule (isgd
+            only); ``None``: the kind's default (:data:`LEARNING_RATE`; the rule for isgd).
         adapt_until: an integer, ``"auto"`` or ``"never"`` (adapt throughout; TOML has no null).
         gradient_noise: ``"per_example"`` (sghmc, isgd) or ``"square"`` (isgd).
     """

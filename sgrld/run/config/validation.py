@@ -131,10 +131,13 @@ def _validate_sampler(config: Config) -> None:
     _check_kind_options(s)
     choice("sampler.metric", s.metric, sorted(METRICS))
     check_kwargs("sampler.metric_params", METRICS[s.metric], s.metric_params)
-    if isinstance(s.learning_rate, str) and s.learning_rate != "rule":
+    if isinstance(s.learning_rate, str) and s.learning_rate not in ("rule", "auto"):
         raise ConfigError(
-            f"sampler.learning_rate: a number > 0 or 'rule' (isgd), got {s.learning_rate!r}"
+            f"sampler.learning_rate: a number > 0, 'auto' (chosen in the burn-in) or 'rule' "
+            f"(isgd), got {s.learning_rate!r}"
         )
+    if s.learning_rate == "auto" and s.kind == "isgd":
+        raise ConfigError("sampler.learning_rate: 'auto' is not isgd's; give 'rule' or a number")
     choice("sampler.correction", s.correction, MODES)
     at_least("sampler.adapt_until", None if isinstance(s.adapt_until, str) else s.adapt_until, 0)
     for name, names in (("adapt_until", ["auto", "never"]), ("correction_scale", ["auto"])):

@@ -1,0 +1,114 @@
+"""``learning_rate="auto"`` with held-out data: successive halving of the rates tried on the
+chains' validation log-likelihood (``sgrld run`` and ``sgrld sweep`` where the data set has a
+validation split; :mod:`sgrld.chains.step_size` otherwise)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from sgrld.chains.step_size import RateChoice, all_finite, warn_at_edge
+from sgrld.numerics.pytrees import PyTree
+from sgrld.samplers.rate_search import RateSearch
+
+
+def _take(index: np.ndarray, x: jax.Array) -> jax.Array:
+    return x[index]
+
+
+HALVING = "validation log-likelihood of the chains' ensemble, by successive halving"
+"""The criterion's name where a run has validation data (:func:`halve_learning_rate`)."""
+
+
+def _advance_fn(search: RateSearch, batch_fn: Callable, steps: int) -> Callable:
+    """``(rates [K], states [K, C, ...], keys [C], start) -> states`` after ``steps`` steps of
+    each rate's chains (step t of a chain uses ``fold_in(key, t)``, as in the pilot)."""
+
+    def one_chain(sampler, state, key, start):
+        key, _ = jax.random.split(key)
+
+        def advance(state, t):
+            step_key, batch_key = jax.random.split(jax.random.fold_in(key, t))
+            return sampler.step(step_key, state, batch_fn(batch_key))[0], None
+
+        return jax.lax.scan(advance, state, start + jnp.arange(steps))[0]
+
+    def one_rate(lr, states, keys, start):
+        sampler = search.build(lr)
+        return jax.vmap(lambda s, k: one_chain(sampler, s, k, start))(states, keys)
+
+    return jax.jit(jax.vmap(one_rate, in_axes=(0, 0, None, None)))
+
+
+def halve_learning_rate(
+    key: jax.Array,
+    search: RateSearch,
+    states: Any,
+    batch_fn: Callable,
+    score_fn: Callable[[PyTree], np.ndarray],
+    pilot_steps: int,
+    candidates: tuple[float, ...],
+) -> tuple[RateChoice, Any]:
+    """Choose a rate by successive halving on a score that needs held-out data.
+
+    All candidates run ``pilot_steps // 4`` steps; the better half (by ``score_fn``, higher is
+    better) runs as many again, the better half of those twice as many, and so on until one is
+    left or ``pilot_steps`` are spent. A network's best rate over a whole run is not its best
+    over a short pilot: on the digits (Identity, 4 chains), the ensemble of the chains' states
+    after 250 steps preferred lr 0.2 (validation log-likelihood −0.23 against −0.28 at 0.0675),
+    after 500 steps 0.0675 (−0.250 against −0.268), and over a whole run 0.2 was the worse
+    (test −0.97 against −0.14); halving gives the long rounds to the survivors.
+
+    Args:
+      key: PRNG key (the same key gives the same choice).
+      search: the sampler's :class:`~sgrld.samplers.rate_search.RateSearch`.
+      states: the chains' starting states, leading axis the chains.
+      batch_fn: ``key -> batch``.
+      score_fn: ``params [K, C, ...] -> [K]``, e.g. the validation log-likelihood of each rate's
+        chains as an ensemble (non-finite: diverged).
+      pilot_steps: the most steps a rate runs.
+      candidates: the rates, largest first.
+
+    Returns:
+      ``(choice, states)``: its ``scores`` are minus each rate's last score (lower is better, as
+      D), and the states are the chosen rate's chains'.
+    """
+    chains = jax.tree.leaves(states.params)[0].shape[0]
+    keys = jax.random.split(key, chains)
+    alive = np.arange(len(candidates))
+    scores = np.full(len(candidates), np.inf)
+    current = jax.tree.map(lambda x: jnp.broadcast_to(x, (len(alive), *x.shape)), states)
+    done, length = 0, max(1, pilot_steps // 4)
+    while True:
+        rates = jnp.asarray([candidates[i] for i in alive], jnp.float32)
+        current = _advance_fn(search, batch_fn, length)(rates, current, keys, done)
+        done += length
+        value = -np.asarray(score_fn(current.params), np.float64)
+        value = np.where(np.isfinite(value) & all_finite(current.params), value, np.inf)
+        scores[alive] = value
+        if len(alive) == 1 or done >= pilot_steps or not np.isfinite(value).any():
+            break
+        keep = np.sort(np.argsort(value, kind="stable")[: (len(alive) + 1) // 2])
+        alive, current = alive[keep], jax.tree.map(partial(_take, keep), current)
+        length = min(done, pilot_steps - done)
+    if not np.isfinite(scores).any():
+        raise FloatingPointError(
+            f'learning_rate="auto": every rate tried diverged ({", ".join(f"{c:.3g}" for c in candidates)}); '  # noqa: E501
+            "check the potential and the start, or give a smaller number"
+        )
+    best = int(alive[int(np.argmin(scores[alive]))])
+    choice = RateChoice(
+        float(candidates[best]),
+        tuple(float(c) for c in candidates),
+        tuple(float(s) for s in scores),
+        int(done),
+        best in (0, len(candidates) - 1),
+        criterion=HALVING,
+    )
+    warn_at_edge(choice)
+    return choice, jax.tree.map(lambda x: x[list(alive).index(best)], current)

@@ -1,0 +1,109 @@
+"""``sampler.learning_rate = "auto"`` in a run: the rate chosen before the run, kept on resume.
+
+The runner's epochs walk permutations of the training set, so the search runs before them, on
+minibatches drawn with replacement, from the chains' own starting points (:func:`search_rate`:
+on the validation log-likelihood where the data set has a validation split, else by the Stein
+virial); the run then starts from those points at the chosen rate and keeps its whole burn-in. The
+choice is stored in the run's ``meta`` (``summary.json``, checkpoints), so ``--resume`` reads it
+back instead of searching again, and a run with the same seed makes the same choice.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from sgrld.chains.rate_halving import halve_learning_rate
+from sgrld.chains.sampling import minibatch_fn
+from sgrld.chains.step_size import (
+    PILOT_KEY,
+    RateChoice,
+    candidate_rates,
+    choose_learning_rate,
+    pilot_steps_of,
+    stability_rate,
+)
+from sgrld.run import scoring
+from sgrld.run.runner import Experiment, RunPlan
+
+META_KEY = "learning_rate_search"
+"""The key of the choice in a run's ``meta``."""
+
+
+def saved_choice(saved: Any) -> RateChoice | None:
+    """The choice stored in a checkpoint's ``meta`` (``None``: none there)."""
+    if saved is None:
+        return None
+    stored = saved.info.get("meta", {}).get(META_KEY)
+    return None if stored is None else RateChoice.from_dict(stored)
+
+
+def validation_score(experiment: Experiment) -> Callable[[Any], np.ndarray] | None:
+    """``params [K, C, ...] -> [K]``: the validation log-likelihood of each rate's chains as one
+    ensemble (their predictive averaged), as the run scores its samples; ``None`` without a
+    validation set."""
+    val = experiment.eval_sets.get("val")
+    if val is None or len(val[0]) == 0:
+        return None
+    x, y = jnp.asarray(val[0]), jnp.asarray(val[1])
+    kind = experiment.kind
+    ensemble = scoring.ensemble_ops(kind, int(y.max()) + 1 if kind == "classification" else None)
+    predict = scoring.per_point(kind, experiment.predict_fn)
+    key = "log_likelihood" if kind == "classification" else "nll"
+    sign = 1.0 if kind == "classification" else -1.0
+
+    @jax.jit
+    def one_rate(params):
+        def fold(ens, p):
+            return ensemble.update(ens, scoring.chunked(partial(predict, p), x, 2048), y), None
+
+        ens = jax.lax.scan(fold, ensemble.init(x.shape[0]), params)[0]
+        return sign * ensemble.scores(ens, y)[key]
+
+    return lambda params: np.asarray(jax.lax.map(one_rate, params))
+
+
+def search_rate(experiment: Experiment, plan: RunPlan) -> RateChoice:
+    """Run the search of an experiment whose sampler has ``learning_rate="auto"``: successive
+    halving on the validation log-likelihood over half the burn-in where the data set has a
+    validation split (:func:`sgrld.chains.rate_halving.halve_learning_rate`), else the Stein
+    virial over its first quarter (:func:`sgrld.chains.step_size.choose_learning_rate`).
+
+    The pilot chains start where the run's chains start (``experiment.init_fn`` of keys from
+    ``plan.seed``, as many as ``plan.chains``) and draw minibatches of ``plan.batch_size``.
+    """
+    search = experiment.sampler.rate_search
+    key = jax.random.fold_in(jax.random.key(plan.seed), PILOT_KEY)
+    init_key, stable_key, pilot_key = jax.random.split(key, 3)
+    params = jax.vmap(experiment.init_fn)(jax.random.split(init_key, plan.chains))
+    batch_fn = minibatch_fn(tuple(experiment.train), plan.batch_size)
+    first = jax.tree.map(lambda x: x[0], params)
+    candidates = candidate_rates(stability_rate(stable_key, search, first, batch_fn))
+    states = jax.vmap(search.build(candidates[0]).init)(params, *experiment.chain_args)
+    score = validation_score(experiment)
+    if score is None:
+        steps = pilot_steps_of(plan.burn_in)
+        return choose_learning_rate(pilot_key, search, states, batch_fn, steps, candidates)[0]
+    steps = 2 * pilot_steps_of(plan.burn_in)
+    return halve_learning_rate(pilot_key, search, states, batch_fn, score, steps, candidates)[0]
+
+
+def resolve(experiment: Experiment, plan: RunPlan, saved: Any = None) -> Experiment:
+    """``experiment`` with its ``learning_rate="auto"`` resolved: from ``saved`` (a checkpoint
+    being resumed) where it holds the choice, else by :func:`search_rate`; the choice goes into
+    ``meta[META_KEY]``. Any other experiment is returned as it is."""
+    search = getattr(experiment.sampler, "rate_search", None)
+    if search is None:
+        return experiment
+    choice = saved_choice(saved) or search_rate(experiment, plan)
+    return dataclasses.replace(
+        experiment,
+        sampler=search.build(choice.learning_rate),
+        meta={**experiment.meta, META_KEY: choice.to_dict()},
+    )

@@ -1,0 +1,58 @@
+"""``sgrld sweep`` with ``sampler.learning_rate = "auto"``: one search per setting.
+
+Where the grid does not sweep the learning rate, each setting's rate is chosen as ``sgrld run``
+would choose it for that setting (:func:`sgrld.run.auto_rate.search_rate`, the seed
+``run.seed``), and the sweep runs every setting's chains at its own rate, as if the grid paired
+each setting with it. The choices go into the sweep's ``meta``; ``--resume`` reads them back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sgrld.chains.step_size import RateChoice
+from sgrld.run import auto_rate, checkpoint
+from sgrld.run.config import Config
+from sgrld.run.from_config import build_experiment, run_plan_of
+from sgrld.run.sampler_from_config import sampler_of
+from sgrld.samplers.rate_search import is_auto
+
+KEY = "sampler.learning_rate"
+
+
+def needs_search(config: Config, keys: Sequence[str]) -> bool:
+    """Whether a sweep over ``keys`` must choose each setting's rate."""
+    return is_auto(config.sampler.learning_rate) and KEY not in keys
+
+
+def setting_rates(
+    config: Config, points: Sequence[Mapping[str, float]], folder: Any = None
+) -> list[RateChoice]:
+    """The rate of each setting: read from the newest checkpoint in ``folder`` (a sweep being
+    resumed) where it holds them, else searched."""
+    saved = None if folder is None else checkpoint.latest(folder)
+    stored = None if saved is None else saved.info.get("meta", {}).get(auto_rate.META_KEY)
+    if stored is not None:
+        return [RateChoice.from_dict(d) for d in stored]
+    plan = run_plan_of(config)
+    steps = config.run.epochs
+
+    def one(point: Mapping[str, float]) -> RateChoice:
+        values = {k.removeprefix("sampler."): v for k, v in point.items()}
+
+        def build(potential, n):
+            num_steps = steps * (n // config.data.batch_size)
+            return sampler_of(
+                config.sampler,
+                potential,
+                n,
+                values,
+                schedule=config.schedule,
+                num_steps=num_steps,
+                burn_in=config.run.burn_in,
+            )
+
+        return auto_rate.search_rate(build_experiment(config, sampler=build), plan)
+
+    return [one(point) for point in points]
