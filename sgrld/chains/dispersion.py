@@ -97,8 +97,10 @@ def _jitter(key: jax.Array, x: jax.Array, fallback: jax.Array) -> jax.Array:
 
 
 def split_rhat(x: np.ndarray) -> float:
-    """The rank-normalised split R-hat of draws ``x [chains, draws]`` (Vehtari et al. 2021,
-    the bulk R-hat of ArviZ), NaN for fewer than 4 draws or draws that do not vary.
+    """The rank-normalised split R-hat of draws ``x [chains, draws]`` (Vehtari et al. 2021):
+    the larger of the bulk R-hat and that of the draws folded about their median, as ArviZ's
+    ``rhat`` and ``sgrld diagnose`` compute it; NaN for fewer than 4 draws or draws that do not
+    vary.
 
     Example:
       >>> rng = np.random.default_rng(0)
@@ -112,13 +114,19 @@ def split_rhat(x: np.ndarray) -> float:
     if half < 2 or not np.all(np.isfinite(x)):
         return float("nan")
     halves = np.concatenate([x[:, :half], x[:, -half:]])
-    ranks = scipy.stats.rankdata(halves, method="average").reshape(halves.shape)
-    z = scipy.special.ndtri((ranks - 0.375) / (halves.size + 0.25))
-    within = z.var(axis=1, ddof=1).mean()
+    folded = np.abs(halves - np.median(halves))
+    return max(_rank_rhat(halves), _rank_rhat(folded))
+
+
+def _rank_rhat(x: np.ndarray) -> float:
+    """R-hat of the rank-normalised draws ``x [chains, draws]`` (NaN if they do not vary)."""
+    ranks = scipy.stats.rankdata(x, method="average").reshape(x.shape)
+    z = scipy.special.ndtri((ranks - 0.375) / (x.size + 0.25))
+    n, within = x.shape[1], z.var(axis=1, ddof=1).mean()
     if within == 0:
         return float("nan")
-    between = half * z.mean(axis=1).var(ddof=1)
-    return float(np.sqrt(((half - 1) / half * within + between / half) / within))
+    between = n * z.mean(axis=1).var(ddof=1)
+    return float(np.sqrt(((n - 1) / n * within + between / n) / within))
 
 
 def disagreeing(potentials: np.ndarray, limit: float = RHAT_LIMIT) -> tuple[float, list[int]]:

@@ -120,12 +120,12 @@ def test_starts_jitter_by_each_leafs_size_and_keep_integers():
         starts(jax.random.key(1), params, 3, "prior")
 
 
-def test_split_rhat_is_arviz_rank_rhat_on_shifted_chains():
-    """ArviZ's rank R-hat is the larger of the bulk one (ours) and the folded one, which for
-    chains apart in location is the bulk one."""
+def test_split_rhat_is_arvizs_rank_rhat():
+    """Bulk and folded: chains apart in location, and chains of one location but unequal scale."""
     rng = np.random.default_rng(3)
-    for shift in (0.0, 0.3, 2.0):
-        x = rng.normal(size=(4, 200)) + shift * np.arange(4)[:, None]
+    for shift, scale in ((0.0, 0.0), (0.3, 0.0), (2.0, 0.0), (0.0, 1.0)):
+        x = rng.normal(size=(4, 201)) * (1 + scale * np.arange(4)[:, None])
+        x += shift * np.arange(4)[:, None]
         assert split_rhat(x) == pytest.approx(arviz_stats.rhat(x, method="rank"), rel=1e-9)
     assert np.isnan(split_rhat(np.ones((3, 50)))) and np.isnan(split_rhat(np.zeros((3, 3))))
 

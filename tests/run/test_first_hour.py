@@ -142,7 +142,7 @@ def test_a_run_whose_chains_disagree_warns_once_naming_them():
 
 
 def test_a_run_whose_chains_agree_does_not_warn():
-    schedule = dataclasses.replace(SCHEDULE, epochs=30, burn_in=100, chains=3)
+    schedule = dataclasses.replace(SCHEDULE, epochs=200, burn_in=300, thin=10, chains=3)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ChainsDisagreeWarning)
         runner.run(logistic_experiment(lr=0.05), schedule)
