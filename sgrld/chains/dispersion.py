@@ -23,8 +23,6 @@ from typing import Literal
 import jax
 import jax.numpy as jnp
 import numpy as np
-import scipy.special
-import scipy.stats
 
 from sgrld.numerics.pytrees import PyTree
 
@@ -120,8 +118,10 @@ def split_rhat(x: np.ndarray) -> float:
 
 def _rank_rhat(x: np.ndarray) -> float:
     """R-hat of the rank-normalised draws ``x [chains, draws]`` (NaN if they do not vary)."""
-    ranks = scipy.stats.rankdata(x, method="average").reshape(x.shape)
-    z = scipy.special.ndtri((ranks - 0.375) / (x.size + 0.25))
+    from scipy import special, stats  # on first use: scipy.stats takes a second to import
+
+    ranks = stats.rankdata(x, method="average").reshape(x.shape)
+    z = special.ndtri((ranks - 0.375) / (x.size + 0.25))
     n, within = x.shape[1], z.var(axis=1, ddof=1).mean()
     if within == 0:
         return float("nan")
