@@ -170,13 +170,13 @@ def warn_if_chains_disagree(potentials: np.ndarray) -> bool:
     rhat, chains = disagreeing(potentials)
     if not chains:
         return False
-    means = potentials.mean(axis=1)
+    means, sds = potentials.mean(axis=1), potentials.std(axis=1)
     if len(chains) == len(potentials):
         which = f"all {len(chains)} chains disagree with each other"
     else:
-        named = ", ".join(f"{c} (mean potential {means[c]:.4g})" for c in chains)
-        others = np.median(np.delete(means, chains))
-        which = f"chain(s) {named} disagree with the others (their median {others:.4g})"
+        named = ", ".join(f"{c} (potential {means[c]:.4g} ± {sds[c]:.2g})" for c in chains)
+        mean, sd = (np.median(np.delete(v, chains)) for v in (means, sds))
+        which = f"chain(s) {named} disagree with the others ({mean:.4g} ± {sd:.2g})"
     warnings.warn(
         f"the chains have not mixed: the potential's split R-hat is {rhat:.3f} (above "
         f"{RHAT_LIMIT}); {which}. Sample longer (a longer burn-in), lower the learning rate, or "
