@@ -309,7 +309,7 @@ def blr_run(
     kept = (settings.steps - settings.burn_in) // settings.thin
     out, seconds = sample_timed(
         sample_key, chain, init, batch_fn, num_samples=kept, thin=settings.thin,
-        burn_in=settings.burn_in, num_chains=settings.chains,
+        burn_in=settings.burn_in, num_chains=settings.chains, init="shared",  # as published
     )  # fmt: skip
     per_step = step_seconds(time_key, chain, init, batch_fn, min(settings.steps, 2_000))
     theta = np.concatenate(
@@ -364,7 +364,7 @@ def gaussian_run(
     init = target.sample(init_key, 1)[0]  # V₀ = 0 and ∇U(mean) = 0 would give G⁻¹ = 1/λ
     out, seconds = sample_timed(
         sample_key, chain, init, target.batch_fn, num_samples=settings.draws,
-        burn_in=settings.burn_in, num_chains=settings.chains,
+        burn_in=settings.burn_in, num_chains=settings.chains, init="shared",  # as published
     )  # fmt: skip
     draws = np.asarray(out.params, np.float64)
     per_step = step_seconds(time_key, chain, init, target.batch_fn, 2_000)

@@ -274,6 +274,7 @@ def run_curve(
         thin=thin,
         burn_in=burn,
         num_chains=chains,
+        init="shared",  # every chain at the curve's start, as published
         progress=progress,
     )
     x = np.asarray(out.params, np.float64)

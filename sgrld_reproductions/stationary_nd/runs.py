@@ -248,6 +248,7 @@ def run_sampler(
         thin=problem.thin,
         burn_in=problem.burn,
         num_chains=chains,
+        init="shared",  # every chain at the target's start, as published
         progress=progress,
     )
     flat = jax.vmap(jax.vmap(lambda p: ravel_pytree(p)[0]))(out.params)
