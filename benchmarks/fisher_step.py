@@ -34,7 +34,9 @@ Usage::
     python benchmarks/fisher_step.py --models jax-mlp eqx-mlp nnx-mlp --metrics fisher_diag \\
         fisher_qdiag --no-gamma --labels model --json f.json
 
-``--json PATH`` writes every row's seconds per round (``benchmarks/gpu/run.py`` reads it).
+``--json PATH`` writes every row's seconds per round (``benchmarks/gpu/run.py`` reads it);
+``--cost`` prints XLA's FLOPs and bytes accessed of one step instead (``cost_analysis()``), a
+count that no load on the machine changes.
 """
 
 from __future__ import annotations
@@ -345,6 +347,34 @@ def print_targets(cands: list[Candidate], ratios: dict[str, float]) -> None:
         print(f"  {'✓' if r <= limit else '✗'} {c.name} / {what}: {r:.2f}x (<= {limit}x)")
 
 
+def print_costs(args) -> None:
+    """XLA's count of one step's FLOPs and bytes accessed per chain (a scan of one step,
+    compiled), and each one's ratio to its network's Identity: what the step does, whatever the
+    load of the machine that times it."""
+    args.chunk, args.compile_workers = 1, max(2, args.compile_workers)
+    chains = [c for c in candidates(args) if isinstance(c.run, mlp.ScanChain)]
+    costs = {}
+    for c in chains:
+        cost = c.run.fn.cost_analysis()
+        cost = cost[0] if isinstance(cost, list) else cost
+        costs[c.name] = (cost["flops"], cost["bytes accessed"])
+    rows = []
+    for c in chains:
+        flops, nbytes = costs[c.name]
+        ident = costs[next(i.name for i in chains if i.group == (c.group[0], "identity"))]
+        rows.append(
+            [
+                c.name,
+                f"{flops / 1e6:,.1f}",
+                f"{flops / ident[0]:.2f}",
+                f"{nbytes / 1e6:,.1f}",
+                f"{nbytes / ident[1]:.2f}",
+            ]
+        )
+    head = ["candidate", "MFLOP/step", "/ Identity", "MB accessed/step", "/ Identity"]
+    print(table(head, rows))
+
+
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=7, help="interleaved timing rounds")
@@ -363,6 +393,9 @@ def parse_args(argv):
     )
     parser.add_argument(
         "--no-gamma", dest="gamma", action="store_false", help="skip the rows with Γ"
+    )
+    parser.add_argument(
+        "--cost", action="store_true", help="XLA's FLOPs and bytes of one step instead of times"
     )
     parser.add_argument(
         "--compile-workers", type=int, default=1, help="chains compiled at a time (threads)"
@@ -385,6 +418,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     print(environment())
     print(f"backend {jax.default_backend()}, device {jax.devices()[0].device_kind}")
+    if args.cost:
+        print_costs(args)
+        return 0
     print(
         f"models {', '.join(args.models)}; batch {mlp.BATCH} (ResNet-20: {RESNET_BATCH}), "
         f"N {mlp.NUM_DATA:,}, prior N(0, {SIGMA2}), labels {args.labels}; one chain; "

@@ -9,7 +9,7 @@ N = 50,000, one chain, CPU,
 ``--model cnn`` times the same rows on Li et al.'s CNN (:class:`sgrld.bnn.CNN`: 5x5 convolutions
 of 32 and 64 channels, dense 200-200; 299,306 parameters; its convolutions as the runner computes
 them on this backend, ``model.conv = "auto"``), batch 100, N = 50,000: the cost of the
-convolutions' per-example statistics (the patches route of :mod:`sgrld.numerics.layer_taps`).
+convolutions' per-example statistics (the patches route of :mod:`sgrld.numerics.tap_statistics`).
 
 SGHMC with the per-example minibatch-noise estimate B̂ (``gradient_noise="per_example"``) and
 SGNHT are timed beside them. Every step runs ``--chunk`` at a time inside one jitted

@@ -98,7 +98,7 @@ def logistic_regression() -> nn.Dense:
     """The linear logit of logistic regression: one Flax ``nn.Dense(1)``.
 
     ``z = x·w + b`` with parameters ``{"kernel": [d, 1], "bias": [1]}`` (``d`` input features),
-    the layer that the Fisher metrics' per-example fast path (:mod:`sgrld.numerics.layer_taps`)
+    the layer that the Fisher metrics' per-example fast path (:mod:`sgrld.numerics.jaxpr_taps`)
     and QDOP's bias–weight blocks know. With :func:`sgrld.bnn.likelihoods.bernoulli` it is
     Bayesian logistic regression. Initialised as the other models: He-normal ``w``, ``b = 0``.
 

@@ -32,6 +32,7 @@ log-likelihood, which such a model does not have.
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any, NamedTuple
 
@@ -100,7 +101,7 @@ def trace(loglik_fn, params, batch) -> Program:
     ``params`` and then those of ``batch``."""
     closed = jax.make_jaxpr(loglik_fn)(params, batch)
     avals: dict = {}
-    counter = iter(range(1 << 62))
+    counter = itertools.count()
     ins = tuple(next(counter) for _ in closed.jaxpr.invars)
     for k, v in zip(ins, closed.jaxpr.invars, strict=True):
         avals[k] = v.aval
@@ -236,7 +237,7 @@ def _gather_axis(dims, ins, shapes, outs):
 
 def _keeps(name, p, ins, shapes, outs, d) -> bool:
     """Whether a slice, pad, concatenation or split leaves the example axis ``d`` whole."""
-    if any(a not in (None, d) for a in ins[:1] if name != "concatenate"):
+    if name != "concatenate" and ins[0] != d:  # the examples in a pad value or an index
         return False
     if name == "slice":
         strides = p["strides"] or (1,) * len(shapes[0])
@@ -265,7 +266,7 @@ def _custom_axes(params, ins, size):
     """A custom-derivative call's outputs' axes, from its primal function's program."""
     inner, consts = _inner(params)
     avals: dict = {}
-    counter = iter(range(1 << 62))
+    counter = itertools.count()
     keys = [next(counter) for _ in inner.invars]
     avals.update((k, v.aval) for k, v in zip(keys, inner.invars, strict=True))
     nodes: list[Node] = []
@@ -307,14 +308,12 @@ def find_taps(program: Program, num_params: int, size: int) -> list[Tap]:
         uses.setdefault(k, []).append((-1, 0))
     found = [_tap(program, layout, uses, leaf, program.ins[leaf]) for leaf in range(num_params)]
     taps = sorted((t for t in found if t is not None), key=lambda t: t.node)
-    delta_of: dict[int, int] = {}
+    delta_of_output: dict = {}  # a tap's output -> the node whose perturbation gives its δ
     for n, t in enumerate(taps):
-        node = program.nodes[t.node]
-        other = node.ins[1 - t.pos]
-        source = next((i for i, o in delta_of.items() if other in program.nodes[i].outs), None)
-        if t.kind == "add" and source is not None and len(uses[other]) == 1:
-            taps[n] = t._replace(delta=delta_of[source])
-        delta_of[t.node] = taps[n].delta
+        other = program.nodes[t.node].ins[1 - t.pos]
+        if t.kind == "add" and other in delta_of_output and len(uses[other]) == 1:
+            taps[n] = t._replace(delta=delta_of_output[other])
+        delta_of_output[program.nodes[t.node].outs[0]] = taps[n].delta
     return taps
 
 

@@ -18,6 +18,8 @@ statistic in ``[K, F]`` goes back to the leaf's shape by undoing the reshapes an
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import jax
 import jax.numpy as jnp
 
@@ -36,11 +38,11 @@ def at_least_float32(x: jax.Array) -> jax.Array:
     return jnp.asarray(x, jnp.promote_types(x.dtype, jnp.float32))
 
 
-def _split(x: jax.Array, axis: int, size: int) -> tuple[jax.Array, callable]:
+def _split(x: jax.Array, axis: int, size: int) -> tuple[jax.Array, Callable[[int], int]]:
     """``x`` with its example axis ``axis`` (of ``size·r``) split in ``(size, r)`` in place, and
-    where each old axis went."""
+    where each old axis went (the example axis: to its remainder ``r``, after ``size``)."""
     x = x.reshape(*x.shape[:axis], size, x.shape[axis] // size, *x.shape[axis + 1 :])
-    return x, lambda i: i + (i > axis) + (i == axis)
+    return x, lambda i: i + (i >= axis)
 
 
 def _canonical_dot(program: Program, tap: Tap, a, delta, size):
@@ -54,13 +56,13 @@ def _canonical_dot(program: Program, tap: Tap, a, delta, size):
     p_free = [i for i in range(len(p_shape)) if i not in p_contract]
     d, o = tap.axes
     a, at = _split(a, d, size)
-    order = [d, *(d + 1 if i == d else at(i) for i in a_free), *(at(i) for i in a_contract)]
+    order = [d, *(at(i) for i in a_free), *(at(i) for i in a_contract)]
     a = jnp.transpose(a, order).reshape(size, -1, _prod(p_shape, p_contract))
     first = len(p_free) if tap.pos == 0 else 0
     out_a = range(first, first + len(a_free))
     out_p = [j for j in range(delta.ndim) if j not in out_a]
     delta, dt = _split(delta, o, size)
-    order = [o, *(o + 1 if j == o else dt(j) for j in out_a), *(dt(j) for j in out_p)]
+    order = [o, *(dt(j) for j in out_a), *(dt(j) for j in out_p)]
     delta = jnp.transpose(delta, order).reshape(size, a.shape[1], -1)
     dims = [*p_contract, *p_free]
 
