@@ -44,9 +44,9 @@ Example:
   >>> data = sgrld.minibatch_fn(jnp.ones(100), 100)  # full batch: λ = 100 + 1/100
   >>> states = jax.tree.map(lambda x: x[None].repeat(4, 0), s.init(jnp.zeros(())))
   >>> choice, _ = choose_learning_rate(jax.random.key(0), s.rate_search, states, data, 400)
-  >>> [round(r * 100, 3) for r in choice.candidates][:3]   # in units of 1/λ
-  [6.0, 2.0, 0.667]
-  >>> round(choice.learning_rate * 100, 3), choice.at_edge
+  >>> [round(r * 100, 2) for r in choice.candidates][:4]   # in units of 1/λ
+  [18.0, 6.0, 2.0, 0.67]
+  >>> round(choice.learning_rate * 100, 3), choice.at_edge  # stiff variance within 12.5 %
   (0.222, False)
 """
 
@@ -60,16 +60,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sgrld.metrics.identity import identity
-from sgrld.metrics.metric import freeze
+from sgrld.chains.rate_grid import candidate_rates, stability_rate, warm_start
 from sgrld.numerics.pytrees import PyTree
 from sgrld.samplers.rate_search import RateSearch
-from sgrld.samplers.sampler import gradient_fn
 
 CRITERION = "Stein virial: mean_i ρ(Cov(θ_i, ∂_iU)/T), ρ(v) = ((v − 1)/(v + 1))²"
 """The criterion's name, as runs report it."""
-NUM_CANDIDATES = 7
-"""Rates tried: ``9·(2/λ̂)·3^{−k}``, k = 0 … 6."""
 MIN_PILOT_STEPS = 32
 """The shortest pilot: 16 steps to relax, 16 in the window (4 evaluations per half)."""
 GROUPS = 4
@@ -162,75 +158,6 @@ def pilot_steps_of(burn_in: int) -> int:
             f"of at least {4 * MIN_PILOT_STEPS} steps, or a number for the learning rate"
         )
     return steps
-
-
-def stability_rate(
-    key: jax.Array, search: RateSearch, params: PyTree, batch_fn: Callable, iterations: int = 20
-) -> float:
-    """``2/λ̂``: the largest stable rate of the preconditioned gradient step at ``params``, λ̂ the
-    top eigenvalue of ``G⁻¹∇²(Û/N)`` by power iteration, G the metric frozen
-    (:func:`sgrld.metrics.metric.freeze`, its floor included) at the mean statistic of 8
-    minibatches at ``params`` (one chain's).
-
-    Example:
-      >>> import jax, jax.numpy as jnp, sgrld
-      >>> u = sgrld.potential(lambda w, b: -0.5 * (b - w) ** 2 * 4.0, None, 1)  # U'' = 4
-      >>> s = sgrld.sgrld(u, sgrld.metrics.identity(), learning_rate="auto", num_data=1)
-      >>> round(stability_rate(jax.random.key(0), s.rate_search, jnp.zeros(()),
-      ...                      lambda k: jnp.zeros(3)), 4)
-      0.5
-    """
-    metric = search.metric or identity()
-    observe = gradient_fn(search.potential_fn, True, metric)
-    warm_key, probe_key, hvp_key = jax.random.split(key, 3)
-
-    @jax.jit
-    def top_eigenvalue(params):
-        state = metric.init(params)
-        if metric.statistic is not None:  # the metric at the mean statistic of 8 minibatches
-            keys = jax.random.split(warm_key, 8)
-            stats = [metric.statistic(observe(params, batch_fn(k), k)[2]) for k in keys]
-            mean = jax.tree.map(lambda *xs: sum(xs) / len(xs), *stats)
-            state = freeze(metric, state._replace(count=state.count + len(stats)), mean)
-        batch = batch_fn(hvp_key)
-        grad = jax.grad(search.potential_fn)
-
-        def step(_, carry):
-            v, _ = carry
-            hv = jax.jvp(lambda p: grad(p, batch), (params,), (v,))[1]
-            w = metric.inv(state, hv)
-            norm = jnp.sqrt(sum(jnp.vdot(x, x).real for x in jax.tree.leaves(w)))
-            return jax.tree.map(lambda x: x / jnp.maximum(norm, 1e-30), w), norm
-
-        leaves, tree = jax.tree.flatten(params)
-        keys = jax.random.split(probe_key, len(leaves))
-        v = [
-            jax.random.normal(k, jnp.shape(x), jnp.result_type(x))
-            for k, x in zip(keys, leaves, strict=True)
-        ]
-        v = jax.tree.unflatten(tree, v)
-        norm = jnp.sqrt(sum(jnp.vdot(x, x) for x in jax.tree.leaves(v)))
-        v = jax.tree.map(lambda x: x / norm, v)
-        return jax.lax.fori_loop(0, iterations, step, (v, jnp.float32(0.0)))[1]
-
-    lam = float(top_eigenvalue(params))
-    if not (np.isfinite(lam) and lam > 0):
-        raise FloatingPointError(
-            f'learning_rate="auto": the curvature at the start is {lam} (Hessian-vector products '
-            "of the potential); check the potential and the start, or give a number"
-        )
-    return 2.0 / lam
-
-
-def candidate_rates(stable: float, num: int = NUM_CANDIDATES) -> tuple[float, ...]:
-    """The rates tried, largest first: ``9·stable·3^{−k}``, k = 0 … num − 1 (a network's best
-    rate is often above the stability limit at its initialisation: its curvature adapts).
-
-    Example:
-      >>> [round(r, 4) for r in candidate_rates(1.0, 4)]
-      [9.0, 3.0, 1.0, 0.3333]
-    """
-    return tuple(float(stable * 3.0 ** (2 - k)) for k in range(num))
 
 
 def _window(pilot_steps: int) -> tuple[int, int]:
@@ -380,6 +307,8 @@ def choose_learning_rate(
         first = jax.tree.map(lambda x: x[0], states.params)
         candidates = candidate_rates(stability_rate(stable_key, search, first, batch_fn))
     chains = jax.tree.leaves(states.params)[0].shape[0]
+    warm_key, pilot_key = jax.random.split(pilot_key)
+    states = warm_start(warm_key, search, states, batch_fn)
     keys = jax.random.split(pilot_key, chains)
     rates = jnp.asarray(candidates, jnp.float32)
     ends, sums = _pilot_fn(search, batch_fn, pilot_steps)(rates, states, keys)
@@ -417,17 +346,34 @@ def warn_at_edge(choice: RateChoice) -> None:
         )
 
 
-def _best(scores: np.ndarray, errors: np.ndarray) -> int:
-    """The largest rate (scores largest first) whose D is within :data:`TOLERANCE` by two
-    standard errors, at most ``3·TOLERANCE``; else the rate of least D.
+def away_from_divergence(scores: np.ndarray) -> np.ndarray:
+    """The scores (rates largest first) with a rate next below a diverged one (``inf``) set to
+    ``inf`` too, unless no other rate is left: a rate one grid step from a divergence is at the
+    chain's stability edge, which a longer run may cross (SGNHT's chosen 0.074 on N(0, 1)
+    diverged after a 50-step pilot in which 0.22 had not yet).
 
     Example:
-      >>> se = np.array([np.inf, 0.002, 0.002])
-      >>> _best(np.array([np.inf, 0.03, 0.012]), se), _best(np.array([np.inf, 0.5, 0.2]), se)
-      (2, 2)
+      >>> away_from_divergence(np.array([np.inf, 0.1, 0.2, 0.3])).tolist()
+      [inf, inf, 0.2, 0.3]
+    """
+    backed_off = scores.copy()
+    backed_off[1:][~np.isfinite(scores[:-1])] = np.inf
+    return backed_off if np.isfinite(backed_off).any() else scores
+
+
+def _best(scores: np.ndarray, errors: np.ndarray) -> int:
+    """The largest rate (scores largest first) whose D is within :data:`TOLERANCE` by two
+    standard errors, at most ``3·TOLERANCE``; else the rate of least D; a rate next below a
+    diverged one only where nothing else is left (:func:`away_from_divergence`).
+
+    Example:
+      >>> se = np.array([np.inf, 0.002, 0.002, 0.002])
+      >>> _best(np.array([np.inf, 0.001, 0.03, 0.012]), se)
+      3
       >>> _best(np.array([1e6, 0.02]), np.array([1e6, 0.01]))  # noisy: 1e6 ± 1e6 is no pass
       1
     """
+    scores = away_from_divergence(scores)
     within = np.flatnonzero(scores <= TOLERANCE + 2 * np.minimum(errors, TOLERANCE))
     return int(within[0]) if within.size else int(np.argmin(scores))
 

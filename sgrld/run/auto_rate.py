@@ -19,16 +19,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from sgrld.chains.rate_grid import candidate_rates, stability_rate
 from sgrld.chains.rate_halving import halve_learning_rate
 from sgrld.chains.sampling import minibatch_fn
-from sgrld.chains.step_size import (
-    PILOT_KEY,
-    RateChoice,
-    candidate_rates,
-    choose_learning_rate,
-    pilot_steps_of,
-    stability_rate,
-)
+from sgrld.chains.step_size import PILOT_KEY, RateChoice, choose_learning_rate, pilot_steps_of
 from sgrld.run import scoring
 from sgrld.run.runner import Experiment, RunPlan
 

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import sgrld
-from sgrld.chains import step_size
+from sgrld.chains import rate_grid, step_size
+from sgrld.chains.rate_halving import HALVING, halve_learning_rate
 
 LAMBDAS = jnp.array([1.0, 25.0])
 """The Hessian of ``U = ½ Σ λ_i θ_i²`` (N = 1, full batch): condition number 25."""
@@ -63,7 +64,7 @@ def test_score_matches_the_discrete_time_stationary_variance(stat_seed):
 
 def test_stability_rate_is_two_over_the_top_curvature():
     s = quadratic()
-    stable = step_size.stability_rate(jax.random.key(0), s.rate_search, jnp.ones(2), batch_fn)
+    stable = rate_grid.stability_rate(jax.random.key(0), s.rate_search, jnp.ones(2), batch_fn)
     assert stable == pytest.approx(2.0 / 25.0, rel=1e-3)
 
 
@@ -72,7 +73,7 @@ def test_stability_rate_sees_the_metric():
     c = α²: far out on the stiff axis the stiff direction's curvature is damped."""
     s = quadratic(sgrld.metrics.monge(alpha2=1.0, decay=0.0))
     start = jnp.array([0.0, 4.0])  # g = (0, 100): G⁻¹ = diag(1, 1/(1 + 10⁴)) after an update
-    stable = step_size.stability_rate(jax.random.key(0), s.rate_search, start, batch_fn)
+    stable = rate_grid.stability_rate(jax.random.key(0), s.rate_search, start, batch_fn)
     assert stable == pytest.approx(2.0 / 1.0, rel=1e-2)  # the flat direction's λ = 1 is now top
 
 
@@ -126,7 +127,7 @@ def test_every_sampler_with_a_rate_takes_auto(factory):
     t = sgrld.samples.targets.standard_normal()
     s = getattr(sgrld, factory)(t.potential, learning_rate="auto", num_data=1)
     out = sgrld.sample(
-        jax.random.key(0), s, t.init_params, t.batch_fn, num_samples=20, burn_in=200, num_chains=2
+        jax.random.key(0), s, t.init_params, t.batch_fn, num_samples=20, burn_in=2000, num_chains=4
     )
     assert np.isfinite(np.asarray(out.params)).all()
     assert s.rate_search.build(0.01).rate_search is None
@@ -135,3 +136,26 @@ def test_every_sampler_with_a_rate_takes_auto(factory):
 def test_choice_round_trips_through_json():
     choice = step_size.RateChoice(0.1, (0.3, 0.1), (float("inf"), 0.002), 64, True, (np.inf, 1e-3))
     assert step_size.RateChoice.from_dict(choice.to_dict()) == choice
+
+
+def test_halving_keeps_the_better_half_and_returns_the_winners_chains():
+    """From θ = 10 on the quadratic, a score that rewards being near the mode: the largest
+    stable rate wins (0.72, 0.24 and 0.08 diverge or oscillate; 0.0267 converges fastest)."""
+    s = quadratic()
+    states = jax.vmap(s.init)(jnp.full((4, 2), 10.0))
+    candidates = rate_grid.candidate_rates(2.0 / 25.0)
+    choice, ends = halve_learning_rate(
+        jax.random.key(0),
+        s.rate_search,
+        states,
+        batch_fn,
+        lambda params: -jnp.mean(params**2, axis=(1, 2)),
+        400,
+        candidates,
+    )
+    assert choice.learning_rate == pytest.approx(candidates[3])
+    assert choice.criterion == HALVING and choice.pilot_steps == 400
+    assert np.isinf(choice.scores[:2]).all()  # diverged in the first round
+    assert np.isfinite(choice.scores[2:]).all()  # every other rate was scored at least once
+    assert int(ends.step[0]) == 400 and ends.params.shape == (4, 2)
+    assert float(jnp.abs(ends.params).max()) < 4.0  # at the target (sd 1 and 0.2), not at 10
