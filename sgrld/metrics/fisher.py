@@ -33,7 +33,14 @@ import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
-from sgrld.metrics.metric import INVERSE_SQRT, Metric, cached, check_nonnegative, ema_metric
+from sgrld.metrics.metric import (
+    INVERSE_SQRT,
+    Metric,
+    cached,
+    check_nonnegative,
+    ema_metric,
+    leaf_mean_floor,
+)
 from sgrld.numerics import per_example
 from sgrld.numerics.linalg import one_matrix_at_a_time
 
@@ -101,7 +108,9 @@ def fisher_diag(
     def inv_sqrt(eps, stat, cache, xi):
         return jax.tree.map(lambda j, x: x * jax.lax.rsqrt(j + eps), stat, xi)
 
-    return _metric("diag", labels, eps, decay, examples, _ones_like, inv, inv_sqrt)
+    return _metric(
+        "diag", labels, eps, decay, examples, _ones_like, inv, inv_sqrt, floor=leaf_mean_floor
+    )
 
 
 def _qd_init(params) -> per_example.QuasiDiagonal:
@@ -184,7 +193,15 @@ def fisher_qdiag(
     References:
       Marceau-Caron & Ollivier (2017), Alg. 4; Ollivier (2015); the authors' ``metriclinear.lua``.
     """
-    return _metric("qdiag", labels, eps, decay, examples, _qd_init, _qd_inv, _qd_inv_sqrt)
+    return _metric(
+        "qdiag", labels, eps, decay, examples, _qd_init, _qd_inv, _qd_inv_sqrt, floor=_qd_floor
+    )
+
+
+def _qd_floor(stat, share):
+    """QDOP's :attr:`~sgrld.metrics.Metric.floor`: its diagonal's (the block rows keep theirs,
+    so each 2×2 block's Schur complement only grows)."""
+    return stat._replace(diag=leaf_mean_floor(stat.diag, share))
 
 
 # The factorisation and solves of one matrix at a time under vmap over chains: vmapped, a step's
@@ -273,4 +290,12 @@ def fisher_full(
         inv_sqrt,
         init_cache=init_cache,
         refresh=refresh,
+        floor=_full_floor,
     )
+
+
+def _full_floor(stat, share):
+    """The full Fisher's :attr:`~sgrld.metrics.Metric.floor`: a ridge of ``share`` times the mean
+    of J's diagonal (every eigenvalue raised by it)."""
+    ridge = share * jnp.mean(jnp.diagonal(stat))
+    return stat + (ridge * jnp.eye(stat.shape[0])).astype(stat.dtype)
