@@ -294,3 +294,38 @@ def test_exact_gamma_equals_jacfwd_of_brute_force_statistics(kind):
     got = ravel_pytree(estimate(params, metric.init(params)).gamma)[0]
     assert float(jnp.abs(expected).max()) > 1e-2  # Γ is not trivially zero here
     np.testing.assert_allclose(got, expected, rtol=2e-3, atol=2e-4 * float(jnp.abs(expected).max()))
+
+
+def batch_norm(p, x, copies=False):
+    """A dense layer, a normalisation over the minibatch, its scale and offset, a dense output;
+    ``copies``: each example with its own copy of every parameter (a leading axis)."""
+    dense = (lambda a, w: jnp.einsum("bi,bio->bo", a, w)) if copies else jnp.matmul
+    h = dense(x, p["w"])
+    h = (h - h.mean(0)) * jax.lax.rsqrt(h.var(0) + 1e-5)
+    return dense(jnp.tanh(h * p["scale"] + p["offset"]), p["out"])
+
+
+def test_a_normalisation_over_the_minibatch_couples_the_examples():
+    """δᵢ is the minibatch log-likelihood's gradient at example i's output, so each example's
+    gradient is that of its own copy of the parameters in the coupled minibatch."""
+    net = {
+        "w": normal(1, 4, 5),
+        "scale": normal(2, 5),
+        "offset": normal(3, 5),
+        "out": normal(4, 5, 3),
+    }
+    x, y = normal(0, B, 4), jnp.arange(B) % 3
+    potential = sgrld.potential(likelihoods.categorical(batch_norm), None, num_data=10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FallbackWarning)
+        stat = jax.jit(observation_fn("diag", "empirical")(potential))({"net": net}, (x, y), None)[
+            2
+        ]
+    copies_loglik = likelihoods.categorical(partial(batch_norm, copies=True))
+    copies = jax.tree.map(lambda a: jnp.broadcast_to(a, (B, *a.shape)), net)
+    grads = jax.grad(lambda c: copies_loglik({"net": c}, (x, y)).sum())(copies)
+    for name, g in grads.items():
+        want = jnp.mean(g**2, 0)
+        np.testing.assert_allclose(
+            stat["net"][name], want, rtol=1e-5, atol=1e-6 * float(want.max())
+        )
