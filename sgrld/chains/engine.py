@@ -26,13 +26,13 @@ Every run of chains (:func:`sgrld.sample`, the experiment runner, the reproducti
   :attr:`sgrld.numerics.schedules.Cyclical.keep`; :func:`count_kept`);
 * **divergence**: a chain whose step is not finite is marked at that step and keeps no samples
   after it. NaN/inf propagate through θ, so a block's last step finds a divergence inside the
-  block; a chunk in which a chain diverged runs again from the same carry step by step
-  (``freeze``: every step checked, a chain that is not finite keeps its last finite state), which
-  marks the exact step and leaf, as does every later chunk;
-* **diagnostics**: every field of the sampler's ``info`` is summarised per chunk over the
-  *summarised steps* (the blocks' last steps: every ``thin``-th step and the chunk's last; every
-  step with ``thin == 1`` or in a re-run) that are finite, of live chains
-  (:func:`sgrld.chains.summaries.summarise`);
+  block (a gradient overflow that leaves θ finite is seen only at a block's last step); a chunk
+  in which a chain diverged runs again from the same carry step by step (``freeze``: every step
+  checked, a chain that is not finite keeps its last finite state), marking the exact step and
+  leaf, as does every later chunk;
+* **diagnostics**: each field of the sampler's ``info`` is summarised per chunk over the finite
+  *summarised steps* (the blocks' last steps; every step with ``thin == 1`` or in a re-run) of
+  live chains (:func:`sgrld.chains.summaries.summarise`);
 * **progress**: one rich progress bar over steps, with an ETA;
 * a **callback** after each chunk, ``callback(index, carry, chunk, seconds) -> stop``, which the
   runner uses to score the chunk's samples and write its records.
@@ -148,7 +148,7 @@ class Chunk(NamedTuple):
       info: the step diagnostics of the kept steps, ``[slots, K]``.
       steps: the global step of each slot, −1 for an unused slot.
       valid: ``[slots, K]``, False for a chain that had diverged (not a sample).
-      summary: :func:`sgrld.chains.summaries.summarise` of the chunk's steps.
+      summary: :func:`sgrld.chains.summaries.summarise` of the chunk's summarised steps.
     """
 
     params: PyTree
