@@ -256,22 +256,30 @@ def sample(
         callback=collect,
         progress=progress,
     )
-    out = _samples(kept, carry, sampler, single=num_chains is None)
+    out = _samples(kept, carry, sampler, single=num_chains is None, choice=choice)
     _raise_if_diverged(carry, out, start, burn_in, thin, keep)
     if num_chains is not None and "potential" in getattr(out.info, "_fields", ()):
         warn_if_chains_disagree(out.info.potential)
     return out
 
 
-def _samples(kept: list[Chunk], carry: Any, sampler: Sampler, single: bool) -> Samples:
-    """The :class:`Samples` of a run's chunks and final carry (no chain axis if ``single``)."""
+def _samples(
+    kept: list[Chunk], carry: Any, sampler: Sampler, single: bool, choice: Any = None
+) -> Samples:
+    """The :class:`Samples` of a run's chunks and final carry (no chain axis if ``single``);
+    its guarantee states a ``learning_rate="auto"`` ``choice``."""
     first = (lambda x: x[0]) if single else (lambda x: x)
     return Samples(
         *_collect(kept, single),
         jax.tree.map(first, carry.state),
         first(carry.diverged_step),
-        guarantee(getattr(sampler, "adaptation", None)),
+        _stated(guarantee(getattr(sampler, "adaptation", None)), choice),
     )
+
+
+def _stated(line: str, choice: Any) -> str:
+    """The guarantee's line, with a ``learning_rate="auto"`` choice appended."""
+    return line if choice is None else choice.clause(line)
 
 
 def with_burn_in(sampler: Sampler, burn_in: int, start: int = 0) -> Sampler:

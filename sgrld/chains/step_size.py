@@ -117,6 +117,16 @@ class RateChoice(NamedTuple):
             f"{len(self.candidates)} rates ({scores}) in {self.pilot_steps} pilot steps{edge}"
         )
 
+    def clause(self, guarantee: str) -> str:
+        """``guarantee`` with the choice appended: the one line a run states (module docstring).
+
+        Example:
+          >>> c = RateChoice(0.1, (0.3, 0.1), (float("inf"), 0.02), 64, True)
+          >>> c.clause("exact: constant metric (not adaptive)")
+          'exact: constant metric (not adaptive); lr 0.1 chosen by the Stein virial over 2 rates (0.3: diverged, 0.1: 0.02) in 64 pilot steps; at the edge of the rates tried'
+        """  # noqa: E501
+        return f"{guarantee}; {self.describe()}"
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields (``inf`` as ``None``)."""
         return {

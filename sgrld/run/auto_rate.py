@@ -91,13 +91,14 @@ def search_rate(experiment: Experiment, plan: RunPlan) -> RateChoice:
 def resolve(experiment: Experiment, plan: RunPlan, saved: Any = None) -> Experiment:
     """``experiment`` with its ``learning_rate="auto"`` resolved: from ``saved`` (a checkpoint
     being resumed) where it holds the choice, else by :func:`search_rate`; the choice goes into
-    ``meta[META_KEY]``. Any other experiment is returned as it is."""
+    ``meta[META_KEY]`` and is appended to ``meta["guarantee"]`` (so ``summary.json``, the run
+    table, ``sgrld diagnose`` and the ArviZ attributes state it). Any other experiment is
+    returned as it is."""
     search = getattr(experiment.sampler, "rate_search", None)
     if search is None:
         return experiment
     choice = saved_choice(saved) or search_rate(experiment, plan)
-    return dataclasses.replace(
-        experiment,
-        sampler=search.build(choice.learning_rate),
-        meta={**experiment.meta, META_KEY: choice.to_dict()},
-    )
+    meta = {**experiment.meta, META_KEY: choice.to_dict()}
+    if "guarantee" in meta:  # the run states its rate where it states its guarantee
+        meta["guarantee"] = choice.clause(meta["guarantee"])
+    return dataclasses.replace(experiment, sampler=search.build(choice.learning_rate), meta=meta)
