@@ -28,6 +28,7 @@ from sgrld.chains.step_size import resolve_learning_rate
 from sgrld.numerics.pytrees import PyTree
 from sgrld.samplers.guarantee import (
     guarantee,
+    identity_clause,
     warn_if_adapting_on_minibatches,
     warn_if_minibatch_noise_dominates,
 )
@@ -269,11 +270,15 @@ def _samples(
     """The :class:`Samples` of a run's chunks and final carry (no chain axis if ``single``);
     its guarantee states a ``learning_rate="auto"`` ``choice``."""
     first = (lambda x: x[0]) if single else (lambda x: x)
+    adaptation = getattr(sampler, "adaptation", None)
+    line = _stated(guarantee(adaptation), choice)
+    if adaptation is not None and isinstance(adaptation.adapt_until, int):  # frozen
+        line += identity_clause(adaptation.metric, carry.state.metric_state, carry.state.params)
     return Samples(
         *_collect(kept, single),
         jax.tree.map(first, carry.state),
         first(carry.diverged_step),
-        _stated(guarantee(getattr(sampler, "adaptation", None)), choice),
+        line,
     )
 
 

@@ -46,6 +46,7 @@ from sgrld.run.sampler_from_config import (
     sampler_of,
 )
 from sgrld.samplers.guarantee import (
+    identity_clause,
     warn_if_adapting_on_minibatches,
     warn_if_minibatch_noise_dominates,
 )
@@ -402,7 +403,7 @@ def run_config(
         folder.mkdir(parents=True, exist_ok=True)
         run_folder.clear(folder, existing, files)
         write_config(config, folder)
-    return run(
+    result = run(
         experiment,
         schedule,
         out=folder,
@@ -417,6 +418,16 @@ def run_config(
         stop_on_divergence=stop_on_divergence,
         mesh=mesh,
     )
+    _warn_if_frozen_identity(experiment.sampler, result.state)
+    return result
+
+
+def _warn_if_frozen_identity(sampler: Any, state: Any) -> None:
+    """A warning where the run's frozen metric is the identity (Monge at stationarity)."""
+    adaptation = getattr(sampler, "adaptation", None)
+    frozen = adaptation is not None and isinstance(adaptation.adapt_until, int)
+    if frozen and state is not None and hasattr(state, "metric_state"):
+        identity_clause(adaptation.metric, state.metric_state, state.params)
 
 
 def mesh_of(config: Config) -> jax.sharding.Mesh | None:

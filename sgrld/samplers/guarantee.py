@@ -28,6 +28,8 @@ import warnings
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from sgrld.metrics.metric import INVERSE_SQRT, Metric
@@ -214,3 +216,57 @@ def warn_if_minibatch_noise_dominates(
             f"posterior, with or without Γ; use learning_rate <= 2·batch_size/N = "
             f"{2 * batch_size / n:.3g}, a larger batch, or a decaying schedule",
         )
+
+
+IDENTITY_TOLERANCE = 0.01
+"""A frozen metric within this relative distance of the identity is reported as the identity."""
+
+
+def distance_to_identity(metric: Metric, metric_states: Any, params: Any) -> float:
+    """``max over chains of ‖G⁻¹r − r‖/‖r‖`` for a fixed sign pattern ``r`` shaped like
+    ``params``: how far the metrics (``metric_states`` and ``params`` with a leading chain axis)
+    are from the identity, i.e. from SGLD.
+
+    Monge's statistic is a moving average of the mean gradient, about 0 at stationarity, so the
+    metric frozen after the burn-in is close to the identity: a user's 4 chains of frozen Monge
+    on a Bayesian MLP regression gave σ within 0.3 % of SGLD's with the same seed.
+
+    Example:
+      >>> import jax, jax.numpy as jnp, sgrld
+      >>> m = sgrld.metrics.monge(alpha2=1.0, decay=0.0)
+      >>> s = m.update(m.init(jnp.zeros(2)), jnp.array([0.1, 0.0]))  # G⁻¹ = I − g gᵀ/(1 + |g|²)
+      >>> one = lambda x: jax.tree.map(lambda a: a[None], x)
+      >>> round(distance_to_identity(m, one(s), one(jnp.zeros(2))), 5)
+      0.007
+    """
+
+    def one(state, like):
+        signs = jax.tree.map(
+            lambda x: jnp.where(jnp.arange(x.size).reshape(x.shape) % 2 == 0, 1.0, -1.0), like
+        )
+        out = metric.inv(state, signs)
+        pairs = zip(jax.tree.leaves(out), jax.tree.leaves(signs), strict=True)
+        num = sum(jnp.sum((a - b) ** 2) for a, b in pairs)
+        return jnp.sqrt(num / sum(x.size for x in jax.tree.leaves(signs)))
+
+    return float(np.max(np.asarray(jax.vmap(one)(metric_states, params))))
+
+
+def identity_clause(metric: Metric, metric_states: Any, params: Any) -> str:
+    """``""``, or where the frozen metric is within :data:`IDENTITY_TOLERANCE` of the identity
+    a clause for the guarantee's line and a :class:`BiasWarning`-free ``UserWarning`` saying so:
+    the run samples as SGLD does, at the metric's cost."""
+    if metric.statistic is None:
+        return ""
+    distance = distance_to_identity(metric, metric_states, params)
+    if distance >= IDENTITY_TOLERANCE:
+        return ""
+    warnings.warn(
+        f"the frozen metric is the identity to {100 * distance:.2g} % (its statistic is about 0 "
+        "at stationarity, as Monge's mean gradient is): the kept samples are SGLD's, at the "
+        "metric's cost; use metrics.identity(), or adapt_until='never' with "
+        "correction='hutchinson' to keep the adaptive metric",
+        UserWarning,
+        stacklevel=3,
+    )
+    return f"; the frozen metric is the identity to {100 * distance:.2g} % (SGLD)"
