@@ -22,8 +22,15 @@ import numpy as np
 from sgrld.chains.rate_grid import candidate_rates, stability_rate
 from sgrld.chains.rate_halving import halve_learning_rate
 from sgrld.chains.sampling import minibatch_fn
-from sgrld.chains.step_size import PILOT_KEY, RateChoice, choose_learning_rate, pilot_steps_of
+from sgrld.chains.step_size import (
+    MIN_PILOT_STEPS,
+    PILOT_KEY,
+    RateChoice,
+    choose_learning_rate,
+    pilot_steps_of,
+)
 from sgrld.run import scoring
+from sgrld.run.config import ConfigError
 from sgrld.run.runner import Experiment, RunPlan
 
 META_KEY = "learning_rate_search"
@@ -97,6 +104,14 @@ def resolve(experiment: Experiment, plan: RunPlan, saved: Any = None) -> Experim
     search = getattr(experiment.sampler, "rate_search", None)
     if search is None:
         return experiment
+    try:
+        pilot_steps_of(plan.burn_in)
+    except ValueError:
+        raise ConfigError(
+            f"run.burn_in = {plan.burn_in}: sampler.learning_rate = 'auto' (the default) is "
+            f"chosen in the burn-in, which needs at least {4 * MIN_PILOT_STEPS} steps; raise "
+            "run.burn_in or give sampler.learning_rate a number"
+        ) from None
     choice = saved_choice(saved) or search_rate(experiment, plan)
     meta = {**experiment.meta, META_KEY: choice.to_dict()}
     if "guarantee" in meta:  # the run states its rate where it states its guarantee

@@ -1,0 +1,83 @@
+"""``sampler.learning_rate = "auto"`` in runs: chosen before the run, stated with the guarantee,
+the same from the same seed, read back on ``--resume`` (never searched again), and the newcomer's
+command on the digits completes for every metric."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sgrld.run import auto_rate, cli, from_config
+from sgrld.run.config import load_config
+from tests.helpers import digits_toml
+
+TINY = digits_toml(64, 8, learning_rate=None, epochs=10, burn_in=128, thin=10, chains=2)
+"""19 steps per epoch, a burn-in of 128 steps: a pilot of 64 (the halving's half burn-in)."""
+
+
+def _config(tmp_path: Path, *overrides: str):
+    path = tmp_path / "tiny.toml"
+    path.write_text(TINY)
+    return load_config(path, [f"out.folder={json.dumps(str(tmp_path / 'out'))}", *overrides])
+
+
+def test_auto_is_the_default_and_is_stated_with_the_guarantee(tmp_path):
+    config = _config(tmp_path)
+    assert config.sampler.sampler_options()["learning_rate"] == "auto"  # unset: the default
+    result = from_config.run_config(config)
+    meta = json.loads((tmp_path / "out" / "summary.json").read_text())["meta"]
+    choice = meta[auto_rate.META_KEY]
+    assert result.status == "completed"
+    assert choice["learning_rate"] in choice["candidates"] and len(choice["candidates"]) == 7
+    assert choice["criterion"].startswith("validation log-likelihood")  # digits has a val split
+    assert f"lr {choice['learning_rate']:.3g} chosen by the validation" in meta["guarantee"]
+    rates = {round(r["learning_rate"], 6) for r in result.records}
+    assert rates == {round(choice["learning_rate"], 6)}  # every step ran at the chosen rate
+
+
+def test_the_same_seed_makes_the_same_choice_and_resume_reads_it_back(tmp_path, monkeypatch):
+    config = _config(tmp_path, "run.checkpoint_every=1", "run.checkpoint_seconds=0")
+    first = from_config.run_config(config)
+    chosen = first.summary["meta"][auto_rate.META_KEY]
+    again = from_config.run_config(config, out=tmp_path / "again")
+    assert again.summary["meta"][auto_rate.META_KEY] == chosen
+
+    def no_search(*args, **kwargs):
+        raise AssertionError("a resumed run must not search again")
+
+    monkeypatch.setattr(auto_rate, "search_rate", no_search)
+    resumed = from_config.run_config(config, existing="resume")
+    assert resumed.summary["meta"][auto_rate.META_KEY] == chosen
+
+
+def test_a_number_is_used_as_it_is(tmp_path):
+    result = from_config.run_config(_config(tmp_path, "sampler.learning_rate=0.05"))
+    assert auto_rate.META_KEY not in result.summary["meta"]
+    assert {round(r["learning_rate"], 6) for r in result.records} == {0.05}
+
+
+def test_auto_with_a_burn_in_too_short_names_it(tmp_path, capsys):
+    path = tmp_path / "tiny.toml"
+    path.write_text(TINY)
+    code = cli.main(["run", str(path), "--set", "run.burn_in=60", "--out", str(tmp_path / "o")])
+    assert code != 0
+    err = capsys.readouterr().err
+    assert "run.burn_in = 60: sampler.learning_rate = 'auto' (the default)" in err
+    assert "Traceback" not in err
+
+
+NEWCOMER_METRICS = ["identity", "rmsprop", "wenzel", "monge", "shampoo", "fisher_diag"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("metric", [*NEWCOMER_METRICS, "fisher_qdiag"])
+def test_the_newcomers_command_completes_on_the_digits(metric, tmp_path, capsys):
+    """``sgrld run --set data.name=digits --set sampler.metric=M``, nothing else set: the 400
+    epochs of the default complete with samples and no divergence (issue 49's first row)."""
+    out = tmp_path / metric
+    args = ["run", "--set", "data.name=digits", "--set", f"sampler.metric={metric}"]
+    assert cli.main([*args, "--out", str(out)]) == 0, capsys.readouterr().err
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "completed" and summary["final"]["samples"] > 0
