@@ -28,6 +28,14 @@ minibatch, as :class:`sgrld.bnn.ResNet20`), δᵢ is the gradient of the minibat
 log-likelihood at example i's output, so the statistics include the coupling; the fallback
 instead differentiates each example alone. Neither is the gradient of an independent example's
 log-likelihood, which such a model does not have.
+
+Example:
+  >>> import jax.numpy as jnp
+  >>> loglik = lambda p, b: -((b[0] @ p["w"] + p["b"])[:, 0] - b[1]) ** 2
+  >>> params = {"b": jnp.zeros(1), "w": jnp.ones((2, 1))}  # leaves 0 and 1
+  >>> program = trace(loglik, params, (jnp.ones((3, 2)), jnp.zeros(3)))
+  >>> [(t.leaf, t.kind) for t in find_taps(program, num_params=2, size=3)]
+  [(1, 'dot'), (0, 'add')]
 """
 
 from __future__ import annotations
