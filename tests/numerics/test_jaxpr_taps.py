@@ -153,6 +153,18 @@ def test_shared_weights_fall_back_alone(kind, labels):
     check(kind, labels, shared, net, normal(0, B, 4), fallback=("['net']['tied']",))
 
 
+def embedding(p, x):
+    """A table looked up by the integer inputs (a gather: it falls back), then a dense layer."""
+    return jnp.tanh(p["table"][x].sum(1)) @ p["out"]
+
+
+@pytest.mark.parametrize("kind", ["diag", "qdiag"])
+def test_an_embedding_falls_back_alone(kind):
+    net = {"table": normal(1, 6, 4), "out": normal(2, 4, 3)}
+    x = jnp.arange(2 * B).reshape(B, 2) % 6
+    check(kind, "empirical", embedding, net, x, fallback=("['net']['table']",))
+
+
 def layer_norm(p, x):
     """A dense layer, a layer normalisation's scale and offset over each example's features."""
     h = x @ p["w"]
