@@ -178,7 +178,7 @@ def test_sampler_section_holds_every_option_of_every_kind():
     assert set(fields) == set().union(*(set(k) for k in keywords.values()))
     options = keywords["sgrld"]
     differs = {k for k in options if fields[k] != options[k]}
-    assert differs == {"learning_rate"}  # no default in sgrld(); Yu et al.'s 0.25 in the config
+    assert differs == {"learning_rate"}  # no default in sgrld(); "auto" in the config
     assert all(fields[k] is None for k in set(fields) - set(options))  # the sampler's default
     assert set(SamplerConfig().sampler_options()) == set(options)
     for kind in SAMPLERS:
@@ -189,7 +189,7 @@ def test_sampler_section_holds_every_option_of_every_kind():
 @pytest.mark.parametrize(
     "kind,overrides,expected",
     [
-        ("sgrld", [], {"learning_rate": 0.25, "correction": "none"}),
+        ("sgrld", [], {"learning_rate": "auto", "correction": "none"}),
         ("sghmc", ["sampler.friction=0.5", "sampler.gradient_noise=per_example"],
          {"friction": 0.5, "gradient_noise": "per_example", "correction": "none"}),
         ("sgnht", ["sampler.diffusion=0.2"], {"diffusion": 0.2, "temperature": 1.0}),
