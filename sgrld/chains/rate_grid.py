@@ -57,12 +57,26 @@ def warm_start(key: jax.Array, search: RateSearch, states: Any, batch_fn: Callab
     return states._replace(metric_state=jax.jit(warm)(states.metric_state, states.params))
 
 
+def vanishes_in_the_typical_set(metric: Any) -> bool:
+    """Whether the metric's statistic is about 0 where the chains sample: a moving average of the
+    mean gradient (Monge's; order 1, no per-example observation). Its metric there is its
+    initial one, not the one warmed at a start far from the mode, where a large gradient shrinks
+    Monge's step along itself: on the README's regression, warmed at the start, the grid's top
+    rate was 91 and the chosen 0.375 inflated the posterior's sd 3.9-fold."""
+    return (
+        metric.statistic is not None
+        and metric.statistic_order == 1
+        and metric.observation_fn is None
+    )
+
+
 def stability_rate(
     key: jax.Array, search: RateSearch, params: PyTree, batch_fn: Callable, iterations: int = 20
 ) -> float:
     """``2/λ̂``: the largest stable rate of the preconditioned gradient step at ``params``, λ̂ the
     top eigenvalue of ``G⁻¹∇²(Û/N)`` by power iteration, G the metric warmed at ``params``
-    (:func:`warm_metric_state`; one chain's).
+    (:func:`warm_metric_state`; one chain's), or its initial one where its statistic vanishes in
+    the typical set (:func:`vanishes_in_the_typical_set`).
 
     Example:
       >>> import jax, jax.numpy as jnp, sgrld
@@ -77,7 +91,9 @@ def stability_rate(
 
     @jax.jit
     def top_eigenvalue(params):
-        state = warm_metric_state(search, metric.init(params), params, batch_fn, warm_key)
+        state = metric.init(params)
+        if not vanishes_in_the_typical_set(metric):
+            state = warm_metric_state(search, state, params, batch_fn, warm_key)
         batch = batch_fn(hvp_key)
         grad = jax.grad(search.potential_fn)
 
