@@ -309,7 +309,7 @@ def freeze(metric: Metric, state: MetricState, stat: PyTree) -> MetricState:
     would step ``lr·g/√V`` when its gradient grows. Floored at ``(1 − decay)`` times the leaf's
     mean V, a gradient of the leaf's typical size moves it no further than the adapting metric
     would (RMSprop and DOP diverged a few steps after an unfloored freeze on the digits, RESULTS
-    §30).
+    §33).
 
     Example:
       >>> import sgrld
