@@ -23,7 +23,7 @@ KEY = "sampler.learning_rate"
 
 def needs_search(config: Config, keys: Sequence[str]) -> bool:
     """Whether a sweep over ``keys`` must choose each setting's rate."""
-    return is_auto(config.sampler.learning_rate) and KEY not in keys
+    return is_auto(config.sampler.sampler_options().get("learning_rate")) and KEY not in keys
 
 
 def setting_rates(

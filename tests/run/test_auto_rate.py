@@ -81,3 +81,14 @@ def test_the_newcomers_command_completes_on_the_digits(metric, tmp_path, capsys)
     assert cli.main([*args, "--out", str(out)]) == 0, capsys.readouterr().err
     summary = json.loads((out / "summary.json").read_text())
     assert summary["status"] == "completed" and summary["final"]["samples"] > 0
+
+
+def test_a_sweep_searches_each_setting_and_shows_its_rate(tmp_path):
+    from sgrld.run.sweep import parse_grid, run_sweep
+
+    config = _config(tmp_path)
+    grid = parse_grid("sampler.temperature=[1.0, 0.5]", config)
+    sweep = run_sweep(config, [grid], replicates=1, out=tmp_path / "sweep")
+    choices = sweep.result.summary["meta"][auto_rate.META_KEY]
+    assert len(choices) == 2  # one search per setting
+    assert [row["lr"] for row in sweep.rows] == [format(c["learning_rate"], "g") for c in choices]
