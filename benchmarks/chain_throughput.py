@@ -18,8 +18,9 @@ the files are not there), N = the images used. For each number of chains K, the 
   bookkeeping), to show what the engine costs beside the step (issue 50: its step loop is the
   bare step, its bookkeeping at every ``thin``-th step); beside them (``--no-bare`` drops these
   three) ``sgrld identity, bare scan + info``, that scan folding each step's ``info`` into the
-  engine's summaries and divergence marks (what computing the diagnostics costs, without the engine's sample buffer),
-  and ``sgrld identity, info as before``, the engine row with the diagnostics of
+  engine's summaries and divergence marks (what computing the diagnostics costs, without the
+  engine's sample buffer), and ``sgrld identity, info as before``, the engine row with the
+  diagnostics of
   :func:`legacy_step_info` (a reduction per leaf for each check, which XLA fused with the
   update; RESULTS §23) and ``sgrld identity, rbg keys``, the engine row with chain keys of
   JAX's ``rbg`` PRNG (``jax.random.key(seed, impl="rbg")``) instead of the default threefry;

@@ -90,7 +90,7 @@ def mesh_case() -> dict:
     out = {}
     target = sgrld.samples.targets.anisotropic_gaussian()
     s = sgrld.sgrld(target.potential, sgrld.metrics.rmsprop(), learning_rate=0.1, num_data=1)
-    kw = dict(num_samples=30, thin=3, burn_in=5, num_chains=16)
+    kw = dict(num_samples=30, thin=3, burn_in=5, num_chains=16, init="shared")
     one = sgrld.sample(jax.random.key(0), s, target.init_params, target.batch_fn, **kw)
     eight = sgrld.sample(
         jax.random.key(0), s, target.init_params, target.batch_fn, mesh=sgrld.make_mesh(8), **kw

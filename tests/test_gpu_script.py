@@ -187,7 +187,7 @@ def test_smoke_run_writes_every_part_and_its_budget_cuts_the_sweep(tmp_path):
     steps = run.parse_md_tables((out / f"steps_{card}.md").read_text())
     rows = {row["candidate"]: row for table in steps for row in table if "candidate" in row}
     assert number(rows["RMSprop + Hutchinson [scan]"]["/ uncorrected [range]"]) > 0
-    assert number(rows["DOP + Γ (Hutchinson)"]["/ Identity [range]"]) > 0
+    assert number(rows["linen-mlp: DOP + Γ (Hutchinson)"]["/ Identity [range]"]) > 0
 
     mnist = (out / f"mnist_{card}.md").read_text()
     assert jobs["mnist_horseshoe"]["status"] == "cut"

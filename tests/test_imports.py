@@ -33,9 +33,15 @@ def third_party_imports() -> set[str]:
     return {n for n in found if n not in stdlib and n not in ("sgrld", "__future__")}
 
 
+ADAPTER_EXTRAS = ("equinox",)
+"""Optional extras an adapter imports lazily (``sgrld.bnn.adapters``; Haiku's adapter takes a
+transformed function and imports nothing)."""
+
+
 def declared() -> set[str]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    names = {re.split(r"[<>=!~\[ ;]", d)[0] for d in project["dependencies"]}
+    extras = [d for e in ADAPTER_EXTRAS for d in project["optional-dependencies"][e]]
+    names = {re.split(r"[<>=!~\[ ;]", d)[0] for d in [*project["dependencies"], *extras]}
     return {IMPORT_NAMES.get(n, n) for n in names} - FILE_ENGINES
 
 

@@ -294,6 +294,7 @@ def with_burn_in(sampler: Sampler, burn_in: int, start: int = 0) -> Sampler:
     ``learning_rate="auto"`` sampler keeps its search, whose ``build`` resolves the same way."""
     search = getattr(sampler, "rate_search", None)
     if search is not None:  # learning_rate="auto": resolved at the rate a run chooses
+        with_burn_in(search.build(1.0), burn_in, start)  # refuses a bad adapt_until now
         build = lambda lr: with_burn_in(search.build(lr), burn_in, start)  # noqa: E731
         return sampler._replace(rate_search=search._replace(build=build))
     adaptation = getattr(sampler, "adaptation", None)

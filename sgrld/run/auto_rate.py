@@ -32,6 +32,7 @@ from sgrld.chains.step_size import (
 from sgrld.run import scoring
 from sgrld.run.config import ConfigError
 from sgrld.run.runner import Experiment, RunPlan
+from sgrld.samplers.guarantee import warn_if_minibatch_noise_dominates
 
 META_KEY = "learning_rate_search"
 """The key of the choice in a run's ``meta``."""
@@ -116,4 +117,6 @@ def resolve(experiment: Experiment, plan: RunPlan, saved: Any = None) -> Experim
     meta = {**experiment.meta, META_KEY: choice.to_dict()}
     if "guarantee" in meta:  # the run states its rate where it states its guarantee
         meta["guarantee"] = choice.clause(meta["guarantee"])
-    return dataclasses.replace(experiment, sampler=search.build(choice.learning_rate), meta=meta)
+    sampler = search.build(choice.learning_rate)
+    warn_if_minibatch_noise_dominates(sampler.adaptation, plan.batch_size, len(experiment.train[0]))
+    return dataclasses.replace(experiment, sampler=sampler, meta=meta)

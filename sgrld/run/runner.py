@@ -36,8 +36,8 @@ Example:
     >>> import sgrld
     >>> from sgrld.run.from_config import run_config
     >>> cfg = sgrld.run.config.load_config(None, ["data.name=digits", "data.batch_size=32",
-    ...     "model.widths=[16]", "prior.kind=gaussian", "run.epochs=2", "run.burn_in=20",
-    ...     "run.thin=10"])
+    ...     "model.widths=[16]", "prior.kind=gaussian", "sampler.learning_rate=0.05",
+    ...     "run.epochs=2", "run.burn_in=20", "run.thin=10"])
     >>> result = run_config(cfg, out=None)  # 39 steps per epoch; samples at steps 29, 39, ..., 69
     >>> result.status, [r["samples"] for r in result.records]
     ('completed', [1, 5])

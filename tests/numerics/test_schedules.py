@@ -168,18 +168,21 @@ def test_config_cyclical_schedule_keeps_only_sampling_phase_steps():
 
 
 def test_config_polynomial_schedule_decays_the_learning_rate():
+    """The default rate, ``"auto"``, chooses the schedule's scale: the sampler the search builds
+    at a rate decays from it."""
     from sgrld.run.sampler_from_config import sampler_of
 
     cfg = sgrld.run.config.load_config(
         None, ["schedule.kind=polynomial", "schedule.offset=10", "schedule.power=1"]
     )
     u = sgrld.potential(lambda w, b: -0.5 * (b - w) ** 2, lambda w: -0.5 * w**2, 4)
-    s = sampler_of(cfg.sampler, u, 4, schedule=cfg.schedule, num_steps=100)
+    searched = sampler_of(cfg.sampler, u, 4, schedule=cfg.schedule, num_steps=100)
+    lr = 0.25
+    s = searched.rate_search.build(lr)
     state, lrs = s.init(jnp.zeros(())), []
     for t in range(21):
         state, info = s.step(jax.random.key(t), state, jnp.ones(2))
         lrs.append(float(info.learning_rate))
-    lr = cfg.sampler.sampler_options()["learning_rate"]
     np.testing.assert_allclose([lrs[0], lrs[10], lrs[20]], [lr, lr / 2, lr / 3], rtol=1e-6)
 
 

@@ -144,7 +144,7 @@ def test_a_fisher_step_whose_minibatch_noise_dominates_warns_once(fresh_warnings
 
 def test_sample_and_a_configured_run_warn_of_minibatch_noise(fresh_warnings):
     """Both paths know lr, B and N: ``sgrld.sample`` with :func:`sgrld.minibatch_fn`, and the
-    configured run (digits: N = 1,258 at batch 64, so the default lr = 0.25 gives ρ = 2.46)."""
+    configured run (digits: N = 1,258 at batch 64, so lr = 0.25 gives ρ = 2.46)."""
     from sgrld.run.from_config import build_experiment
 
     data = jax.random.normal(jax.random.key(0), (64,))
@@ -159,6 +159,7 @@ def test_sample_and_a_configured_run_warn_of_minibatch_noise(fresh_warnings):
         "data.name=digits",
         "data.batch_size=64",
         "sampler.metric=fisher_diag",
+        "sampler.learning_rate=0.25",
         "run.burn_in=40",
     ]
     cfg = lambda *o: load_config(None, [*base, *o])

@@ -15,9 +15,7 @@ from sgrld.run import cli
 from sgrld.samples.results import ResultsError, load_samples
 from tests.helpers import digits_toml
 
-TINY = digits_toml(
-    learning_rate=None, epochs=2, burn_in=1, thin=4, save_samples=True, checkpoint_seconds=0
-)
+TINY = digits_toml(epochs=2, burn_in=1, thin=4, save_samples=True, checkpoint_seconds=0)
 
 
 @pytest.fixture(scope="module")

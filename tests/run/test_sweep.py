@@ -19,6 +19,7 @@ TINY = [
     "data.batch_size=64",
     "model.widths=[8]",
     "prior.kind=gaussian",
+    "sampler.learning_rate=0.1",  # a number: "auto" needs a burn-in (tests/run/test_auto_rate.py)
     "run.epochs=2",
     "run.burn_in=0",
     "run.thin=5",

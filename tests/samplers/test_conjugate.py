@@ -84,7 +84,7 @@ def run_chains(sampler, x, y, seed, chains=CHAINS, burn=BURN, samples=SAMPLES):
     out = sgrld.sample(
         jax.random.key(seed), sampler, params,
         sgrld.minibatch_fn((jnp.asarray(x), jnp.asarray(y)), B),
-        num_samples=samples, thin=THIN, burn_in=burn, num_chains=chains,
+        num_samples=samples, thin=THIN, burn_in=burn, num_chains=chains, init="shared",
     )  # fmt: skip
     net = out.params["net"]
     return np.concatenate([net["kernel"][..., 0], net["bias"]], axis=-1).astype(np.float64)
