@@ -13,7 +13,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from sgrld.chains.rate_grid import warm_start
-from sgrld.chains.step_size import RateChoice, all_finite, away_from_divergence, warn_at_edge
+from sgrld.chains.step_size import (
+    RateChoice,
+    all_finite,
+    away_from_divergence,
+    check_some_finite,
+    chosen,
+)
 from sgrld.numerics.pytrees import PyTree
 from sgrld.samplers.rate_search import RateSearch
 
@@ -110,20 +116,8 @@ def halve_learning_rate(
         refill = first[keep][np.arange(k) % len(keep)]  # survivors repeated over the slots
         slots, current = slots[refill], jax.tree.map(partial(_take, refill), current)
         length = min(done, pilot_steps - done)
-    if not np.isfinite(scores).any():
-        raise FloatingPointError(
-            f'learning_rate="auto": every rate tried diverged ({", ".join(f"{c:.3g}" for c in candidates)}); '  # noqa: E501
-            "check the potential and the start, or give a smaller number"
-        )
+    check_some_finite(candidates, scores)
     eligible = away_from_divergence(scores)[alive]
     best = int(alive[int(np.argmin(eligible if np.isfinite(eligible).any() else scores[alive]))])
-    choice = RateChoice(
-        float(candidates[best]),
-        tuple(float(c) for c in candidates),
-        tuple(float(s) for s in scores),
-        int(done),
-        best in (0, len(candidates) - 1),
-        criterion=HALVING,
-    )
-    warn_at_edge(choice)
+    choice = chosen(candidates, scores, best, done, criterion=HALVING)
     return choice, jax.tree.map(lambda x: x[list(slots).index(best)], current)

@@ -327,22 +327,42 @@ def choose_learning_rate(
     )
     finite = np.isfinite(scores) & all_finite(ends.params)
     scores, errors = np.where(finite, scores, np.inf), np.where(finite, errors, np.inf)
-    if not finite.any():
-        raise FloatingPointError(
-            f'learning_rate="auto": every rate tried diverged ({", ".join(f"{c:.3g}" for c in candidates)}); '  # noqa: E501
-            "check the potential and the start, or give a smaller number"
-        )
+    check_some_finite(candidates, scores)
     best = _best(scores, errors)
+    choice = chosen(candidates, scores, best, pilot_steps, errors)
+    return choice, jax.tree.map(lambda x: x[best], ends)
+
+
+def check_some_finite(candidates: tuple[float, ...], scores: np.ndarray) -> None:
+    """``FloatingPointError`` where every rate tried diverged (every score ``inf``)."""
+    if not np.isfinite(scores).any():
+        tried = ", ".join(f"{c:.3g}" for c in candidates)
+        raise FloatingPointError(
+            f'learning_rate="auto": every rate tried diverged ({tried}); check the potential '
+            "and the start, or give a smaller number"
+        )
+
+
+def chosen(
+    candidates: tuple[float, ...],
+    scores: np.ndarray,
+    best: int,
+    steps: int,
+    errors: np.ndarray = (),
+    criterion: str = CRITERION,
+) -> RateChoice:
+    """The :class:`RateChoice` of candidate ``best``, with a warning where it is at the edge."""
     choice = RateChoice(
         float(candidates[best]),
         tuple(float(c) for c in candidates),
         tuple(float(s) for s in scores),
-        int(pilot_steps),
+        int(steps),
         best in (0, len(candidates) - 1),
         tuple(float(e) for e in errors),
+        criterion,
     )
     warn_at_edge(choice)
-    return choice, jax.tree.map(lambda x: x[best], ends)
+    return choice
 
 
 def warn_at_edge(choice: RateChoice) -> None:
