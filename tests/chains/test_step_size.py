@@ -68,13 +68,24 @@ def test_stability_rate_is_two_over_the_top_curvature():
     assert stable == pytest.approx(2.0 / 25.0, rel=1e-3)
 
 
-def test_stability_rate_sees_the_metric():
-    """Monge's metric shrinks the step along the gradient, G⁻¹ = I − c·g gᵀ/(1 + α²|g|²) with
-    c = α²: far out on the stiff axis the stiff direction's curvature is damped."""
-    s = quadratic(sgrld.metrics.monge(alpha2=1.0, decay=0.0))
-    start = jnp.array([0.0, 4.0])  # g = (0, 100): G⁻¹ = diag(1, 1/(1 + 10⁴)) after an update
+def test_stability_rate_sees_the_warmed_metric():
+    """RMSprop warmed at θ = (0.5, 2) on full batches: V = g² = (0.25, 2500), floored at
+    (1 − 0.9)·mean V = 125 (:func:`sgrld.metrics.metric.freeze`), so G⁻¹H = diag(1/√125, 25/50):
+    the top eigenvalue is 0.5 and the stable rate 4."""
+    s = quadratic(sgrld.metrics.rmsprop(decay=0.9))
+    start = jnp.array([0.5, 2.0])
     stable = rate_grid.stability_rate(jax.random.key(0), s.rate_search, start, batch_fn)
-    assert stable == pytest.approx(2.0 / 1.0, rel=1e-2)  # the flat direction's λ = 1 is now top
+    assert stable == pytest.approx(4.0, rel=1e-3)
+
+
+def test_stability_rate_of_monge_is_its_metric_in_the_typical_set():
+    """Far out on the stiff axis the gradient (0, 100) would shrink Monge's stiff direction
+    10⁴-fold; in the typical set its mean gradient is about 0 and its metric the identity, whose
+    stable rate 2/25 is the one used."""
+    s = quadratic(sgrld.metrics.monge(alpha2=1.0, decay=0.0))
+    start = jnp.array([0.0, 4.0])
+    stable = rate_grid.stability_rate(jax.random.key(0), s.rate_search, start, batch_fn)
+    assert stable == pytest.approx(2.0 / 25.0, rel=1e-3)
 
 
 @pytest.mark.statistical(seed=1)
