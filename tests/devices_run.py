@@ -143,6 +143,7 @@ RUN = [
     "data.batch_size=32",
     "model.widths=[8]",
     "prior.kind=gaussian",
+    "sampler.learning_rate=0.25",
     "run.epochs=2",
     "run.burn_in=0",
     "run.thin=2",
