@@ -5,8 +5,8 @@ demo`` and ``sgrld reproduce mnist-mlp`` use it).
 Example:
     >>> import sgrld
     >>> cfg = sgrld.run.config.load_config(None, ["data.name=digits", "data.batch_size=32",
-    ...     "model.widths=[16]", "prior.kind=gaussian", "run.epochs=1", "run.burn_in=0",
-    ...     "run.thin=13"])
+    ...     "model.widths=[16]", "prior.kind=gaussian", "sampler.learning_rate=0.05",
+    ...     "run.epochs=1", "run.burn_in=0", "run.thin=13"])
     >>> result = run_config(cfg, out=None)
     >>> result.status, result.records[0]["samples"]
     ('completed', 3)

@@ -42,6 +42,11 @@ class BiasWarning(RuntimeWarning):
     """A sampler setting known to sample a biased law; the message names the better setting."""
 
 
+class FrozenIdentityWarning(RuntimeWarning):
+    """A frozen adaptive metric that is the identity: the run samples as SGLD, at the metric's
+    cost (:func:`identity_clause`)."""
+
+
 class Adaptation(NamedTuple):
     """How an SGRLD sampler adapts its metric and corrects for it (``Sampler.adaptation``).
 
@@ -254,8 +259,8 @@ def distance_to_identity(metric: Metric, metric_states: Any, params: Any) -> flo
 
 def identity_clause(metric: Metric, metric_states: Any, params: Any) -> str:
     """``""``, or where the frozen metric is within :data:`IDENTITY_TOLERANCE` of the identity
-    a clause for the guarantee's line and a :class:`BiasWarning`-free ``UserWarning`` saying so:
-    the run samples as SGLD does, at the metric's cost."""
+    a clause for the guarantee's line and a :class:`FrozenIdentityWarning` saying so: the run
+    samples as SGLD does, at the metric's cost."""
     if metric.statistic is None:
         return ""
     distance = distance_to_identity(metric, metric_states, params)
@@ -266,7 +271,7 @@ def identity_clause(metric: Metric, metric_states: Any, params: Any) -> str:
         "at stationarity, as Monge's mean gradient is): the kept samples are SGLD's, at the "
         "metric's cost; use metrics.identity(), or adapt_until='never' with "
         "correction='hutchinson' to keep the adaptive metric",
-        UserWarning,
+        FrozenIdentityWarning,
         stacklevel=3,
     )
     return f"; the frozen metric is the identity to {100 * distance:.2g} % (SGLD)"
