@@ -108,10 +108,10 @@ def test_rows_choose_each_split_s_learning_rate_on_validation():
 
 def test_isgd_in_a_configuration_defaults_to_its_lambda_rule():
     """``sampler.kind = "isgd"`` alone uses the λ rule (no ``learning_rate`` passed on); the
-    other kinds keep 0.25; T = 0 with the rule is refused, naming the key."""
+    other kinds keep theirs, ``"auto"``; T = 0 with the rule is refused, naming the key."""
     assert "learning_rate" not in load_config(None, ["sampler.kind=isgd"]).sampler.sampler_options()
     sghmc = load_config(None, ["sampler.kind=sghmc"]).sampler.sampler_options()
-    assert sghmc["learning_rate"] == 0.25
+    assert sghmc["learning_rate"] == "auto"
     with pytest.raises(ConfigError, match="sampler.temperature"):
         load_config(None, ["sampler.kind=isgd", "sampler.temperature=0"])
 

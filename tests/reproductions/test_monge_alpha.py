@@ -39,7 +39,8 @@ def test_sweep_records_score_every_replicate_apart():
     for i, scores in enumerate(sweep.scores):
         for key in ("test_log_likelihood", "test_accuracy", "val_log_likelihood"):
             np.testing.assert_allclose(last[key][2 * i : 2 * i + 2], scores[key], rtol=1e-6)
-    assert "groups" not in sgrld.run.from_config.run_config(cfg, out=None).records[0]
+    single = sgrld.run.config.load_config(None, [*TINY, "sampler.learning_rate=0.05"])
+    assert "groups" not in sgrld.run.from_config.run_config(single, out=None).records[0]
 
 
 def _run(metric_time: dict[str, float], val: dict[tuple[str, float], float], epochs: int = 4):
