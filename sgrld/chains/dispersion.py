@@ -132,7 +132,10 @@ def _rank_rhat(x: np.ndarray) -> float:
 def disagreeing(potentials: np.ndarray, limit: float = RHAT_LIMIT) -> tuple[float, list[int]]:
     """The split R-hat of ``potentials [chains, draws]`` and the chains that disagree: none
     when it is at most ``limit``; else those whose removal, one at a time (each time the chain
-    that lowers R-hat most), brings the others' R-hat to ``limit``, or every chain if none does.
+    whose mean rank is farthest from the others', the largest share of R-hat's between-chain
+    variance), brings the others' R-hat to ``limit`` before half the chains are gone, or every
+    chain if none does. One R-hat per removal: trying every removal cost one per chain per
+    removal, and the naming of 512 chains took minutes.
 
     Example:
       >>> rng = np.random.default_rng(1)
@@ -144,12 +147,16 @@ def disagreeing(potentials: np.ndarray, limit: float = RHAT_LIMIT) -> tuple[floa
     rhat = split_rhat(potentials)
     if not rhat > limit:  # NaN too: nothing to say
         return rhat, []
+    from scipy import stats  # on first use: scipy.stats takes a second to import
+
     left, removed = list(range(len(potentials))), []
-    while len(left) > 2 and split_rhat(potentials[left]) > limit:
-        rest = [[c for c in left if c != out] for out in left]
-        best = min(rest, key=lambda chains: split_rhat(potentials[chains]))
-        removed += [c for c in left if c not in best]
-        left = best
+    while len(left) > 2 and len(removed) < len(potentials) // 2:
+        if not split_rhat(potentials[left]) > limit:
+            return rhat, sorted(removed)
+        ranks = stats.rankdata(potentials[left]).reshape(len(left), -1).mean(axis=1)
+        out = left[int(np.argmax(np.abs(ranks - ranks.mean())))]
+        removed.append(out)
+        left.remove(out)
     if split_rhat(potentials[left]) > limit:
         return rhat, list(range(len(potentials)))
     return rhat, sorted(removed)
