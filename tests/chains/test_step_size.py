@@ -42,6 +42,7 @@ def target_states(sampler, key, chains):
     return jax.vmap(sampler.init)(draws)
 
 
+@pytest.mark.long
 @pytest.mark.statistical(seed=0)
 def test_score_matches_the_discrete_time_stationary_variance(stat_seed):
     """On a Gaussian, D(lr) estimates ``mean_i ρ(1/(1 − lr·λ_i/2))`` from SGLD's exact
@@ -88,6 +89,7 @@ def test_stability_rate_of_monge_is_its_metric_in_the_typical_set():
     assert stable == pytest.approx(2.0 / 25.0, rel=1e-3)
 
 
+@pytest.mark.long
 @pytest.mark.statistical(seed=1)
 def test_choice_is_the_largest_rate_within_the_tolerance(stat_seed):
     """The grid from the stability rate 2/25: 0.72, 0.24 and 0.08 are unstable, 0.0267 inflates
@@ -108,6 +110,7 @@ def test_choice_is_the_largest_rate_within_the_tolerance(stat_seed):
     assert int(states.step[0]) == 800
 
 
+@pytest.mark.long
 def test_search_is_reproducible_and_continues_the_burn_in():
     t = sgrld.samples.targets.standard_normal()
     s = sgrld.sgrld(t.potential, sgrld.metrics.rmsprop(), learning_rate="auto", num_data=1)
@@ -133,6 +136,7 @@ def test_auto_refuses_temperature_zero():
         )
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("factory", ["sghmc", "sgnht", "adam_sgld"])
 def test_every_sampler_with_a_rate_takes_auto(factory):
     t = sgrld.samples.targets.standard_normal()

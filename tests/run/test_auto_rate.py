@@ -13,6 +13,8 @@ from sgrld.run import auto_rate, cli, from_config
 from sgrld.run.config import load_config
 from tests.helpers import digits_toml
 
+pytestmark = pytest.mark.long  # each runs a search and a run: 10-30 s
+
 TINY = digits_toml(64, 8, learning_rate=None, epochs=10, burn_in=128, thin=10, chains=2)
 """19 steps per epoch, a burn-in of 128 steps: a pilot of 64 (the halving's half burn-in)."""
 
