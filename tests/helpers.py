@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -10,6 +11,7 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 
 import sgrld
+from sgrld.samplers.sampler import gradient_fn
 
 METRICS = {
     "identity": lambda: sgrld.metrics.identity(),
@@ -119,3 +121,22 @@ def digits_toml(batch_size: int = 64, width: int = 8, learning_rate: float | Non
         *(f"{k} = {str(v).lower() if isinstance(v, bool) else v}" for k, v in run.items()),
     ]
     return "\n" + "\n".join(lines) + "\n"
+
+
+def exact_gamma_against_jacfwd(metric, potential, params, batch, statistic_at):
+    """``(expected, got)``: Γ as ``jax.jacfwd`` of the dense G⁻¹(θ) whose statistic is
+    ``statistic_at(params)`` (an independent reference), and Γ of ``correction.exact`` on the
+    sampler's own gradient and observation, both flat."""
+    flat, unravel = ravel_pytree(params)
+
+    def reference_inv(flat):
+        p = unravel(flat)
+        state = metric.update(metric.init(p), statistic_at(p))
+        eye = jnp.eye(flat.size)
+        return jax.vmap(lambda e: ravel_pytree(metric.inv(state, unravel(e)))[0])(eye).T
+
+    expected = jnp.einsum("ijj->i", jax.jit(jax.jacfwd(reference_inv))(flat))
+    grad_fn = partial(gradient_fn(potential, True, metric), batch=batch, key=None)
+    correction = sgrld.parts.correction.exact(warmup=0)
+    estimate = jax.jit(lambda p, state: correction.estimate(None, grad_fn, p, metric, state))
+    return expected, ravel_pytree(estimate(params, metric.init(params)).gamma)[0]

@@ -32,7 +32,7 @@ from sgrld.bnn.models import MLP, apply_fn, init_params
 from sgrld.numerics.per_example import FallbackWarning, QuasiDiagonal, bias_pairs, observation_fn
 from sgrld.parts.correction import basis_like, gamma_from_probes
 from sgrld.samplers.sampler import gradient_fn
-from tests.helpers import cpu_env
+from tests.helpers import cpu_env, exact_gamma_against_jacfwd
 
 B = 6
 
@@ -210,21 +210,13 @@ def test_exact_gamma_equals_jacfwd_of_brute_force_statistics(kind):
     # the statistic's fast path that the test above differentiates on both sides.
     potential, params, batch = classifier(seed=5)
     metric = METRICS[kind](eps=0.05, decay=0.0)
-    flat, unravel = ravel_pytree(params)
-
-    def reference_inv(flat):
-        p = unravel(flat)
-        stat = expected_statistic(kind, brute_grads(potential.loglik_fn, p, batch))
-        state = metric.update(metric.init(p), stat)
-        eye = jnp.eye(flat.size)
-        return jax.vmap(lambda e: ravel_pytree(metric.inv(state, unravel(e)))[0])(eye).T
-
-    expected = jnp.einsum("ijj->i", jax.jit(jax.jacfwd(reference_inv))(flat))
-    grad_fn = partial(gradient_fn(potential, True, metric), batch=batch, key=None)
-    correction = sgrld.parts.correction.exact(warmup=0)
-    estimate = jax.jit(lambda p, state: correction.estimate(None, grad_fn, p, metric, state))
-    est = estimate(params, metric.init(params))
-    got = ravel_pytree(est.gamma)[0]
+    expected, got = exact_gamma_against_jacfwd(
+        metric,
+        potential,
+        params,
+        batch,
+        lambda p: expected_statistic(kind, brute_grads(potential.loglik_fn, p, batch)),
+    )
     assert float(jnp.abs(expected).max()) > 1.0  # Γ is not trivially zero here
     np.testing.assert_allclose(got, expected, rtol=2e-3, atol=2e-4 * float(jnp.abs(expected).max()))
 

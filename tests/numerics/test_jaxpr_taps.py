@@ -20,12 +20,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax.flatten_util import ravel_pytree
 
 import sgrld
 from sgrld.bnn import adapters, likelihoods
 from sgrld.numerics.per_example import FallbackWarning, QuasiDiagonal, bias_pairs, observation_fn
-from sgrld.samplers.sampler import gradient_fn
+from tests.helpers import exact_gamma_against_jacfwd
 
 B = 5
 KINDS = ("diag", "qdiag", "full")
@@ -291,19 +290,9 @@ def test_exact_gamma_equals_jacfwd_of_brute_force_statistics(kind):
     potential = sgrld.potential(loglik, None, num_data=10)
     net = {"w": normal(1, 2, 3), "scale": normal(2, 3), "out": normal(3, 3, 3)}
     params, batch = {"net": net}, (normal(0, B, 4, 2), jnp.arange(B) % 3)
-    flat, unravel = ravel_pytree(params)
-
-    def reference_inv(flat):
-        p = unravel(flat)
-        state = metric.update(metric.init(p), reference(kind, loglik, p, batch))
-        eye = jnp.eye(flat.size)
-        return jax.vmap(lambda e: ravel_pytree(metric.inv(state, unravel(e)))[0])(eye).T
-
-    expected = jnp.einsum("ijj->i", jax.jit(jax.jacfwd(reference_inv))(flat))
-    grad_fn = partial(gradient_fn(potential, True, metric), batch=batch, key=None)
-    correction = sgrld.parts.correction.exact(warmup=0)
-    estimate = jax.jit(lambda p, state: correction.estimate(None, grad_fn, p, metric, state))
-    got = ravel_pytree(estimate(params, metric.init(params)).gamma)[0]
+    expected, got = exact_gamma_against_jacfwd(
+        metric, potential, params, batch, lambda p: reference(kind, loglik, p, batch)
+    )
     assert float(jnp.abs(expected).max()) > 1e-2  # Γ is not trivially zero here
     np.testing.assert_allclose(got, expected, rtol=2e-3, atol=2e-4 * float(jnp.abs(expected).max()))
 
