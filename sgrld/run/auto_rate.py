@@ -113,7 +113,10 @@ def resolve(experiment: Experiment, plan: RunPlan, saved: Any = None) -> Experim
             f"chosen in the burn-in, which needs at least {4 * MIN_PILOT_STEPS} steps; raise "
             "run.burn_in or give sampler.learning_rate a number"
         ) from None
-    choice = saved_choice(saved) or search_rate(experiment, plan)
+    try:
+        choice = saved_choice(saved) or search_rate(experiment, plan)
+    except FloatingPointError as err:  # every rate diverged, or no curvature at the start
+        raise ConfigError(f"sampler.learning_rate = 'auto': {err}") from None
     meta = {**experiment.meta, META_KEY: choice.to_dict()}
     if "guarantee" in meta:  # the run states its rate where it states its guarantee
         meta["guarantee"] = choice.clause(meta["guarantee"])

@@ -94,3 +94,17 @@ def test_a_sweep_searches_each_setting_and_shows_its_rate(tmp_path):
     choices = sweep.result.summary["meta"][auto_rate.META_KEY]
     assert len(choices) == 2  # one search per setting
     assert [row["lr"] for row in sweep.rows] == [format(c["learning_rate"], "g") for c in choices]
+
+
+def test_a_search_where_every_rate_diverges_is_one_line(tmp_path, capsys, monkeypatch):
+    def diverged(*args, **kwargs):
+        raise FloatingPointError('learning_rate="auto": every rate tried diverged (1, 0.3)')
+
+    monkeypatch.setattr(auto_rate, "search_rate", diverged)
+    path = tmp_path / "tiny.toml"
+    path.write_text(TINY)
+    out = tmp_path / "o"
+    assert cli.main(["run", str(path), "--out", str(out)]) != 0
+    err = capsys.readouterr().err
+    assert "sampler.learning_rate = 'auto': " in err and "every rate tried diverged" in err
+    assert "Traceback" not in err and not (out / "summary.json").exists()
