@@ -13,9 +13,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 IMPORT_NAMES = {"scikit-learn": "sklearn", "arviz-base": "arviz_base", "arviz-stats": "arviz_stats"}
 """Distribution name -> module name, where they differ."""
-FILE_ENGINES = {"h5py"}
+FILE_ENGINES = {"h5py", "pyarrow"}
 """Declared, never imported: h5netcdf's backend, which xarray loads by name to write netCDF (sgrld
-export; h5netcdf itself is imported to read an earlier export's attributes)."""
+export; h5netcdf itself is imported to read an earlier export's attributes), and pandas's Parquet
+engine (``sgrld.data.load_file``)."""
 
 
 def third_party_imports() -> set[str]:
@@ -33,9 +34,9 @@ def third_party_imports() -> set[str]:
     return {n for n in found if n not in stdlib and n not in ("sgrld", "__future__")}
 
 
-ADAPTER_EXTRAS = ("equinox",)
-"""Optional extras an adapter imports lazily (``sgrld.bnn.adapters``; Haiku's adapter takes a
-transformed function and imports nothing)."""
+ADAPTER_EXTRAS = ("equinox", "files")
+"""Optional extras imported lazily: an adapter's (``sgrld.bnn.adapters``; Haiku's adapter takes a
+transformed function and imports nothing) and the table readers' (``sgrld.data.load_file``)."""
 
 
 def declared() -> set[str]:

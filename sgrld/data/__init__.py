@@ -1,7 +1,8 @@
-"""Data-set loaders: MNIST, Fashion-MNIST, CIFAR-10, digits and the UCI regression sets.
+"""Data-set loaders: MNIST, Fashion-MNIST, CIFAR-10, digits and the UCI regression sets, and a
+data set of one's own from an NPZ, CSV or Parquet file.
 
 Everything is read from local files (nothing is downloaded) and returned as numpy arrays in
-a :class:`Dataset`; see :func:`load_dataset` and :func:`resolve_data_dir`.
+a :class:`Dataset`; see :func:`load_dataset`, :func:`resolve_data_dir` and :func:`load_file`.
 
 Example:
     >>> from sgrld.data import load_dataset
@@ -14,6 +15,7 @@ from .errors import DataError, MissingDataError
 from .loader import load_dataset
 from .registry import DATA_DIR_ENV, DATASETS, DatasetInfo, resolve_data_dir
 from .splits import holdout_indices, train_validation_split
+from .user_files import load_file
 
 __all__ = [
     "DATASETS",
@@ -24,6 +26,7 @@ __all__ = [
     "MissingDataError",
     "holdout_indices",
     "load_dataset",
+    "load_file",
     "resolve_data_dir",
     "train_validation_split",
 ]

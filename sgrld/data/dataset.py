@@ -1,4 +1,5 @@
-"""The :class:`Dataset` container returned by :func:`sgrld.data.load_dataset`."""
+"""The :class:`Dataset` container returned by :func:`sgrld.data.load_dataset` and
+:func:`sgrld.data.load_file`."""
 
 from __future__ import annotations
 
@@ -33,6 +34,8 @@ class Dataset(NamedTuple):
         target_mean: Regression targets were standardised as ``(y − target_mean) / target_std``
             (0 for classification and unstandardised targets).
         target_std: See ``target_mean`` (1 for classification and unstandardised targets).
+        sha256: The SHA-256 (hex) of the file read by :func:`sgrld.data.load_file`; ``""`` for
+            the registry's sets, whose files are checked against their known checksums.
     """
 
     x_train: np.ndarray
@@ -45,6 +48,7 @@ class Dataset(NamedTuple):
     name: str
     target_mean: float = 0.0
     target_std: float = 1.0
+    sha256: str = ""
 
     def __repr__(self) -> str:
         """The name, the classes and each split's shapes, not the arrays.

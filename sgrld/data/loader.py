@@ -49,7 +49,7 @@ from .splits import train_validation_split
 from .transforms import flatten_inputs, standardize_channels
 from .uci import load_uci
 
-__all__ = ["load_dataset"]
+__all__ = ["load_dataset", "preprocess"]
 
 _FILE_LOADERS = {"idx": load_idx, "cifar": load_cifar10}
 
@@ -115,20 +115,42 @@ def load_dataset(
     size = info.validation_size if validation_size is None else validation_size
     x_train, y_train, x_val, y_val = train_validation_split(x_full, y_full, size, seed)
     splits = (x_train, y_train, x_val, y_val, x_test, y_test)
-    return _preprocess(
-        info, splits, info.standardize if standardize is None else standardize, flatten
-    )
+    standardize = info.standardize if standardize is None else standardize
+    return preprocess(splits, info.num_classes, info.name, standardize=standardize, flatten=flatten)
 
 
-def _preprocess(
-    info: DatasetInfo, splits: tuple[np.ndarray, ...], standardize: bool, flatten: bool
+def preprocess(
+    splits: tuple[np.ndarray, ...],
+    num_classes: int,
+    name: str,
+    *,
+    standardize: bool,
+    flatten: bool,
 ) -> Dataset:
-    """Standardise (inputs per channel, regression targets) and flatten the six split arrays."""
+    """Standardise (inputs per channel, regression targets) and flatten the six split arrays.
+
+    Args:
+        splits: ``(x_train, y_train, x_val, y_val, x_test, y_test)``.
+        num_classes: Number of classes; 0 for regression (whose targets ``standardize`` scales).
+        name: The data set's name.
+        standardize: Standardise with the training split's statistics
+            (:func:`sgrld.data.transforms.standardize_channels`).
+        flatten: Flatten each input to a vector (:func:`sgrld.data.transforms.flatten_inputs`).
+
+    Returns:
+        The :class:`Dataset`.
+
+    Example:
+        >>> x, y = np.arange(8.0, dtype=np.float32).reshape(4, 2), np.arange(4.0, dtype=np.float32)
+        >>> ds = preprocess((x, y, x[:0], y[:0], x, y), 0, "toy", standardize=True, flatten=True)
+        >>> ds.x_train.std(axis=0), ds.target_mean
+        (array([1., 1.], dtype=float32), 1.5)
+    """
     x_train, y_train, x_val, y_val, x_test, y_test = splits
     target_mean, target_std = 0.0, 1.0
     if standardize:
         x_train, x_val, x_test = standardize_channels(x_train, x_val, x_test)
-        if info.regression:
+        if not num_classes:
             (y_train, y_val, y_test), target_mean, target_std = _standardize_targets(
                 y_train, y_val, y_test
             )
@@ -141,8 +163,8 @@ def _preprocess(
         y_val,
         x_test,
         y_test,
-        info.num_classes,
-        info.name,
+        num_classes,
+        name,
         target_mean,
         target_std,
     )
