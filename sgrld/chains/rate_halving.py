@@ -12,14 +12,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sgrld.chains.rate_grid import warm_start
-from sgrld.chains.step_size import (
+from sgrld.chains.rate_choice import (
+    MAX_EXTENSIONS,
     RateChoice,
     all_finite,
     away_from_divergence,
     check_some_finite,
     chosen,
+    search_beyond_edges,
 )
+from sgrld.chains.rate_grid import warm_start
 from sgrld.numerics.pytrees import PyTree
 from sgrld.samplers.rate_search import RateSearch
 
@@ -60,6 +62,7 @@ def halve_learning_rate(
     score_fn: Callable[[PyTree], np.ndarray],
     pilot_steps: int,
     candidates: tuple[float, ...],
+    extensions: int = MAX_EXTENSIONS,
 ) -> tuple[RateChoice, Any]:
     """Choose a rate by successive halving on a score that needs held-out data.
 
@@ -84,6 +87,8 @@ def halve_learning_rate(
         chains as an ensemble (non-finite: diverged).
       pilot_steps: the most steps a rate runs.
       candidates: the rates, largest first.
+      extensions: grids searched past an edge of ``candidates`` where the choice is there
+        (:func:`~sgrld.chains.rate_choice.search_beyond_edges`; 0: ``candidates`` only).
 
     Returns:
       ``(choice, states)``: its ``scores`` are minus each rate's last score (lower is better, as
@@ -93,17 +98,35 @@ def halve_learning_rate(
     warm_key, key = jax.random.split(key)
     states = warm_start(warm_key, search, states, batch_fn)
     keys = jax.random.split(key, chains)
+    unit = max(1, pilot_steps // 4)
+    advance = _advance_fn(search, batch_fn, unit)  # compiled once: k slots of `unit` steps
+
+    def search_fn(rates):
+        run = lambda rates, current, start: advance(rates, current, keys, start)  # noqa: E731
+        return _halving(run, unit, states, score_fn, pilot_steps, rates)
+
+    return search_beyond_edges(search_fn, tuple(candidates), extensions)
+
+
+def _halving(
+    advance: Callable,
+    unit: int,
+    states: Any,
+    score_fn: Callable[[PyTree], np.ndarray],
+    pilot_steps: int,
+    candidates: tuple[float, ...],
+) -> tuple[RateChoice, Any]:
+    """One successive halving over ``candidates`` (:func:`halve_learning_rate`), ``advance``
+    running every slot ``unit`` steps."""
     k = len(candidates)
     alive, slots = np.arange(k), np.arange(k)  # survivors; the candidate of each of k slots
     scores = np.full(k, np.inf)
     current = jax.tree.map(lambda x: jnp.broadcast_to(x, (k, *x.shape)), states)
-    unit = max(1, pilot_steps // 4)
-    advance = _advance_fn(search, batch_fn, unit)  # compiled once: k slots of `unit` steps
     done, length = 0, unit
     while True:
         rates = jnp.asarray([candidates[i] for i in slots], jnp.float32)
         for _ in range(max(1, length // unit)):
-            current = advance(rates, current, keys, done)
+            current = advance(rates, current, done)
             done += unit
         value = -np.asarray(score_fn(current.params), np.float64)
         value = np.where(np.isfinite(value) & all_finite(current.params), value, np.inf)

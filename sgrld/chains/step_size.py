@@ -34,8 +34,10 @@ window, where one extra minibatch gradient is taken every :data:`EVERY` steps), 
 random numbers (the same keys for every rate). The largest rate whose D is within
 :data:`TOLERANCE` by two jackknife standard errors (at most ``3·TOLERANCE``) is chosen (larger
 rates mix faster; a diverged rate scores ∞), or, where none is, the rate of least D; its chains'
-states continue the burn-in: the search costs ``(K − 1)·pilot_steps`` steps per chain. A choice
-at the edge of the grid is reported (``RateChoice.at_edge``) with a warning.
+states continue the burn-in: the search costs ``(K − 1)·pilot_steps`` steps per chain. Where the
+choice is the largest rate tried (or the smallest), the grid is moved past it and searched again,
+at most twice (:func:`~sgrld.chains.rate_choice.search_beyond_edges`), each time ``K·pilot_steps``
+steps more; a choice still at the edge is reported (``RateChoice.at_edge``) with a warning.
 
 Example:
   >>> import jax, jax.numpy as jnp, sgrld
@@ -52,7 +54,6 @@ Example:
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -60,12 +61,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from sgrld.chains.rate_choice import (
+    MAX_EXTENSIONS,
+    RateChoice,
+    all_finite,
+    away_from_divergence,
+    check_some_finite,
+    chosen,
+    search_beyond_edges,
+)
 from sgrld.chains.rate_grid import candidate_rates, stability_rate, warm_start
 from sgrld.numerics.pytrees import PyTree
 from sgrld.samplers.rate_search import RateSearch
 
-CRITERION = "Stein virial: mean_i ρ(Cov(θ_i, ∂_iU)/T), ρ(v) = ((v − 1)/(v + 1))²"
-"""The criterion's name, as runs report it."""
 MIN_PILOT_STEPS = 32
 """The shortest pilot: 16 steps to relax, 16 in the window (4 evaluations per half)."""
 GROUPS = 4
@@ -75,83 +83,6 @@ EVERY = 2
 TOLERANCE = 0.0025
 """The largest rate with ``D <= TOLERANCE`` is chosen: ρ(1.1) = 0.0023, so the chains' variance
 within about 10 % of the target's, coordinate by coordinate, in root mean square."""
-
-
-class RateChoice(NamedTuple):
-    """The outcome of a learning-rate search (reported in ``summary.json``, the run table,
-    ``sgrld diagnose``, the ArviZ attributes and ``sgrld.sample``'s result).
-
-    Attributes:
-      learning_rate: the chosen rate.
-      candidates: the rates tried, largest first.
-      scores: each rate's score, lower is better (``inf``: diverged): D, or minus the
-        validation log-likelihood (:func:`halve_learning_rate`).
-      pilot_steps: steps the chosen rate ran.
-      at_edge: the choice is the largest or the smallest rate tried.
-      errors: the jackknife standard error of each score.
-      criterion: the criterion's name (:data:`CRITERION`).
-    """
-
-    learning_rate: float
-    candidates: tuple[float, ...]
-    scores: tuple[float, ...]
-    pilot_steps: int
-    at_edge: bool
-    errors: tuple[float, ...] = ()
-    criterion: str = CRITERION
-
-    def describe(self) -> str:
-        """One line: the rate, how it was chosen and the scores.
-
-        Example:
-          >>> RateChoice(0.1, (0.3, 0.1, 0.033), (float("inf"), 0.02, 0.4), 64, False).describe()
-          'lr 0.1 chosen by the Stein virial over 3 rates (0.3: diverged, 0.1: 0.02, 0.033: 0.4) in 64 pilot steps'
-        """  # noqa: E501
-        scores = ", ".join(
-            f"{c:.3g}: {'diverged' if not np.isfinite(s) else format(s, '.3g')}"
-            for c, s in zip(self.candidates, self.scores, strict=True)
-        )
-        edge = "; at the edge of the rates tried" if self.at_edge else ""
-        return (
-            f"lr {self.learning_rate:.3g} chosen by the {self.criterion.split(':')[0]} over "
-            f"{len(self.candidates)} rates ({scores}) in {self.pilot_steps} pilot steps{edge}"
-        )
-
-    def clause(self, guarantee: str) -> str:
-        """``guarantee`` with the choice appended: the one line a run states (module docstring).
-
-        Example:
-          >>> c = RateChoice(0.1, (0.3, 0.1), (float("inf"), 0.02), 64, True)
-          >>> c.clause("exact: constant metric (not adaptive)")
-          'exact: constant metric (not adaptive); lr 0.1 chosen by the Stein virial over 2 rates (0.3: diverged, 0.1: 0.02) in 64 pilot steps; at the edge of the rates tried'
-        """  # noqa: E501
-        return f"{guarantee}; {self.describe()}"
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready fields (``inf`` as ``None``)."""
-        return {
-            "learning_rate": self.learning_rate,
-            "criterion": self.criterion,
-            "candidates": list(self.candidates),
-            "scores": [float(s) if np.isfinite(s) else None for s in self.scores],
-            "errors": [float(s) if np.isfinite(s) else None for s in self.errors],
-            "pilot_steps": self.pilot_steps,
-            "at_edge": self.at_edge,
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> RateChoice:
-        """The inverse of :meth:`to_dict` (a resumed run reads its choice back)."""
-        floats = lambda xs: tuple(float("inf") if x is None else float(x) for x in xs)  # noqa: E731
-        return cls(
-            float(d["learning_rate"]),
-            floats(d["candidates"]),
-            floats(d["scores"]),
-            int(d["pilot_steps"]),
-            bool(d["at_edge"]),
-            floats(d.get("errors", ())),
-            str(d.get("criterion", CRITERION)),
-        )
 
 
 def pilot_steps_of(burn_in: int) -> int:
@@ -293,6 +224,7 @@ def choose_learning_rate(
     batch_fn: Callable,
     pilot_steps: int,
     candidates: tuple[float, ...] | None = None,
+    extensions: int = MAX_EXTENSIONS,
 ) -> tuple[RateChoice, Any]:
     """Choose the rate of a ``learning_rate="auto"`` sampler (module docstring).
 
@@ -303,6 +235,8 @@ def choose_learning_rate(
       batch_fn: ``key -> batch``.
       pilot_steps: steps of each rate (:func:`pilot_steps_of` of the burn-in).
       candidates: the rates to try (``None``: :func:`candidate_rates` of :func:`stability_rate`).
+      extensions: grids searched past an edge of ``candidates`` where the choice is there
+        (:func:`~sgrld.chains.rate_choice.search_beyond_edges`; 0: ``candidates`` only).
 
     Returns:
       ``(choice, states)``: the :class:`RateChoice` and its chains' states after the pilot.
@@ -320,75 +254,21 @@ def choose_learning_rate(
     warm_key, pilot_key = jax.random.split(pilot_key)
     states = warm_start(warm_key, search, states, batch_fn)
     keys = jax.random.split(pilot_key, chains)
-    rates = jnp.asarray(candidates, jnp.float32)
-    ends, sums = _pilot_fn(search, batch_fn, pilot_steps)(rates, states, keys)
-    scores, errors = virial_score(
-        sums, _window(pilot_steps)[1], search.num_data, search.temperature
-    )
-    finite = np.isfinite(scores) & all_finite(ends.params)
-    scores, errors = np.where(finite, scores, np.inf), np.where(finite, errors, np.inf)
-    check_some_finite(candidates, scores)
-    best = _best(scores, errors)
-    choice = chosen(candidates, scores, best, pilot_steps, errors)
-    return choice, jax.tree.map(lambda x: x[best], ends)
+    pilot = _pilot_fn(search, batch_fn, pilot_steps)  # compiled once for every grid
 
-
-def check_some_finite(candidates: tuple[float, ...], scores: np.ndarray) -> None:
-    """``FloatingPointError`` where every rate tried diverged (every score ``inf``)."""
-    if not np.isfinite(scores).any():
-        tried = ", ".join(f"{c:.3g}" for c in candidates)
-        raise FloatingPointError(
-            f'learning_rate="auto": every rate tried diverged ({tried}); check the potential '
-            "and the start, or give a smaller number"
+    def search_fn(rates):
+        ends, sums = pilot(jnp.asarray(rates, jnp.float32), states, keys)
+        scores, errors = virial_score(
+            sums, _window(pilot_steps)[1], search.num_data, search.temperature
         )
+        finite = np.isfinite(scores) & all_finite(ends.params)
+        scores, errors = np.where(finite, scores, np.inf), np.where(finite, errors, np.inf)
+        check_some_finite(rates, scores)
+        best = _best(scores, errors)
+        ends = jax.tree.map(lambda x: x[best], ends)
+        return chosen(rates, scores, best, pilot_steps, errors), ends
 
-
-def chosen(
-    candidates: tuple[float, ...],
-    scores: np.ndarray,
-    best: int,
-    steps: int,
-    errors: np.ndarray = (),
-    criterion: str = CRITERION,
-) -> RateChoice:
-    """The :class:`RateChoice` of candidate ``best``, with a warning where it is at the edge."""
-    choice = RateChoice(
-        float(candidates[best]),
-        tuple(float(c) for c in candidates),
-        tuple(float(s) for s in scores),
-        int(steps),
-        best in (0, len(candidates) - 1),
-        tuple(float(e) for e in errors),
-        criterion,
-    )
-    warn_at_edge(choice)
-    return choice
-
-
-def warn_at_edge(choice: RateChoice) -> None:
-    """A ``RuntimeWarning`` where the choice is the largest or the smallest rate tried."""
-    if choice.at_edge:
-        warnings.warn(
-            f"learning_rate='auto': the best rate is at the edge of the rates tried ({choice.describe()}); "  # noqa: E501
-            "a rate outside them may be better: give a number",
-            RuntimeWarning,
-            stacklevel=3,
-        )
-
-
-def away_from_divergence(scores: np.ndarray) -> np.ndarray:
-    """The scores (rates largest first) with a rate next below a diverged one (``inf``) set to
-    ``inf`` too, unless no other rate is left: a rate one grid step from a divergence is at the
-    chain's stability edge, which a longer run may cross (SGNHT's chosen 0.074 on N(0, 1)
-    diverged after a 50-step pilot in which 0.22 had not yet).
-
-    Example:
-      >>> away_from_divergence(np.array([np.inf, 0.1, 0.2, 0.3])).tolist()
-      [inf, inf, 0.2, 0.3]
-    """
-    backed_off = scores.copy()
-    backed_off[1:][~np.isfinite(scores[:-1])] = np.inf
-    return backed_off if np.isfinite(backed_off).any() else scores
+    return search_beyond_edges(search_fn, tuple(candidates), extensions)
 
 
 def _best(scores: np.ndarray, errors: np.ndarray) -> int:
@@ -406,14 +286,6 @@ def _best(scores: np.ndarray, errors: np.ndarray) -> int:
     scores = away_from_divergence(scores)
     within = np.flatnonzero(scores <= TOLERANCE + 2 * np.minimum(errors, TOLERANCE))
     return int(within[0]) if within.size else int(np.argmin(scores))
-
-
-def all_finite(params: PyTree) -> np.ndarray:
-    """Per rate (leading axis), whether every chain's every parameter is finite."""
-    flags = [
-        np.isfinite(np.asarray(x)).reshape(x.shape[0], -1).all(1) for x in jax.tree.leaves(params)
-    ]
-    return np.logical_and.reduce(flags)
 
 
 PILOT_KEY = 0x5EA4C4

@@ -3,13 +3,15 @@ variance on Gaussians, the stability estimate, the choice, reproducibility and c
 
 from __future__ import annotations
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import sgrld
-from sgrld.chains import rate_grid, step_size
+from sgrld.chains import rate_choice, rate_grid, step_size
 from sgrld.chains.rate_halving import HALVING, halve_learning_rate
 
 LAMBDAS = jnp.array([1.0, 25.0])
@@ -57,7 +59,13 @@ def test_score_matches_the_discrete_time_stationary_variance(stat_seed):
     rates = (0.05, 0.02, 0.002)  # lr·λ_max = 1.25, 0.5, 0.05: v_max = 2.67, 1.33, 1.03
     with pytest.warns(RuntimeWarning, match="at the edge of the rates tried"):  # 0.002: least
         choice, _ = step_size.choose_learning_rate(
-            key, s.rate_search, target_states(s, key, 64), batch_fn, 800, candidates=rates
+            key,
+            s.rate_search,
+            target_states(s, key, 64),
+            batch_fn,
+            800,
+            candidates=rates,
+            extensions=0,
         )
     for lr, score, error in zip(rates, choice.scores, choice.errors, strict=True):
         assert abs(score - predicted_score(lr)) <= 4 * error + 0.0005, (lr, score, error)
@@ -174,3 +182,50 @@ def test_halving_keeps_the_better_half_and_returns_the_winners_chains():
     assert np.isfinite(choice.scores[2:]).all()  # every other rate was scored at least once
     assert int(ends.step[0]) == 400 and ends.params.shape == (4, 2)
     assert float(jnp.abs(ends.params).max()) < 4.0  # at the target (sd 1 and 0.2), not at 10
+
+
+def test_the_grid_moves_past_the_edge_its_choice_is_at():
+    """A first grid far below the quadratic's stable rates (0.0089 is the best, above): its
+    largest rate is chosen, so the grid moves up by its width, sharing that rate, and the choice
+    is the best rate of the whole range, with every rate's score reported."""
+    s = quadratic()
+    key = jax.random.key(1)
+    low = rate_grid.candidate_rates(2.0 / 25.0 / 729.0, 5)  # 9·s/729 … : 0.00099 … 1.2e-5
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no edge warning: the choice is inside the range
+        choice, states = step_size.choose_learning_rate(
+            key, s.rate_search, target_states(s, key, 64), batch_fn, 400, candidates=low
+        )
+    assert choice.candidates[-len(low) :] == low
+    assert len(choice.candidates) == 2 * len(low) - 1  # the shared rate once
+    assert choice.learning_rate > low[0] and not choice.at_edge
+    assert int(states.step[0]) == 400
+
+
+def test_the_search_stops_at_the_edge_it_came_from_and_after_its_extensions():
+    calls = []
+
+    def search_fn(rates, best_rate):
+        calls.append(rates)
+        best = int(np.argmin([abs(np.log(r / best_rate)) for r in rates]))
+        return rate_choice.chosen(rates, tuple(range(len(rates))), best, 32), best
+
+    # the best rate is far above: two extensions, then a warning at the edge
+    with pytest.warns(RuntimeWarning, match="at the edge of the rates tried"):
+        choice, _ = rate_choice.search_beyond_edges(lambda r: search_fn(r, 1e6), (9.0, 3.0, 1.0))
+    assert len(calls) == 3 and choice.learning_rate == 729.0 and choice.at_edge
+    # the extension chooses the shared rate (its lower edge): no search back down
+    calls.clear()
+    choice, _ = rate_choice.search_beyond_edges(lambda r: search_fn(r, 9.0), (9.0, 3.0, 1.0))
+    assert len(calls) == 2 and choice.learning_rate == 9.0 and not choice.at_edge
+
+
+def test_a_diverged_extension_leaves_the_choice_at_the_edge():
+    def search_fn(rates):
+        if rates[0] > 9.0:
+            raise FloatingPointError("every rate tried diverged")
+        return rate_choice.chosen(rates, (0.0, 1.0, 2.0), 0, 32), None
+
+    with pytest.warns(RuntimeWarning, match="at the edge"):
+        choice, _ = rate_choice.search_beyond_edges(search_fn, (9.0, 3.0, 1.0))
+    assert choice.learning_rate == 9.0 and choice.candidates == (9.0, 3.0, 1.0)
