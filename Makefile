@@ -19,11 +19,12 @@ test: $(BIN)/sgrld  ## the fast test suite (CI)
 test-slow: $(BIN)/sgrld  ## the long tests (-m slow), compiled as a user's run: they are runtime-bound
 	SGRLD_TEST_FULL_OPTIMISATION=1 $(BIN)/python -m pytest -n 2 --dist worksteal -q -m slow
 
-lint: $(BIN)/sgrld  ## ruff, and no six or more lines copied between places (pylint's duplicate-code)
+lint: $(BIN)/sgrld  ## ruff, no six or more lines copied between places (pylint's duplicate-code), mypy on the info types
 	$(BIN)/ruff check sgrld sgrld_reproductions tests benchmarks conftest.py
 	$(BIN)/pylint --disable=all --enable=duplicate-code --min-similarity-lines=6 \
 		--ignore-imports=yes --ignore-signatures=yes --ignore-docstrings=yes --ignore-comments=yes \
 		sgrld sgrld_reproductions
+	$(BIN)/python -m mypy --follow-imports=silent sgrld/samplers/info.py sgrld/samplers/momentum.py
 
 bench: $(BIN)/sgrld
 	$(BIN)/python benchmarks/step_throughput.py

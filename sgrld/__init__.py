@@ -48,7 +48,7 @@ from sgrld.chains.devices import make_mesh
 from sgrld.chains.sampling import DivergenceError, Samples, minibatch_fn, sample
 from sgrld.numerics.potential import Potential, potential
 from sgrld.samplers.adam_sgld import AdamSGLDState, adam_sgld
-from sgrld.samplers.info import SGRLDInfo
+from sgrld.samplers.info import SGRLDInfo, StepInfo
 from sgrld.samplers.isgd import ISGDInfo, ISGDState, isgd
 from sgrld.samplers.momentum import MomentumInfo
 from sgrld.samplers.sampler import Sampler, SGRLDState, riemannian_langevin, sgrld
@@ -75,6 +75,7 @@ __all__ = [
     "SGHMCState",
     "SGNHTState",
     "Samples",
+    "StepInfo",
     "chains",
     "isgd",
     "load_samples",

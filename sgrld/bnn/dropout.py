@@ -225,7 +225,7 @@ def mc_dropout(
       weight_decay: SGD's wd ≥ 0.
 
     Returns:
-      A :class:`~sgrld.Sampler` with :class:`MCDropoutState` and :class:`~sgrld.SGRLDInfo`.
+      A :class:`~sgrld.Sampler` with :class:`MCDropoutState` and :class:`~sgrld.StepInfo`.
 
     Example:
       >>> import jax, jax.numpy as jnp, sgrld

@@ -71,7 +71,7 @@ def adam_sgld(
 
     Returns:
       A :class:`~sgrld.Sampler` whose ``step`` returns :class:`AdamSGLDState` and
-      :class:`~sgrld.SGRLDInfo`.
+      :class:`~sgrld.StepInfo`.
 
     Example:
       >>> import jax, jax.numpy as jnp, sgrld

@@ -1,6 +1,12 @@
-"""What one step of a sampler reports: :class:`SGRLDInfo`, the ``info`` type every sampler
-extends (:func:`info_type`), and :func:`step_info`, which fills it from the step's gradient and
-new parameters.
+"""What one step of a sampler reports: the ``info`` types and :func:`step_info`, which fills a
+:class:`StepInfo` from the step's gradient and new parameters.
+
+The ``info`` types are one family, declared here: :class:`StepInfo`, the fields every sampler
+reports, and the ``NamedTuple`` types that start with its fields, in its order, and add a
+sampler's own: :class:`SGRLDShareInfo` (SGRLD with ``correction_scale="auto"``),
+:class:`MomentumInfo` (SGHMC, SGNHT), :class:`ISGDInfo` (i-SGD). So the engine and the records
+treat every sampler alike, and a type checker knows every field. A ``NamedTuple`` cannot inherit
+fields, so each declares them all; the contract test checks the common prefix.
 
 Example:
   >>> import jax.numpy as jnp
@@ -11,7 +17,6 @@ Example:
 
 from __future__ import annotations
 
-import sys
 from typing import NamedTuple
 
 import jax
@@ -22,8 +27,8 @@ from sgrld.numerics.checks import checked_squares, first_nonfinite
 from sgrld.numerics.pytrees import PyTree
 
 
-class SGRLDInfo(NamedTuple):
-    """Diagnostics of one step (returned, never stored in the state).
+class StepInfo(NamedTuple):
+    """Diagnostics of one step, every sampler's (returned, never stored in the state).
 
     Attributes:
       potential: Û(θ_t)/N on the step's batch.
@@ -48,27 +53,79 @@ class SGRLDInfo(NamedTuple):
     nonfinite_leaf: jax.Array
 
 
-def info_type(name: str, extra: tuple[str, ...], doc: str) -> type:
-    """A sampler's own ``info`` type: the fields of :class:`SGRLDInfo` followed by ``extra``,
-    every one a ``jax.Array``, so the engine and the records treat every sampler alike.
+SGRLDInfo = StepInfo
+"""SGRLD's ``info`` without ``correction_scale="auto"``: :class:`StepInfo` (its former name)."""
 
-    Example:
-        >>> info_type("DemoInfo", ("kinetic",), "A demo.")._fields[-2:]
-        ('nonfinite_leaf', 'kinetic')
+
+class SGRLDShareInfo(NamedTuple):
+    """SGRLD's ``info`` with ``correction_scale="auto"``: :class:`StepInfo` and ``share_mean``.
+
+    Attributes:
+      potential, grad_norm, learning_rate, gamma_norm, drift_fallback, metric_fallbacks,
+      is_finite, nonfinite_leaf: as in :class:`StepInfo`.
+      share_mean: the mean over coordinates of the share ĉ applied.
     """
-    fields = [(field, jax.Array) for field in (*SGRLDInfo._fields, *extra)]
-    cls = NamedTuple(name, fields)
-    cls.__doc__ = doc
-    cls.__module__ = sys._getframe(1).f_globals.get("__name__", __name__)
-    return cls
+
+    potential: jax.Array
+    grad_norm: jax.Array
+    learning_rate: jax.Array
+    gamma_norm: jax.Array
+    drift_fallback: jax.Array
+    metric_fallbacks: jax.Array
+    is_finite: jax.Array
+    nonfinite_leaf: jax.Array
+    share_mean: jax.Array
 
 
-SGRLDShareInfo = info_type(
-    "SGRLDShareInfo",
-    ("share_mean",),
-    """:class:`SGRLDInfo` and ``share_mean``, the mean over coordinates of the share ĉ applied
-    (``correction_scale="auto"``).""",
-)
+class MomentumInfo(NamedTuple):
+    """Diagnostics of one momentum-sampler step (returned, never stored in the state).
+
+    Attributes:
+      potential, grad_norm, learning_rate, gamma_norm, drift_fallback, metric_fallbacks,
+      is_finite, nonfinite_leaf: as in :class:`StepInfo`.
+      kinetic: ``‖v‖²/(D·lr/N)``, the kinetic temperature (D coordinates): T at equilibrium.
+      noise_clipped: True where the minibatch-noise estimate β̂ exceeded α·T in some coordinate
+        and was clipped (SGHMC's ``gradient_noise``).
+      thermostat: SGNHT's ξ (SGHMC: its constant friction α).
+    """
+
+    potential: jax.Array
+    grad_norm: jax.Array
+    learning_rate: jax.Array
+    gamma_norm: jax.Array
+    drift_fallback: jax.Array
+    metric_fallbacks: jax.Array
+    is_finite: jax.Array
+    nonfinite_leaf: jax.Array
+    kinetic: jax.Array
+    noise_clipped: jax.Array
+    thermostat: jax.Array
+
+
+class ISGDInfo(NamedTuple):
+    """Diagnostics of one i-SGD step (returned, never stored in the state).
+
+    Attributes:
+      potential, grad_norm, gamma_norm, drift_fallback, metric_fallbacks, is_finite,
+      nonfinite_leaf: as in :class:`StepInfo` (Γ = 0, no metric).
+      learning_rate: the largest layer's ``N/λ^(p)``.
+      noise_clipped: True where some coordinate's B̂ exceeded T·λ^(p) (clipped to C = 0).
+      clipped_share: the share of coordinates clipped.
+      warming_up: True while the rule's λ still adapts (during the warm-up, without a
+        ``learning_rate``).
+    """
+
+    potential: jax.Array
+    grad_norm: jax.Array
+    learning_rate: jax.Array
+    gamma_norm: jax.Array
+    drift_fallback: jax.Array
+    metric_fallbacks: jax.Array
+    is_finite: jax.Array
+    nonfinite_leaf: jax.Array
+    noise_clipped: jax.Array
+    clipped_share: jax.Array
+    warming_up: jax.Array
 
 
 def step_info(
@@ -80,11 +137,11 @@ def step_info(
     gamma: PyTree | None = None,
     fallback: jax.Array | None = None,
     metric_fallbacks: jax.Array | None = None,
-) -> SGRLDInfo:
-    """The :class:`SGRLDInfo` of a step that moved to ``new_params`` with gradient ``grads``."""
+) -> StepInfo:
+    """The :class:`StepInfo` of a step that moved to ``new_params`` with gradient ``grads``."""
     squares = checked_squares(grads, new_params)
     bad_leaf = first_nonfinite(squares)
-    return SGRLDInfo(
+    return StepInfo(
         potential=value,
         grad_norm=jnp.sqrt(jnp.sum(squares)),
         learning_rate=lr,

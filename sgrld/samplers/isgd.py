@@ -90,7 +90,7 @@ from sgrld.numerics.per_example import at_least_float32, gradient_variance
 from sgrld.numerics.potential import Potential
 from sgrld.numerics.pytrees import PyTree
 from sgrld.samplers.assembly import COMMON_BOUNDS, check_options
-from sgrld.samplers.info import info_type, step_info
+from sgrld.samplers.info import ISGDInfo, step_info
 from sgrld.samplers.sampler import Sampler
 
 NOISE_ESTIMATES = ("per_example", "square")
@@ -157,23 +157,6 @@ class ISGDState(NamedTuple):
     params: PyTree
     noise: PyTree
     lambdas: PyTree
-
-
-ISGDInfo = info_type(
-    "ISGDInfo",
-    ("noise_clipped", "clipped_share", "warming_up"),
-    """Diagnostics of one i-SGD step (returned, never stored in the state).
-
-    Attributes:
-      potential, grad_norm, gamma_norm, drift_fallback, metric_fallbacks, is_finite,
-      nonfinite_leaf: as in :class:`~sgrld.SGRLDInfo` (Γ = 0, no metric).
-      learning_rate: the largest layer's ``N/λ^(p)``.
-      noise_clipped: True where some coordinate's B̂ exceeded T·λ^(p) (clipped to C = 0).
-      clipped_share: the share of coordinates clipped.
-      warming_up: True while the rule's λ still adapts (during the warm-up, without a
-        ``learning_rate``).
-    """,
-)
 
 
 BOUNDS = {

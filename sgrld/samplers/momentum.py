@@ -1,6 +1,6 @@
 """What the momentum samplers (:func:`sgrld.sghmc`, :func:`sgrld.sgnht`) share besides their parts
-(:mod:`sgrld.samplers.assembly`, :mod:`sgrld.parts.integrators`): the friction's check and their
-``info``.
+(:mod:`sgrld.samplers.assembly`, :mod:`sgrld.parts.integrators`): the friction's check and
+:func:`momentum_info`, which fills their :class:`~sgrld.samplers.info.MomentumInfo`.
 
 Example:
   >>> import jax.numpy as jnp
@@ -16,22 +16,7 @@ import jax.numpy as jnp
 from sgrld.metrics.metric import tree_vdot
 from sgrld.numerics.checks import Bound
 from sgrld.numerics.pytrees import PyTree
-from sgrld.samplers.info import info_type, step_info
-
-MomentumInfo = info_type(
-    "MomentumInfo",
-    ("kinetic", "noise_clipped", "thermostat"),
-    """Diagnostics of one momentum-sampler step (returned, never stored in the state).
-
-    Attributes:
-      potential, grad_norm, learning_rate, gamma_norm, drift_fallback, metric_fallbacks,
-      is_finite, nonfinite_leaf: as in :class:`~sgrld.SGRLDInfo`.
-      kinetic: ``‖v‖²/(D·lr/N)``, the kinetic temperature (D coordinates): T at equilibrium.
-      noise_clipped: True where the minibatch-noise estimate β̂ exceeded α·T in some coordinate
-        and was clipped (SGHMC's ``gradient_noise``).
-      thermostat: SGNHT's ξ (SGHMC: its constant friction α).
-    """,
-)
+from sgrld.samplers.info import MomentumInfo, step_info
 
 
 def momentum_info(

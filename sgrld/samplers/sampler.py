@@ -58,7 +58,7 @@ from sgrld.samplers.assembly import (
     check_options,
 )
 from sgrld.samplers.guarantee import AUTO, Adaptation, auto_freeze, warn_if_biased
-from sgrld.samplers.info import SGRLDInfo, SGRLDShareInfo, step_info
+from sgrld.samplers.info import SGRLDShareInfo, StepInfo, step_info
 from sgrld.samplers.rate_search import RateSearch, searchable
 
 BOUNDS = {
@@ -254,7 +254,7 @@ def _init(
 
 def _step(
     parts: _Parts, key: jax.Array, state: SGRLDState, batch: PyTree
-) -> tuple[SGRLDState, SGRLDInfo]:
+) -> tuple[SGRLDState, StepInfo | SGRLDShareInfo]:
     """One SGRLD step: estimate (gradient, metric, Γ̂), precondition, integrate, report."""
     noise_key, probe_key = jax.random.split(key)
     params, step = state.params, state.step
@@ -314,7 +314,7 @@ def riemannian_langevin(
         (:func:`~sgrld.parts.preconditioning.tame_gamma`); needs a correction.
 
     Returns:
-      A :class:`Sampler` whose ``step`` returns :class:`SGRLDState` and :class:`SGRLDInfo`.
+      A :class:`Sampler` whose ``step`` returns :class:`SGRLDState` and :class:`~sgrld.StepInfo`.
     """
     options = check_options(
         potential_fn, learning_rate=learning_rate, num_data=num_data, temperature=temperature
@@ -417,7 +417,7 @@ def sgrld(
 
     Returns:
       A :class:`Sampler` with ``init(params) -> SGRLDState`` and
-      ``step(key, state, batch) -> (SGRLDState, SGRLDInfo)``, both pure and jit/vmap-able.
+      ``step(key, state, batch) -> (SGRLDState, StepInfo)``, both pure and jit/vmap-able.
 
     Example:
       >>> import jax, jax.numpy as jnp, sgrld

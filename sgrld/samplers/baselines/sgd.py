@@ -126,7 +126,7 @@ def sgd(
       takes_key: ``loss_fn`` takes the step's PRNG key (e.g. for dropout masks).
 
     Returns:
-      A :class:`~sgrld.Sampler` with :class:`SGDState` and :class:`~sgrld.SGRLDInfo` (Γ = 0).
+      A :class:`~sgrld.Sampler` with :class:`SGDState` and :class:`~sgrld.StepInfo` (Γ = 0).
 
     Example:
       >>> import jax, jax.numpy as jnp

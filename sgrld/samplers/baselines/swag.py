@@ -121,7 +121,7 @@ def swag(
         is weight decay already).
 
     Returns:
-      A :class:`~sgrld.Sampler` with :class:`SWAGState` and :class:`~sgrld.SGRLDInfo`.
+      A :class:`~sgrld.Sampler` with :class:`SWAGState` and :class:`~sgrld.StepInfo`.
 
     Raises:
       ValueError: for a rank below 2 or above the number of collected iterates, or bad steps.
