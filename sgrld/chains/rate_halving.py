@@ -34,9 +34,18 @@ HALVING = "validation log-likelihood of the chains' ensemble, by successive halv
 """The criterion's name where a run has validation data (:func:`halve_learning_rate`)."""
 
 
+SNAPSHOTS = 8
+"""States of each chain scored at the end of a round: its last ``pilot_steps // 4`` steps, evenly
+spaced (:func:`halve_learning_rate`)."""
+
+
 def _advance_fn(search: RateSearch, batch_fn: Callable, steps: int) -> Callable:
-    """``(rates [K], states [K, C, ...], keys [C], start) -> states`` after ``steps`` steps of
-    each rate's chains (step t of a chain uses ``fold_in(key, t)``, as in the pilot)."""
+    """``(rates [K], states [K, C, ...], keys [C], start) -> (states, params [K, C, S, ...])``
+    after ``steps`` steps of each rate's chains (step t of a chain uses ``fold_in(key, t)``, as
+    in the pilot), with ``S`` = :data:`SNAPSHOTS` states of each chain's params evenly spaced over
+    the steps (at most one a step), the last at the end."""
+    snapshots = min(SNAPSHOTS, steps)
+    every, first = steps // snapshots, steps - snapshots * (steps // snapshots)
 
     def one_chain(sampler, state, key, start):
         key, _ = jax.random.split(key)
@@ -45,13 +54,24 @@ def _advance_fn(search: RateSearch, batch_fn: Callable, steps: int) -> Callable:
             step_key, batch_key = jax.random.split(jax.random.fold_in(key, t))
             return sampler.step(step_key, state, batch_fn(batch_key))[0], None
 
-        return jax.lax.scan(advance, state, start + jnp.arange(steps))[0]
+        def snapshot(state, t0):
+            state = jax.lax.scan(advance, state, t0 + jnp.arange(every))[0]
+            return state, state.params
+
+        state = jax.lax.scan(advance, state, start + jnp.arange(first))[0]
+        starts = start + first + every * jnp.arange(snapshots)
+        return jax.lax.scan(snapshot, state, starts)
 
     def one_rate(lr, states, keys, start):
         sampler = search.build(lr)
         return jax.vmap(lambda s, k: one_chain(sampler, s, k, start))(states, keys)
 
     return jax.jit(jax.vmap(one_rate, in_axes=(0, 0, None, None)))
+
+
+def _pooled(params: PyTree) -> PyTree:
+    """``[K, C, S, ...] -> [K, C·S, ...]``: each rate's chains and snapshots as one ensemble."""
+    return jax.tree.map(lambda x: x.reshape(x.shape[0], -1, *x.shape[3:]), params)
 
 
 def halve_learning_rate(
@@ -77,14 +97,19 @@ def halve_learning_rate(
     after 500 steps 0.0675 (−0.250 against −0.268), and over a whole run 0.2 was the worse
     (test −0.97 against −0.14); halving gives the long rounds to the survivors.
 
+    A rate is scored as a run is, on an ensemble: of its chains' states at :data:`SNAPSHOTS`
+    steps evenly spaced over the last ``pilot_steps // 4`` steps of its round, not only their
+    last states. A run of one chain (the CLI's default) would otherwise be scored on one network,
+    and a large rate's one network is noisy where its samples' average is not.
+
     Args:
       key: PRNG key (the same key gives the same choice).
       search: the sampler's :class:`~sgrld.samplers.rate_search.RateSearch`.
       states: the chains' starting states, leading axis the chains (their metrics warmed first,
         :func:`sgrld.chains.step_size.warm_start`).
       batch_fn: ``key -> batch``.
-      score_fn: ``params [K, C, ...] -> [K]``, e.g. the validation log-likelihood of each rate's
-        chains as an ensemble (non-finite: diverged).
+      score_fn: ``params [K, M, ...] -> [K]``, e.g. the validation log-likelihood of the
+        ensemble of each rate's M = C·:data:`SNAPSHOTS` states (non-finite: diverged).
       pilot_steps: the most steps a rate runs.
       candidates: the rates, largest first.
       extensions: grids searched past an edge of ``candidates`` where the choice is there
@@ -126,9 +151,9 @@ def _halving(
     while True:
         rates = jnp.asarray([candidates[i] for i in slots], jnp.float32)
         for _ in range(max(1, length // unit)):
-            current = advance(rates, current, done)
+            current, snapshots = advance(rates, current, done)
             done += unit
-        value = -np.asarray(score_fn(current.params), np.float64)
+        value = -np.asarray(score_fn(_pooled(snapshots)), np.float64)
         value = np.where(np.isfinite(value) & all_finite(current.params), value, np.inf)
         first = np.asarray([list(slots).index(i) for i in alive])  # each survivor's first slot
         scores[alive] = value[first]
