@@ -286,7 +286,7 @@ def legacy_step_info(value, grads, lr, new_params, **kwargs):
     """``sgrld.samplers.info.step_info`` as it was before RESULTS §23: ‖g‖² and the checks
     of θ' and g for NaN/inf as three reductions per leaf, which XLA fused with the update (the
     current step_info's own checks are unused, and XLA removes them)."""
-    from sgrld.metrics.metric import tree_vdot
+    from sgrld.numerics.pytrees import tree_vdot
 
     bad = [~jnp.all(jnp.isfinite(x)) for t in (new_params, grads) for x in jax.tree.leaves(t)]
     per_leaf = jnp.any(jnp.stack(bad).reshape(2, -1), axis=0)

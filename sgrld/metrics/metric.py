@@ -30,6 +30,7 @@ import jax
 import jax.numpy as jnp
 
 from sgrld.numerics.checks import Bound, is_traced
+from sgrld.numerics.over_chains import branch_over_chains
 from sgrld.numerics.pytrees import PyTree
 
 
@@ -160,49 +161,6 @@ def check_nonnegative(value: float, name: str) -> float:
     if not value >= 0.0:
         raise ValueError(f"{name} must be >= 0, got {value}")
     return value
-
-
-@jax.custom_batching.custom_vmap
-def any_chain(pred: jax.Array) -> jax.Array:
-    """``pred`` itself; under ``jax.vmap``, ``any`` over the mapped axis, not mapped.
-
-    Example:
-      >>> import jax, jax.numpy as jnp
-      >>> jax.vmap(any_chain)(jnp.array([False, True])).tolist()  # one predicate for all chains
-      [True, True]
-    """
-    return pred
-
-
-@any_chain.def_vmap
-def _any_chain_vmap(axis_size, in_batched, pred):
-    del axis_size
-    (batched,) = in_batched
-    return (jnp.any(pred) if batched else pred), False
-
-
-def branch_over_chains(pred: jax.Array, true_fn: Callable, false_fn: Callable, *operands: Any):
-    """``jax.lax.cond(pred, true_fn, false_fn, *operands)`` that stays a branch over vmapped chains.
-
-    Under ``jax.vmap`` a ``lax.cond`` with a mapped predicate becomes a ``select`` that runs both
-    branches for every chain at every call: a metric's periodic refresh (Shampoo's
-    eigendecompositions) at every step, the adapting and the frozen step of ``adapt_until`` at
-    every step. Here the outer branch is taken only when some chain's ``pred`` holds; inside it,
-    each chain gets the result of its own ``pred``. Exact for every chain; over chains stepped
-    together (equal counters) the rare branch costs one ``true_fn`` for all, the common one one
-    ``false_fn``.
-
-    Example:
-      >>> import jax, jax.numpy as jnp
-      >>> f = lambda p, x: branch_over_chains(p, lambda x: x + 1.0, lambda x: x, x)
-      >>> jax.vmap(f)(jnp.array([False, True]), jnp.zeros(2)).tolist()
-      [0.0, 1.0]
-    """
-
-    def per_chain(*ops):
-        return jax.lax.cond(pred, true_fn, false_fn, *ops)
-
-    return jax.lax.cond(any_chain(pred), per_chain, false_fn, *operands)
 
 
 def ema_metric(
@@ -393,17 +351,3 @@ def cached(fn: Callable[[PyTree], PyTree]) -> Callable[[PyTree, PyTree], PyTree]
 def inv_tangent(metric: Metric, state: MetricState, v: PyTree, dstat: PyTree) -> PyTree:
     """Directional derivative ``D_S[F(S) v][dS]`` of the preconditioner in its statistic."""
     return jax.jvp(lambda s: metric.inv(state._replace(stat=s), v), (state.stat,), (dstat,))[1]
-
-
-def accumulator(x: jax.Array) -> jnp.dtype:
-    """The dtype sums over a leaf are accumulated in: the leaf's, at least float32."""
-    return jnp.promote_types(x.dtype, jnp.float32)
-
-
-def tree_vdot(a: PyTree, b: PyTree) -> jax.Array:
-    """Global inner product ⟨a, b⟩ over all leaves, accumulated in at least float32."""
-    parts = [
-        jnp.vdot(x.astype(accumulator(x)), y.astype(accumulator(y)))
-        for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True)
-    ]
-    return sum(parts[1:], parts[0]) if parts else jnp.zeros(())

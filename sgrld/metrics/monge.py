@@ -5,7 +5,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from sgrld.metrics.metric import Metric, check_decay, check_nonnegative, ema_metric, tree_vdot
+from sgrld.metrics.metric import Metric, check_decay, check_nonnegative, ema_metric
+from sgrld.numerics.pytrees import tree_vdot
 
 
 def monge(alpha2: float = 1.0, decay: float | str = 0.9) -> Metric:

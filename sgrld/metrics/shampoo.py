@@ -35,8 +35,6 @@ from sgrld.metrics.blocks import (
 )
 from sgrld.metrics.metric import (
     Metric,
-    PyTree,
-    accumulator,
     check_decay,
     check_nonnegative,
     ema_metric,
@@ -47,6 +45,7 @@ from sgrld.numerics.linalg import (
     power_tangent_in_eigenbasis,
     ridged_eighs,
 )
+from sgrld.numerics.pytrees import PyTree, accumulator
 
 
 @partial(jax.custom_jvp, nondiff_argnums=(4, 5))

@@ -10,13 +10,12 @@ import jax.numpy as jnp
 
 from sgrld.metrics.metric import (
     Metric,
-    PyTree,
-    accumulator,
     cached,
     check_decay,
     check_nonnegative,
     ema_metric,
 )
+from sgrld.numerics.pytrees import PyTree, accumulator
 
 
 def mean_square(x: jax.Array) -> jax.Array:

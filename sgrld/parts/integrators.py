@@ -26,9 +26,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from sgrld.metrics.metric import tree_vdot
 from sgrld.numerics.noise import normal_like
-from sgrld.numerics.pytrees import PyTree
+from sgrld.numerics.pytrees import PyTree, tree_vdot
 
 
 class Scales(NamedTuple):

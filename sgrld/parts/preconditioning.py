@@ -21,9 +21,9 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from sgrld.metrics.metric import Metric, tree_vdot
+from sgrld.metrics.metric import Metric
 from sgrld.numerics.checks import Bound
-from sgrld.numerics.pytrees import PyTree
+from sgrld.numerics.pytrees import PyTree, tree_vdot
 
 
 class Directions(NamedTuple):

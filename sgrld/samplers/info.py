@@ -22,9 +22,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from sgrld.metrics.metric import tree_vdot
 from sgrld.numerics.checks import checked_squares, first_nonfinite
-from sgrld.numerics.pytrees import PyTree
+from sgrld.numerics.pytrees import PyTree, tree_vdot
 
 
 class StepInfo(NamedTuple):

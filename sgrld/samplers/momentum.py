@@ -13,9 +13,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from sgrld.metrics.metric import tree_vdot
 from sgrld.numerics.checks import Bound
-from sgrld.numerics.pytrees import PyTree
+from sgrld.numerics.pytrees import PyTree, tree_vdot
 from sgrld.samplers.info import MomentumInfo, step_info
 
 

@@ -40,8 +40,9 @@ import jax
 import jax.numpy as jnp
 
 from sgrld.metrics.identity import identity
-from sgrld.metrics.metric import Metric, MetricState, branch_over_chains, freeze
+from sgrld.metrics.metric import Metric, MetricState, freeze
 from sgrld.numerics.checks import check_params, is_step, is_zero
+from sgrld.numerics.over_chains import branch_over_chains
 from sgrld.numerics.potential import Potential
 from sgrld.numerics.pytrees import PyTree
 from sgrld.numerics.schedules import Schedule
