@@ -108,8 +108,11 @@ def halve_learning_rate(
       states: the chains' starting states, leading axis the chains (their metrics warmed first,
         :func:`sgrld.chains.step_size.warm_start`).
       batch_fn: ``key -> batch``.
-      score_fn: ``params [K, M, ...] -> [K]``, e.g. the validation log-likelihood of the
-        ensemble of each rate's M = C·:data:`SNAPSHOTS` states (non-finite: diverged).
+      score_fn: ``params [K, M, ...] -> [K]`` or ``[K, n]``, e.g. the validation
+        log-likelihood of the ensemble of each rate's M = C·:data:`SNAPSHOTS` states, or of
+        each of n validation points (non-finite: diverged); with points, the last round's
+        choice is the smallest rate within one standard error of the best
+        (:func:`within_one_error`).
       pilot_steps: the most steps a rate runs.
       candidates: the rates, largest first.
       extensions: grids searched past an edge of ``candidates`` where the choice is there
@@ -153,7 +156,9 @@ def _halving(
         for _ in range(max(1, length // unit)):
             current, snapshots = advance(rates, current, done)
             done += unit
-        value = -np.asarray(score_fn(_pooled(snapshots)), np.float64)
+        points = -np.asarray(score_fn(_pooled(snapshots)), np.float64).reshape(k, -1)
+        with np.errstate(invalid="ignore"):
+            value = points.mean(1)
         value = np.where(np.isfinite(value) & all_finite(current.params), value, np.inf)
         first = np.asarray([list(slots).index(i) for i in alive])  # each survivor's first slot
         scores[alive] = value[first]
@@ -167,5 +172,33 @@ def _halving(
     check_some_finite(candidates, scores)
     eligible = away_from_divergence(scores)[alive]
     best = int(alive[int(np.argmin(eligible if np.isfinite(eligible).any() else scores[alive]))])
+    slot = {int(i): list(slots).index(i) for i in alive}
+    best = within_one_error(best, [int(i) for i in alive], points[[slot[int(i)] for i in alive]])
     choice = chosen(candidates, scores, best, done, criterion=HALVING)
-    return choice, jax.tree.map(lambda x: x[list(slots).index(best)], current)
+    return choice, jax.tree.map(lambda x: x[slot[best]], current)
+
+
+def within_one_error(best: int, alive: list[int], points: np.ndarray) -> int:
+    """The smallest rate (the largest index: rates largest first) among the survivors ``alive``
+    whose mean loss over the validation points is within one standard error of ``best``'s, the
+    error that of their paired difference (``points``: one row of per-point losses per survivor;
+    one column: no error known, ``best`` stands). The one-standard-error rule of
+    cross-validation (Breiman et al., 1984), with the smaller rate as the simpler model: a pilot
+    of a few hundred steps favours the rates that converge fastest, and a rate chosen above
+    the best by such a margin is the one that runs hot over a whole run (Identity on the
+    digits: 0.175 beat 0.0583 by 0.010 nats in the pilot, and lost by 0.27 over the run).
+
+    Example:
+      >>> loss = np.array([[1.0, 1.2, 0.8, 1.0], [1.1, 1.1, 0.9, 1.0]])  # rates 0 and 1
+      >>> within_one_error(0, [0, 1], loss), within_one_error(0, [0, 1], loss[:, :1])
+      (1, 0)
+    """
+    if points.shape[1] < 2:
+        return best
+    row = dict(zip(alive, points, strict=True))
+    pick = best
+    for i in alive:
+        d = row[i] - row[best]
+        if i > pick and np.isfinite(d).all() and d.mean() <= d.std(ddof=1) / np.sqrt(len(d)):
+            pick = i
+    return pick

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import sgrld
-from sgrld.chains import rate_choice, rate_grid, step_size
+from sgrld.chains import rate_grid, step_size
 from sgrld.chains.rate_halving import HALVING, halve_learning_rate
 
 LAMBDAS = jnp.array([1.0, 25.0])
@@ -200,32 +200,3 @@ def test_the_grid_moves_past_the_edge_its_choice_is_at():
     assert len(choice.candidates) == 2 * len(low) - 1  # the shared rate once
     assert choice.learning_rate > low[0] and not choice.at_edge
     assert int(states.step[0]) == 400
-
-
-def test_the_search_stops_at_the_edge_it_came_from_and_after_its_extensions():
-    calls = []
-
-    def search_fn(rates, best_rate):
-        calls.append(rates)
-        best = int(np.argmin([abs(np.log(r / best_rate)) for r in rates]))
-        return rate_choice.chosen(rates, tuple(range(len(rates))), best, 32), best
-
-    # the best rate is far above: two extensions, then a warning at the edge
-    with pytest.warns(RuntimeWarning, match="at the edge of the rates tried"):
-        choice, _ = rate_choice.search_beyond_edges(lambda r: search_fn(r, 1e6), (9.0, 3.0, 1.0))
-    assert len(calls) == 3 and choice.learning_rate == 729.0 and choice.at_edge
-    # the extension chooses the shared rate (its lower edge): no search back down
-    calls.clear()
-    choice, _ = rate_choice.search_beyond_edges(lambda r: search_fn(r, 9.0), (9.0, 3.0, 1.0))
-    assert len(calls) == 2 and choice.learning_rate == 9.0 and not choice.at_edge
-
-
-def test_a_diverged_extension_leaves_the_choice_at_the_edge():
-    def search_fn(rates):
-        if rates[0] > 9.0:
-            raise FloatingPointError("every rate tried diverged")
-        return rate_choice.chosen(rates, (0.0, 1.0, 2.0), 0, 32), None
-
-    with pytest.warns(RuntimeWarning, match="at the edge"):
-        choice, _ = rate_choice.search_beyond_edges(search_fn, (9.0, 3.0, 1.0))
-    assert choice.learning_rate == 9.0 and choice.candidates == (9.0, 3.0, 1.0)
