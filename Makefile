@@ -20,10 +20,10 @@ test-slow: $(BIN)/sgrld  ## the long tests (-m slow), compiled as a user's run: 
 	SGRLD_TEST_FULL_OPTIMISATION=1 $(BIN)/python -m pytest -n 2 --dist worksteal -q -m slow
 
 lint: $(BIN)/sgrld  ## ruff, no six or more lines copied between places (pylint's duplicate-code), mypy on the info types
-	$(BIN)/ruff check sgrld sgrld_reproductions tests benchmarks conftest.py
+	$(BIN)/ruff check sgrld sgrld_app sgrld_reproductions tests benchmarks conftest.py
 	$(BIN)/pylint --disable=all --enable=duplicate-code --min-similarity-lines=6 \
 		--ignore-imports=yes --ignore-signatures=yes --ignore-docstrings=yes --ignore-comments=yes \
-		sgrld sgrld_reproductions
+		sgrld sgrld_app sgrld_reproductions
 	$(BIN)/python -m mypy --follow-imports=silent sgrld/samplers/info.py sgrld/samplers/momentum.py
 
 bench: $(BIN)/sgrld

@@ -7,7 +7,7 @@ epochs made short: the digits data (about 1,400 training images, 14 steps of bat
 64-W-W-10 and C chains, one run with ``checkpoint_seconds = 0`` (a checkpoint after every epoch)
 and one with the default 60 s (only the last, for runs shorter than that), taking turns in rounds
 (``timing.rotated``) so that load hits both alike.
-Reported: the median time of one checkpoint write (``sgrld.run.checkpoint.save``, timed inside the
+Reported: the median time of one checkpoint write (``sgrld_app.checkpoint.save``, timed inside the
 runs that write one each epoch) beside the median epoch (``epoch_s``: sampling and scoring), and
 each setting's wall seconds per epoch with compilation excluded (``(wall − compile_s) / epochs``:
 the checkpoint writes are in it, and so is the run's start-up, the same for both), with their
@@ -27,16 +27,16 @@ from pathlib import Path
 
 from timing import environment, fmt_spread, paired, rotated, table
 
-from sgrld.run import checkpoint, runner
-from sgrld.run.config import load_config
-from sgrld.run.from_config import build_experiment, run_plan_of
+from sgrld_app import checkpoint, runner
+from sgrld_app.config import load_config
+from sgrld_app.from_config import build_experiment, run_plan_of
 
 SECONDS = (0.0, 60.0)
 """``run.checkpoint_seconds`` compared: every epoch, and the default."""
 
 
 def timed_saves(seconds_of_saves: list[float]):
-    """Wrap :func:`sgrld.run.checkpoint.save` (which the runner calls through the module) to append
+    """Wrap :func:`sgrld_app.checkpoint.save` (which the runner calls through the module) to append
     the seconds of each call to ``seconds_of_saves``."""
     save = checkpoint.save
 

@@ -5,7 +5,7 @@ horseshoe prior, batch 100, the paper's learning rates): Identity ≤ 3 s, Monge
 Shampoo ≤ 1.6× Identity. Separate 50-epoch runs, one per metric, see different load on a shared
 machine, and their ratio moves by ±0.1 from run to run. Here the metrics take turns instead
 (``timing.py``): in each round every metric runs ``--epochs`` epochs through
-:func:`sgrld.run.runner.run` (the runner's own jitted epoch and online scoring; compilation is
+:func:`sgrld_app.runner.run` (the runner's own jitted epoch and online scoring; compilation is
 excluded), the order rotating from round to round, so that slow phases of the machine hit every
 metric alike. Reported per metric:
 
@@ -33,8 +33,8 @@ from pathlib import Path
 
 from timing import environment, fmt_spread, paired, rotated, table
 
-from sgrld.run import runner
-from sgrld.run.from_config import build_experiment, run_plan_of
+from sgrld_app import runner
+from sgrld_app.from_config import build_experiment, run_plan_of
 from sgrld_reproductions.scaffolding import MNIST_METRICS, mnist_config
 
 TARGETS = {"monge": 1.15, "shampoo": 1.6, "rmsprop": 1.15, "wenzel": 1.15}

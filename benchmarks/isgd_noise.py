@@ -31,10 +31,10 @@ import jax
 import jax.numpy as jnp
 
 import sgrld
-from sgrld.run.config import with_overrides
-from sgrld.run.from_config import build_experiment, run_config
-from sgrld.run.sampler_from_config import sampler_of
 from sgrld.samplers.isgd import noise_estimate
+from sgrld_app.config import with_overrides
+from sgrld_app.from_config import build_experiment, run_config
+from sgrld_app.sampler_from_config import sampler_of
 from sgrld_reproductions.isgd_uci import runs
 from sgrld_reproductions.scaffolding import ISGD_METHODS
 

@@ -3,7 +3,7 @@
 Issue 17 asks that a sweep of 4 learning rates x 3 replicates on digits compile once, and for its
 wall time against 12 separate ``sgrld run`` processes, measured in the same run. Both sides run
 the configuration of ``sgrld demo``'s Identity row (64-100-100-10 MLP, horseshoe prior, batches
-of 32, burn-in 1000, a sample every 20; :data:`sgrld.run.demo.BASE`) for ``--epochs``
+of 32, burn-in 1000, a sample every 20; :data:`sgrld_app.demo.BASE`) for ``--epochs``
 epochs, each as a fresh process, as a user would run them (``python -m sgrld``: imports, data,
 compilation and sampling all count):
 
@@ -30,7 +30,7 @@ from pathlib import Path
 
 from timing import environment, fmt_spread, interleave, paired, table
 
-from sgrld.run import demo
+from sgrld_app import demo
 
 LEARNING_RATES = (0.05, 0.1, 0.25, 0.5)
 REPLICATES = 3

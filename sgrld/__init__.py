@@ -14,14 +14,16 @@ rank  layer                                       what it holds
 4     :mod:`sgrld.chains`                         many chains: the engine, devices, ``sample``
 5     :mod:`sgrld.samples`, :mod:`sgrld.bnn`,     sample files, ArviZ, diagnostics; networks and
       :mod:`sgrld.data`, :mod:`sgrld.evaluation`  priors; data sets; ensemble scores
-6     :mod:`sgrld.run`                            configurations, the runner, sweeps, the CLI
 ====  ==========================================  ==============================================
 
 The samplers, their parts and the readers of samples (``load_samples``, ``to_arviz``, which
-imports ArviZ on first call) load with ``import sgrld``; ``bnn``, ``data``, ``evaluation`` and the
-application (``run``) load on first use, so ``import sgrld`` imports neither Flax nor scikit-learn.
-The reproductions of the papers' experiments are another package, :mod:`sgrld_reproductions`,
-which the library never imports.
+imports ArviZ on first call) load with ``import sgrld``; ``bnn``, ``data`` and ``evaluation``
+load on first use, so ``import sgrld`` imports neither Flax nor scikit-learn. The application
+(configurations, the runner, sweeps, the ``sgrld`` command) is another package, :mod:`sgrld_app`,
+and the reproductions of the papers' experiments a third, :mod:`sgrld_reproductions`; the library
+imports neither. Beside the layers stands :mod:`sgrld.interrupts` (the standard library only):
+when this process is the ``sgrld`` command, this package installs its signal guard before any
+layer loads JAX, since ``python -m sgrld`` imports this package before anything else.
 """
 
 import importlib as _importlib
@@ -39,7 +41,7 @@ def _is_command() -> bool:
 
 
 if _is_command():  # before JAX is imported: Ctrl-C at any moment stops the command cleanly
-    from sgrld.run.interrupts import guard_command
+    from sgrld.interrupts import guard_command
 
     guard_command()
 
@@ -57,7 +59,7 @@ from sgrld.samplers.sgnht import SGNHTState, sgnht
 from sgrld.samples.arviz_export import to_arviz
 from sgrld.samples.results import RunSamples, load_samples
 
-_LAZY = ("bnn", "data", "evaluation", "run")
+_LAZY = ("bnn", "data", "evaluation")
 """Layers imported on first attribute access (PEP 562)."""
 
 __all__ = [
@@ -97,8 +99,7 @@ __all__ = [
     "data",
     "evaluation",
 ]
-"""The API: the samplers, their layers and the BNN stack. The application (``sgrld.run``: the
-command line, configurations, the runner) loads on first use but is not part of it."""
+"""The API: the samplers, their layers and the BNN stack."""
 __version__ = "0.1.0"
 
 
@@ -111,6 +112,6 @@ def __getattr__(name: str) -> object:
 
 
 def __dir__() -> list[str]:
-    """The public API (``__all__``), the application's ``run`` and the dunders: ``dir(sgrld)``
-    and tab completion list no helper and no module sgrld imports for itself."""
-    return sorted({*__all__, "run", "__version__", *(n for n in globals() if n.startswith("__"))})
+    """The public API (``__all__``) and the dunders: ``dir(sgrld)`` and tab completion list no
+    helper and no module sgrld imports for itself."""
+    return sorted({*__all__, "__version__", *(n for n in globals() if n.startswith("__"))})

@@ -1,8 +1,8 @@
-"""``python -m sgrld …``: the ``sgrld`` command (:func:`sgrld.run.cli.main`)."""
+"""``python -m sgrld …``: the ``sgrld`` command (:func:`sgrld_app.cli.main`)."""
 
 import sys
 
-from sgrld.run.cli import main
+from sgrld_app.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -155,7 +155,7 @@ RUN = [
 
 def run_case(out: str, process: list[str]) -> int:
     """``sgrld run`` of :data:`RUN` into ``out``, as one process or one of several."""
-    from sgrld.run import cli
+    from sgrld_app import cli
 
     flags = [a for key in RUN for a in ("--set", key)] + ["--out", out, "--overwrite"]
     if process:
@@ -169,7 +169,7 @@ def run_case(out: str, process: list[str]) -> int:
 
 def _die_after(epoch: int) -> None:
     """Make this process exit at once after ``epoch`` epochs (a test of a process that dies)."""
-    from sgrld.run import epoch_writer
+    from sgrld_app import epoch_writer
 
     call = epoch_writer.EpochWriter.__call__
 

@@ -17,6 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 LIBRARY = "sgrld"
+APP = "sgrld_app"
 REPRODUCTIONS = "sgrld_reproductions"
 
 RANKS = {
@@ -29,11 +30,18 @@ RANKS = {
     "bnn": 5,
     "data": 5,
     "evaluation": 5,
-    "run": 6,
 }
 """Each layer of the library (a subpackage of ``sgrld``) and its rank: a module may import from
 its own layer and from layers of a lower rank; layers of the same rank do not import each other.
-The package's ``__init__`` and ``__main__`` stand above every layer; the reproductions above all."""
+The package's ``__init__``, ``__main__`` and :data:`BESIDE_THE_LAYERS` stand above every layer;
+the application (``sgrld_app``) above the library, and the reproductions above all."""
+BESIDE_THE_LAYERS = ("interrupts",)
+"""Modules at the library's top level beside its layers: ``sgrld.interrupts``, which the package
+imports to install the ``sgrld`` command's signal guard before any layer loads JAX."""
+ENTRY_POINT = f"{LIBRARY}.__main__"
+"""``python -m sgrld``: the one module of the library that imports the application (its
+``cli``); it is no library code but the command's entry point, which Python looks for in the
+package named after ``-m``."""
 
 MAX_MODULE_LINES = 500
 MAX_FUNCTION_CODE_LINES = 60
@@ -92,13 +100,18 @@ def imports(module: Module, known: dict[str, Module]) -> Iterator[tuple[str, str
 
 
 def layer(name: str) -> str | None:
-    """The layer of a library module (None: the package's ``__init__`` or ``__main__``)."""
+    """The layer of a library module (None: the package's ``__init__``, ``__main__`` or a module
+    beside the layers), or the application's (``sgrld_app``: one layer)."""
     parts = name.split(".")
+    if parts[0] == APP:
+        return APP
     return parts[1] if parts[0] == LIBRARY and len(parts) > 1 and parts[1] in RANKS else None
 
 
 def rank(name: str) -> float:
     if name.split(".")[0] == REPRODUCTIONS:
+        return len(RANKS) + 2
+    if name.split(".")[0] == APP:
         return len(RANKS) + 1
     found = layer(name)
     return RANKS[found] if found else len(RANKS)
@@ -111,6 +124,8 @@ def upward_imports(known: dict[str, Module]) -> list[str]:
     for module in known.values():
         for target, _, line in imports(module, known):
             if target == module.name or target.startswith(module.name + "."):
+                continue
+            if module.name == ENTRY_POINT and target == f"{APP}.cli":
                 continue
             same_layer = layer(target) is not None and layer(target) == layer(module.name)
             if target.split(".")[0] == REPRODUCTIONS == module.name.split(".")[0]:
@@ -223,7 +238,7 @@ def oversized(known: dict[str, Module]) -> list[str]:
 
 @pytest.fixture(scope="module")
 def project() -> dict[str, Module]:
-    return modules(ROOT, (LIBRARY, REPRODUCTIONS))
+    return modules(ROOT, (LIBRARY, APP, REPRODUCTIONS))
 
 
 def test_no_upward_imports(project):
@@ -248,18 +263,36 @@ def test_modules_and_functions_within_limits(project):
 
 def test_top_level_holds_only_layers():
     entries = {p.name for p in (ROOT / LIBRARY).iterdir() if p.name != "__pycache__"}
-    assert entries == {"__init__.py", "__main__.py", *RANKS}
+    beside = {f"{name}.py" for name in BESIDE_THE_LAYERS}
+    assert entries == {"__init__.py", "__main__.py", *beside, *RANKS}
     assert len(RANKS) <= 10
 
 
-def test_library_does_not_import_the_reproductions(project):
+def test_library_imports_neither_the_application_nor_the_reproductions(project):
+    """Only the entry point of ``python -m sgrld`` (:data:`ENTRY_POINT`) imports the application."""
     library = {k: m for k, m in project.items() if k.split(".")[0] == LIBRARY}
-    assert not [
+    assert [
         (name, target)
         for name, m in library.items()
         for target, _, _ in imports(m, project)
-        if target.split(".")[0] == REPRODUCTIONS
-    ]
+        if target.split(".")[0] in (APP, REPRODUCTIONS)
+    ] == [(ENTRY_POINT, f"{APP}.cli")]
+
+
+def test_beside_the_layers_only_the_standard_library():
+    """A module beside the layers loads before any layer (and JAX): it imports only the standard
+    library."""
+    import sys
+
+    for name in BESIDE_THE_LAYERS:
+        tree = ast.parse((ROOT / LIBRARY / f"{name}.py").read_text())
+        imported = {
+            (a.name if isinstance(node, ast.Import) else node.module).split(".")[0]
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Import | ast.ImportFrom) and not getattr(node, "level", 0)
+            for a in node.names
+        }
+        assert imported - {"__future__"} <= set(sys.stdlib_module_names), name
 
 
 # --- each rule finds what it is for, on a tree that breaks it -------------------------------------
@@ -270,7 +303,7 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> dict[str, Module]:
         path = tmp_path / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text))
-    return modules(tmp_path, (LIBRARY,))
+    return modules(tmp_path, (LIBRARY, APP))
 
 
 def test_rules_find_their_faults(tmp_path):
@@ -279,10 +312,10 @@ def test_rules_find_their_faults(tmp_path):
         {
             "sgrld/__init__.py": "",
             "sgrld/numerics/__init__.py": "",
-            "sgrld/numerics/a.py": "def f():\n    from sgrld.run import cli\n",
-            "sgrld/run/__init__.py": "",
-            "sgrld/run/cli.py": "from sgrld.run.other import _hidden\n",
-            "sgrld/run/other.py": "from sgrld.run import cli\n_hidden = 1\n",
+            "sgrld/numerics/a.py": "def f():\n    from sgrld_app import cli\n",
+            "sgrld_app/__init__.py": "",
+            "sgrld_app/cli.py": "from sgrld_app.other import _hidden\n",
+            "sgrld_app/other.py": "from sgrld_app import cli\n_hidden = 1\n",
             "sgrld/bnn/__init__.py": "",
             "sgrld/bnn/m.py": "import sgrld.data.d\n",
             "sgrld/data/__init__.py": "",
@@ -291,11 +324,11 @@ def test_rules_find_their_faults(tmp_path):
     )
     assert [f.split(": ")[1] for f in upward_imports(known)] == [
         "sgrld.bnn.m -> sgrld.data.d",
-        "sgrld.numerics.a -> sgrld.run.cli",
+        "sgrld.numerics.a -> sgrld_app.cli",
     ]
-    assert cycles(known) == [["sgrld.run.cli", "sgrld.run.other"]]
+    assert cycles(known) == [["sgrld_app.cli", "sgrld_app.other"]]
     assert [f.split(": ")[1] for f in private_imports(known)] == [
-        "sgrld.run.cli <- sgrld.run.other._hidden"
+        "sgrld_app.cli <- sgrld_app.other._hidden"
     ]
     assert [f.split(": ", 1)[1] for f in oversized(known)] == ["g has 63 lines of code"]
 

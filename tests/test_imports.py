@@ -1,5 +1,5 @@
-"""Dependencies: what sgrld imports is declared, what is declared is imported, and ``import sgrld``
-stays light (no Flax, no scikit-learn) while the lazy submodules still work."""
+"""Dependencies: what sgrld and sgrld_app import is declared, what is declared is imported, and
+``import sgrld`` stays light (no Flax, no scikit-learn) while the lazy submodules still work."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ engine (``sgrld.data.load_file``)."""
 def third_party_imports() -> set[str]:
     stdlib = set(sys.stdlib_module_names)
     found = set()
-    for path in (ROOT / "sgrld").rglob("*.py"):
+    for path in [*(ROOT / "sgrld").rglob("*.py"), *(ROOT / "sgrld_app").rglob("*.py")]:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
@@ -31,7 +31,7 @@ def third_party_imports() -> set[str]:
             else:
                 continue
             found |= {n.split(".")[0] for n in names}
-    return {n for n in found if n not in stdlib and n not in ("sgrld", "__future__")}
+    return {n for n in found if n not in stdlib and n not in ("sgrld", "sgrld_app", "__future__")}
 
 
 ADAPTER_EXTRAS = ("equinox", "files")
@@ -61,7 +61,7 @@ def test_import_sgrld_loads_no_flax_or_scikit_learn_and_the_digits_need_none():
         "import sys, sgrld\n"
         "heavy = ('flax', 'sklearn', 'matplotlib', 'arviz_base', 'arviz_stats', 'xarray')\n"
         "print(sorted(m for m in heavy if m in sys.modules))\n"
-        "sgrld.bnn.MLP, sgrld.data.DATASETS, sgrld.evaluation.curvature, sgrld.run.config.Config\n"
+        "sgrld.bnn.MLP, sgrld.data.DATASETS, sgrld.evaluation.curvature\n"
         "print('flax' in sys.modules)\n"
         "sgrld.data.load_dataset('digits')\n"  # read from scikit-learn's file, not its import
         "print('sklearn' in sys.modules)"
@@ -72,7 +72,7 @@ def test_import_sgrld_loads_no_flax_or_scikit_learn_and_the_digits_need_none():
 def test_config_loads_no_flax_until_a_prior_is_built():
     code = (
         "import sys\n"
-        "from sgrld.run.config import PRIORS, Config, load_config, to_toml\n"
+        "from sgrld_app.config import PRIORS, Config, load_config, to_toml\n"
         "to_toml(Config()), load_config(None, ['prior.kind=horseshoe']), 'laplace' in PRIORS\n"
         "print('flax' in sys.modules)\n"
         "PRIORS['laplace']\n"

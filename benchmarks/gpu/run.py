@@ -116,7 +116,7 @@ for name in ("jax", "flax", "optax", "blackjax"):
         print(name, importlib.import_module(name).__version__)
     except ImportError as err:
         print(name, "not importable:", err)
-from sgrld.run.arguments import reproductions
+from sgrld_app.arguments import reproductions
 print("reproductions", ", ".join(reproductions()) or "none: sgrld reproduce will fail")
 print("devices", jax.devices())
 print("sum", float(jnp.arange(10.0).sum()))

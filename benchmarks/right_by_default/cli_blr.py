@@ -102,8 +102,8 @@ def check_posterior(config: Path) -> float:
     import jax
     import jax.numpy as jnp
 
-    from sgrld.run.config import load_config
-    from sgrld.run.from_config import log_posterior
+    from sgrld_app.config import load_config
+    from sgrld_app.from_config import log_posterior
     from tests import blr_reference as ref
 
     problem = ref.load_problem(

@@ -18,7 +18,7 @@ import sys
 from functools import wraps
 
 import sgrld
-from sgrld.run import cli
+from sgrld_app import cli
 from sgrld_reproductions.natural_langevin import runs
 
 

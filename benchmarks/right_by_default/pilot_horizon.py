@@ -18,9 +18,9 @@ import numpy as np
 
 from sgrld.chains import step_size
 from sgrld.chains.sampling import minibatch_fn
-from sgrld.run.auto_rate import validation_score
-from sgrld.run.config import load_config
-from sgrld.run.from_config import build_experiment
+from sgrld_app.auto_rate import validation_score
+from sgrld_app.config import load_config
+from sgrld_app.from_config import build_experiment
 
 
 def main(argv=None):

@@ -49,10 +49,10 @@ import statistics
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from sgrld.run import report, run_folder, runner
-from sgrld.run.config import Config, from_dict
-from sgrld.run.from_config import run_config
-from sgrld.run.report import MISSING, TEXT
+from sgrld_app import report, run_folder, runner
+from sgrld_app.config import Config, from_dict
+from sgrld_app.from_config import run_config
+from sgrld_app.report import MISSING, TEXT
 from sgrld_reproductions.cifar_resnet.paper import PAPER, Pair
 from sgrld_reproductions.scaffolding import (
     METRIC_LABELS,

@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from sgrld.run import report
+from sgrld_app import report
 from sgrld_reproductions import scaffolding
 from sgrld_reproductions.isgd_mnist.runs import Plan, run
 from sgrld_reproductions.scaffolding import (

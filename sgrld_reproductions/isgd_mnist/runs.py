@@ -15,11 +15,11 @@ import sgrld
 from sgrld import bnn
 from sgrld.bnn import dropout
 from sgrld.data import load_dataset
-from sgrld.run import runner
-from sgrld.run.config import PRIORS, Config, ConfigError, load_config
-from sgrld.run.from_config import build_experiment, run_plan_of
-from sgrld.run.report import finite
 from sgrld.samplers import baselines
+from sgrld_app import runner
+from sgrld_app.config import PRIORS, Config, ConfigError, load_config
+from sgrld_app.from_config import build_experiment, run_plan_of
+from sgrld_app.report import finite
 from sgrld_reproductions.scaffolding import (
     ISGDMethod,
     data_overrides,

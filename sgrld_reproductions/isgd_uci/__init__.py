@@ -25,8 +25,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from sgrld.run import report
-from sgrld.run.config import ConfigError
+from sgrld_app import report
+from sgrld_app.config import ConfigError
 from sgrld_reproductions.isgd_uci import runs
 from sgrld_reproductions.scaffolding import (
     ISGD_METHODS,

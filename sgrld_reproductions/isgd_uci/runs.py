@@ -5,8 +5,8 @@ RMSE and NLL.
 Used by ``sgrld reproduce isgd-uci`` (:mod:`sgrld_reproductions.isgd_uci`, which describes the
 experiment). Every method shares the configuration of :func:`config_of` (data, network, prior,
 Gaussian likelihood with sampled noise, batch size, seed); the samplers run it as it is
-(:func:`sgrld.run.from_config.run_config`), the baselines of :mod:`sgrld.samplers.baselines`
-replace its sampler by theirs in the same :class:`~sgrld.run.runner.Experiment`, so every row is
+(:func:`sgrld_app.from_config.run_config`), the baselines of :mod:`sgrld.samplers.baselines`
+replace its sampler by theirs in the same :class:`~sgrld_app.runner.Experiment`, so every row is
 scored by the runner's online ensemble, in the targets' units.
 """
 
@@ -22,10 +22,10 @@ import sgrld
 from sgrld import bnn
 from sgrld.bnn import dropout
 from sgrld.data import load_dataset
-from sgrld.run import runner
-from sgrld.run.config import PRIORS, Config, load_config
-from sgrld.run.from_config import build_experiment, run_config, run_plan_of
 from sgrld.samplers import baselines
+from sgrld_app import runner
+from sgrld_app.config import PRIORS, Config, load_config
+from sgrld_app.from_config import build_experiment, run_config, run_plan_of
 from sgrld_reproductions.scaffolding import (
     ISGDMethod,
     data_overrides,

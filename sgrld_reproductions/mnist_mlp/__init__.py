@@ -18,7 +18,7 @@ Williams & Klami (TMLR 2023) and writes our numbers next to the paper's:
 * schedule: batches of 100 (500 steps per epoch), burn-in 1000 minibatches, a sample every 100
   (5 per epoch), 400 epochs in the paper (``--epochs`` to shorten).
 
-Scores are those of the paper (:mod:`sgrld.run.runner`): test log p(y|X) of the ensemble average and
+Scores are those of the paper (:mod:`sgrld_app.runner`): test log p(y|X) of the ensemble average and
 its accuracy after the last epoch, plus the average confidence (the mean largest predicted
 probability, beside Table 10's for horseshoe W = 400), ECE (30 bins), seconds per epoch (ours: the
 median epoch of sampling *and* evaluating 5 samples on 20 000 images; the paper's are per-step
@@ -27,7 +27,7 @@ mean curvature C(x) over samples on 1000 test points. A value of ours is marked 
 the paper's mean by more than twice the paper's standard deviation over its 10 runs.
 
 ``--replicates R`` runs each cell R times (seeds ``--seed`` to ``--seed + R − 1``) as the chains
-of one program (:func:`sgrld.run.sweep.run_sweep`), and the table gives our mean ± std over them, as
+of one program (:func:`sgrld_app.sweep.run_sweep`), and the table gives our mean ± std over them, as
 the paper's over its 10 runs; the curves are then the mean over replicates with a ±1.96 std band,
 as the paper's Fig. 3 (each replicate's ensemble is scored every epoch: the ``"groups"`` of
 ``metrics.jsonl``).
@@ -77,10 +77,10 @@ from typing import Any
 
 import numpy as np
 
-from sgrld.run import report, runner
-from sgrld.run.config import ConfigError
-from sgrld.run.report import MISSING, TEXT
-from sgrld.run.sweep import mean_std
+from sgrld_app import report, runner
+from sgrld_app.config import ConfigError
+from sgrld_app.report import MISSING, TEXT
+from sgrld_app.sweep import mean_std
 from sgrld_reproductions.scaffolding import (
     METRIC_LABELS,
     MNIST_PAPER,
@@ -217,7 +217,7 @@ def seconds_per_epoch(result: runner.Result) -> float:
         >>> seconds_per_epoch(SimpleNamespace(records=[{"epoch": 1}], out="r/identity"))
         Traceback (most recent call last):
         ...
-        sgrld.run.config.key_checks.ConfigError: --equal-time cuts each ensemble by ...
+        sgrld_app.config.key_checks.ConfigError: --equal-time cuts each ensemble by ...
     """
     times = [r.get("sample_s") for r in result.records]
     if not times or any(t is None or not np.isfinite(t) for t in times):

@@ -13,7 +13,7 @@ sweeps Monge's metric parameter α² of ``G(θ) = I + α² ∇ℓ∇ℓᵀ`` (Se
   α² = 1.25, 0.5 from 1.5 on (:data:`PAPER`); a value off their grid gets the rate of the
   nearest value of it. With ``--prior gaussian`` (not in the figure;
   the notebook's α² ∈ {0.1, 0.5, 1.0} there, every one at 0.05) every α² gets 0.05;
-* one sweep per learning rate (:func:`sgrld.run.sweep.run_sweep`): every (α², replicate) pair a
+* one sweep per learning rate (:func:`sgrld_app.sweep.run_sweep`): every (α², replicate) pair a
   chain of one compiled program, α² a per-chain value of the sampler state; ``--replicates R`` runs
   seeds ``--seed`` to ``--seed + R − 1``. ``--lr-grid`` chooses each α²'s rate as the authors did
   instead: one sweep of every (rate, α², replicate) over Identity's Table 4 rate and two either
@@ -50,10 +50,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from sgrld.run import report, run_folder, runner
-from sgrld.run.config import ConfigError
-from sgrld.run.report import BAND, MISSING, TEXT
-from sgrld.run.sweep import Grid, mean_std, run_sweep
+from sgrld_app import report, run_folder, runner
+from sgrld_app.config import ConfigError
+from sgrld_app.report import BAND, MISSING, TEXT
+from sgrld_app.sweep import Grid, mean_std, run_sweep
 from sgrld_reproductions.scaffolding import (
     METRIC_LABELS,
     MNIST_PAPER,
@@ -197,8 +197,8 @@ def _scores(values: dict[str, Any], paper_ll: Pair | None, paper_acc: Pair | Non
 def alpha2_row(
     prior: str, alpha2: float, lr: float, scores: dict[str, Any], run: runner.Result
 ) -> dict:
-    """The row of one α²: ``scores`` its replicates' (:attr:`sgrld.run.sweep.SweepResult.scores`),
-    ``run`` the sweep's :class:`sgrld.run.runner.Result`."""
+    """The row of one α²: ``scores`` its replicates' (:attr:`sgrld_app.sweep.SweepResult.scores`),
+    ``run`` the sweep's :class:`sgrld_app.runner.Result`."""
     paper = PAPER[prior].get(alpha2, Point(lr))
     return {
         "metric": "Monge",
@@ -263,7 +263,7 @@ ALPHA2_KEY = "sampler.metric_params.alpha2"
 
 
 def _best_rate(scores: list[dict[str, Any]]) -> int:
-    """Of one α²'s settings at several learning rates (:attr:`sgrld.run.sweep.SweepResult.scores`),
+    """Of one α²'s settings at several learning rates (:attr:`sgrld_app.sweep.SweepResult.scores`),
     the one of highest mean validation log p(y|X) with no diverged chain (else the first).
 
     Example:

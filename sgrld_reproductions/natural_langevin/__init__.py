@@ -27,7 +27,7 @@ import math
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from sgrld.run import report
+from sgrld_app import report
 from sgrld_reproductions.natural_langevin import runs
 from sgrld_reproductions.scaffolding import (
     MNIST_FOLDER,

@@ -5,7 +5,7 @@ Used by ``sgrld reproduce natural-langevin`` (:mod:`sgrld_reproductions.natural_
 describes the experiment). The network is the 784-400-400-10 ReLU MLP of :class:`sgrld.bnn.MLP`
 initialised with N(0, 1/fan-in) weights and zero biases; the prior is N(0, σ² = 0.1) on every
 parameter. An SGLD method gives two predictors: the **ensemble** (the predictive average of the
-kept samples, scored online by :mod:`sgrld.run.runner`) and the **posterior mean** (the network at
+kept samples, scored online by :mod:`sgrld_app.runner`) and the **posterior mean** (the network at
 the mean of the kept samples, accumulated along the chain by :func:`averaged`).
 """
 
@@ -27,9 +27,9 @@ from sgrld.bnn.priors.prior import gaussian_leaf
 from sgrld.chains.engine import is_kept
 from sgrld.data import DataError
 from sgrld.numerics.pytrees import PyTree
-from sgrld.run import run_folder, runner, scoring
-from sgrld.run.config import ConfigError
-from sgrld.run.report import finite
+from sgrld_app import run_folder, runner, scoring
+from sgrld_app.config import ConfigError
+from sgrld_app.report import finite
 from sgrld_reproductions.natural_langevin import baselines
 from sgrld_reproductions.scaffolding import halving
 
@@ -149,7 +149,7 @@ def load_data(
       The :class:`Data`; an empty evaluation set is left out.
 
     Raises:
-      sgrld.run.config.ConfigError: for a ``validation_size`` the files do not allow.
+      sgrld_app.config.ConfigError: for a ``validation_size`` the files do not allow.
       sgrld.data.DataError: for missing or corrupt files.
     """
     if train_eval_size < 0:
@@ -194,7 +194,7 @@ def averaged(sampler: sgrld.Sampler, burn_in: int, thin: int) -> sgrld.Sampler:
     """``sampler`` that also keeps the mean θ̄ of the states the runner keeps.
 
     ``θ̄ ← θ̄ + (θ_{t+1} − θ̄)/n`` after the update from global step ``t`` whenever that state is
-    kept (:func:`sgrld.run.runner.sample_steps`), ``n`` the samples so far: the posterior-mean
+    kept (:func:`sgrld_app.runner.sample_steps`), ``n`` the samples so far: the posterior-mean
     network of Marceau-Caron & Ollivier (2017, Alg. 1), averaged over the ensemble's samples.
 
     Example:
@@ -359,7 +359,7 @@ def run(
 ) -> dict[str, Any]:
     """Train ``method`` at step size η and score its predictors. With ``resume``, an SGLD or SGD
     run continues the run in ``out`` from its newest checkpoint
-    (:func:`sgrld.run.run_folder.resume_point`: the same method, η, hyperparameters and training
+    (:func:`sgrld_app.run_folder.resume_point`: the same method, η, hyperparameters and training
     set, else ``CheckpointError``; none: it starts afresh); dropout, which writes no folder,
     runs again.
 

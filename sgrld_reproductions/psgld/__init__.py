@@ -32,7 +32,7 @@ at T = 0, SGD (SGLD's step size) and RMSprop (pSGLD's), and score their last ite
 and 3's optimiser rows.
 
 Each FNN and CNN run writes its folder ``<out>/<part>/<arch>-<method>-var<σ²>-<noise>/``
-(:mod:`sgrld.run.runner`, a checkpoint every epoch). ``--resume`` continues a stopped command: each
+(:mod:`sgrld_app.runner`, a checkpoint every epoch). ``--resume`` continues a stopped command: each
 of these runs from its newest checkpoint (a finished one is read back), while the BLR and
 Gaussian parts, which take minutes, are run again.
 
@@ -67,8 +67,8 @@ from typing import Any
 import jax
 import numpy as np
 
-from sgrld.run import report, runner
-from sgrld.run.config import ConfigError
+from sgrld_app import report, runner
+from sgrld_app.config import ConfigError
 from sgrld_reproductions.psgld import figure, runs
 from sgrld_reproductions.psgld.figure import FIGURE_STEP
 from sgrld_reproductions.scaffolding import (

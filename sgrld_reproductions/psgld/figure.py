@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sgrld.run import report
+from sgrld_app import report
 from sgrld_reproductions.psgld import runs
 from sgrld_reproductions.scaffolding import Results
 

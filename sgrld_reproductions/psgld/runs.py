@@ -38,11 +38,11 @@ from sgrld.data.libsvm import load_libsvm
 from sgrld.data.registry import DEFAULT_DATA_DIR
 from sgrld.evaluation import ensemble_log_likelihood
 from sgrld.numerics.pytrees import PyTree
-from sgrld.run import run_folder, runner
-from sgrld.run.config import load_config
-from sgrld.run.from_config import build_experiment, run_plan_of
-from sgrld.run.report import finite
 from sgrld.samplers.guarantee import guarantee
+from sgrld_app import run_folder, runner
+from sgrld_app.config import load_config
+from sgrld_app.from_config import build_experiment, run_plan_of
+from sgrld_app.report import finite
 from sgrld_reproductions.scaffolding import data_overrides, halving, sample_timed
 
 DECAY, LAMBDA = 0.99, 1e-5
@@ -443,13 +443,13 @@ def network_run(
     progress: bool = False,
     resume: bool = False,
 ) -> dict[str, Any]:
-    """Train ``network`` with ``method`` on MNIST (:func:`sgrld.run.from_config.build_experiment`,
+    """Train ``network`` with ``method`` on MNIST (:func:`sgrld_app.from_config.build_experiment`,
     minibatches of 100, no validation split), the step size halved every ``plan.halve_every``
-    epochs, and score the online ensemble (:mod:`sgrld.run.runner`, its files in ``out`` if given,
+    epochs, and score the online ensemble (:mod:`sgrld_app.runner`, its files in ``out`` if given,
     a progress bar if ``progress``) on the 10,000 test images. With ``noise="none"`` (the
     optimiser) the "ensemble" is the last iterate alone, as the paper's optimiser rows. With
     ``resume``, the run in ``out`` continues from its newest checkpoint
-    (:func:`sgrld.run.run_folder.resume_point`: it must have the same configuration, method, noise,
+    (:func:`sgrld_app.run_folder.resume_point`: it must have the same configuration, method, noise,
     prior variance and step size, else ``CheckpointError``); without one it starts afresh.
 
     Returns:

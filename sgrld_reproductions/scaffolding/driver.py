@@ -35,7 +35,8 @@ from typing import Any
 import jax
 
 import sgrld
-from sgrld.run import report
+import sgrld_app
+from sgrld_app import report
 
 Results = dict[str, Any]
 OnResult = Callable[[Results], None]
@@ -65,13 +66,13 @@ def stored_rows(results: Results) -> list[dict[str, Any]]:
 
 
 def worst_run_exit_code(results: Results) -> int:
-    """The largest exit code (:data:`sgrld.run.runner.EXIT_CODES`) of the
-    :class:`sgrld.run.runner.Result` objects in ``results["runs"]``, 0 without any."""
-    return max([0] + [sgrld.run.runner.EXIT_CODES[r.status] for r in results["runs"]])
+    """The largest exit code (:data:`sgrld_app.runner.EXIT_CODES`) of the
+    :class:`sgrld_app.runner.Result` objects in ``results["runs"]``, 0 without any."""
+    return max([0] + [sgrld_app.runner.EXIT_CODES[r.status] for r in results["runs"]])
 
 
 def last_run_message(results: Results) -> str | None:
-    """The ``progress`` of a reproduction that keeps its runs as :class:`sgrld.run.runner.Result`
+    """The ``progress`` of a reproduction that keeps its runs as :class:`sgrld_app.runner.Result`
     objects in ``results["runs"]``: the last one's message if it did not complete (None: nothing
     to print).
 
@@ -101,7 +102,7 @@ def record_run(results: Results, run: dict[str, Any], on_result: OnResult) -> bo
 
 def exit_code_of(results: Results, failed: bool) -> int:
     """The exit code of runs kept as JSON-ready dicts with a ``"status"`` in ``results["runs"]``:
-    130 (:data:`sgrld.run.runner.EXIT_CODES`' ``"interrupted"``) if one was interrupted, else 1 if
+    130 (:data:`sgrld_app.runner.EXIT_CODES`' ``"interrupted"``) if one was interrupted, else 1 if
     ``failed`` (what failure means is the reproduction's), else 0.
 
     Example:
@@ -110,7 +111,7 @@ def exit_code_of(results: Results, failed: bool) -> int:
       (130, 1)
     """
     if any(r["status"] == "interrupted" for r in results["runs"]):
-        return sgrld.run.runner.EXIT_CODES["interrupted"]
+        return sgrld_app.runner.EXIT_CODES["interrupted"]
     return int(failed)
 
 
@@ -163,7 +164,7 @@ class Reproduction:
       progress: ``results -> str | None``, printed after each row (None: nothing).
       plot: ``(results, out) -> path(s)`` of the figure(s) it draws, or None.
       rows_key: key of the rows in the JSON, next to ``"config"``.
-      columns: the table's columns (:func:`sgrld.run.report.columns`).
+      columns: the table's columns (:func:`sgrld_app.report.columns`).
       rows: ``results -> rows``, one JSON-ready dict per row (the table and the JSON); default
         :func:`stored_rows`.
       caption: ``results -> str``, one line describing the run, above the table; default
@@ -275,7 +276,7 @@ class Reproduction:
 def resume_option(parser: argparse.ArgumentParser) -> None:
     """Add the switch ``--resume``: continue a stopped command's runs in ``--out``.
 
-    Each run's folder continues from its newest checkpoint (:mod:`sgrld.run.run_folder`); a finished
+    Each run's folder continues from its newest checkpoint (:mod:`sgrld_app.run_folder`); a finished
     run is read back from its last one (after a compile), not run again; a run not yet started
     starts. A run that was started with other settings is an error naming them.
 
@@ -444,7 +445,7 @@ def no_verify_option(parser: argparse.ArgumentParser, help: str) -> None:
 def data_overrides(
     data_dir: str | None, train_size: int | None = None, verify: bool = True
 ) -> list[str]:
-    """The ``data.*`` configuration overrides (:func:`sgrld.run.config.load_config`) of the options
+    """The ``data.*`` configuration overrides (:func:`sgrld_app.config.load_config`) of the options
     ``--train-size``, ``--data-dir`` and ``--no-verify-checksums``; none for their defaults.
 
     Example:

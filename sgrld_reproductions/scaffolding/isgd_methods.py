@@ -13,8 +13,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from sgrld.run import report, runner
-from sgrld.run.report import finite
+from sgrld_app import report, runner
+from sgrld_app.report import finite
 from sgrld_reproductions.scaffolding.driver import choices_option, positive_number
 
 

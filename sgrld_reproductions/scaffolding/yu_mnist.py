@@ -15,10 +15,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from sgrld.run import run_folder, runner
-from sgrld.run.config import Config, from_dict
-from sgrld.run.from_config import run_config
-from sgrld.run.sweep import Grid, run_sweep
+from sgrld_app import run_folder, runner
+from sgrld_app.config import Config, from_dict
+from sgrld_app.from_config import run_config
+from sgrld_app.sweep import Grid, run_sweep
 from sgrld_reproductions.scaffolding.driver import (
     Results,
     choices_option,
@@ -208,7 +208,7 @@ class MnistCell(NamedTuple):
         result: the run (a sweep's, with a grid or ``--replicates R > 1``: its records give each
             (rate, replicate)'s scores under ``"groups"``, rate by rate).
         scores: per rate, the final scores of each replicate
-            (:attr:`sgrld.run.sweep.SweepResult.scores`); ``None`` for one ``sgrld run``.
+            (:attr:`sgrld_app.sweep.SweepResult.scores`); ``None`` for one ``sgrld run``.
         replicates: replicates per rate.
     """
 
@@ -354,7 +354,7 @@ def run_cell(
 ) -> MnistCell:
     """Run one cell: ``sgrld run`` for one replicate at the configuration's rate, else one sweep
     of ``rates`` (default: that rate alone) × ``replicates``; with ``resume``, the run in its
-    folder continues (:func:`sgrld.run.run_folder.existing_of`)."""
+    folder continues (:func:`sgrld_app.run_folder.existing_of`)."""
     existing = run_folder.existing_of(Path(config.out.folder), resume)
     if replicates == 1 and rates is None:
         result = run_config(config, existing=existing, progress=True, label=label)

@@ -16,9 +16,9 @@ import pytest
 
 import sgrld
 from sgrld.bnn import convolutions, likelihoods, models, priors
-from sgrld.run import config as sgrld_config
-from sgrld.run.config.registries import CONVOLUTIONS
-from sgrld.run.from_config import _model
+from sgrld_app import config as sgrld_config
+from sgrld_app.config.registries import CONVOLUTIONS
+from sgrld_app.from_config import _model
 
 RTOL = 1e-5
 

@@ -8,8 +8,8 @@ import pytest
 
 from sgrld.bnn import models, priors
 from sgrld.data import DataError, load_dataset
-from sgrld.run import config as sgrld_config
-from sgrld.run.from_config import build_experiment
+from sgrld_app import config as sgrld_config
+from sgrld_app.from_config import build_experiment
 from tests.data.test_data import cifar_arrays, write_cifar
 
 

@@ -13,7 +13,7 @@ import pytest
 import sgrld
 from sgrld.chains import engine, summaries
 from sgrld.metrics import Metric
-from sgrld.run import runner
+from sgrld_app import runner
 from tests.run.test_runner import SCHEDULE, logistic_experiment
 
 

@@ -275,8 +275,8 @@ def test_checksum_mismatch_names_path_expected_hash_and_source(mnist_dir):
 
 
 def test_config_can_skip_the_checksums(mnist_dir):
-    from sgrld.run.config import load_config
-    from sgrld.run.from_config import build_experiment
+    from sgrld_app.config import load_config
+    from sgrld_app.from_config import build_experiment
 
     directory, arrays = mnist_dir
     keys = [f"data.data_dir={directory}", "data.validation_size=0", "model.widths=[4]"]

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import sgrld
+import sgrld_app
 from sgrld.chains.engine import Engine, chain_keys, count_kept, is_kept, random_batches
 from sgrld.numerics import schedules
 
@@ -151,10 +152,10 @@ TINY_RUN = [
 def test_config_cyclical_schedule_keeps_only_sampling_phase_steps():
     """``[schedule] kind = "cyclical"``: the run keeps exactly the sampling-phase steps of its
     cycles, and its learning rate follows the cosine of each cycle."""
-    from sgrld.run.from_config import build_experiment, run_config
-    from sgrld.run.sampler_from_config import cyclical_of
+    from sgrld_app.from_config import build_experiment, run_config
+    from sgrld_app.sampler_from_config import cyclical_of
 
-    cfg = sgrld.run.config.load_config(
+    cfg = sgrld_app.config.load_config(
         None, [*TINY_RUN, "schedule.kind=cyclical", "schedule.cycles=3", "schedule.exploration=0.6"]
     )
     result = run_config(cfg, out=None)
@@ -170,9 +171,9 @@ def test_config_cyclical_schedule_keeps_only_sampling_phase_steps():
 def test_config_polynomial_schedule_decays_the_learning_rate():
     """The default rate, ``"auto"``, chooses the schedule's scale: the sampler the search builds
     at a rate decays from it."""
-    from sgrld.run.sampler_from_config import sampler_of
+    from sgrld_app.sampler_from_config import sampler_of
 
-    cfg = sgrld.run.config.load_config(
+    cfg = sgrld_app.config.load_config(
         None, ["schedule.kind=polynomial", "schedule.offset=10", "schedule.power=1"]
     )
     u = sgrld.potential(lambda w, b: -0.5 * (b - w) ** 2, lambda w: -0.5 * w**2, 4)
@@ -198,20 +199,20 @@ def test_config_polynomial_schedule_decays_the_learning_rate():
     ],
 )
 def test_bad_schedule_configs_name_the_key(overrides, match):
-    with pytest.raises(sgrld.run.config.ConfigError, match=match):
-        sgrld.run.config.load_config(None, overrides)
+    with pytest.raises(sgrld_app.config.ConfigError, match=match):
+        sgrld_app.config.load_config(None, overrides)
 
 
 def test_cyclical_schedule_without_a_sampling_step_or_with_too_many_cycles_is_refused():
-    from sgrld.run.from_config import check_schedule
+    from sgrld_app.from_config import check_schedule
 
-    cfg = sgrld.run.config.load_config(
+    cfg = sgrld_app.config.load_config(
         None, [*TINY_RUN, "schedule.kind=cyclical", "schedule.cycles=2", "run.thin=15"]
     )
-    with pytest.raises(sgrld.run.config.ConfigError, match="no sample falls in a sampling phase"):
+    with pytest.raises(sgrld_app.config.ConfigError, match="no sample falls in a sampling phase"):
         check_schedule(cfg, num_train=320)  # 20 steps, cycles of 10: step 14 is exploration
-    cfg = sgrld.run.config.load_config(
+    cfg = sgrld_app.config.load_config(
         None, [*TINY_RUN, "schedule.kind=cyclical", "schedule.cycles=50"]
     )
-    with pytest.raises(sgrld.run.config.ConfigError, match="schedule.cycles = 50 is more than"):
+    with pytest.raises(sgrld_app.config.ConfigError, match="schedule.cycles = 50 is more than"):
         check_schedule(cfg, num_train=320)

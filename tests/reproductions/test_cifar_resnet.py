@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from sgrld.run import cli
+from sgrld_app import cli
 from sgrld_reproductions import cifar_resnet
 from tests.data.test_data import write_cifar
 

@@ -13,8 +13,8 @@ import pytest
 from scipy.stats import kstest, norm
 
 import sgrld
-from sgrld.run import cli
 from sgrld.samples import distances as scores
+from sgrld_app import cli
 from sgrld_reproductions import funnel
 from sgrld_reproductions.funnel import runs as funnel_runs
 

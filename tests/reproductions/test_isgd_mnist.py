@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from sgrld.bnn import CNN, dropout, init_params
-from sgrld.run import cli
+from sgrld_app import cli
 from sgrld_reproductions import isgd_mnist
 from sgrld_reproductions.isgd_mnist import runs as mnist_runs
 from tests.data.test_data import write_mnist

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sgrld.run import cli
-from sgrld.run.config import ConfigError, load_config
+from sgrld_app import cli
+from sgrld_app.config import ConfigError, load_config
 from sgrld_reproductions import isgd_uci
 from sgrld_reproductions.scaffolding import ISGD_METHODS
 from tests.helpers import write_uci

@@ -11,10 +11,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-import sgrld
-from sgrld.run import cli, report
-from sgrld.run.config import ConfigError
-from sgrld.run.sweep import parse_grid, run_sweep
+import sgrld_app
+from sgrld_app import cli, report
+from sgrld_app.config import ConfigError
+from sgrld_app.sweep import parse_grid, run_sweep
 from sgrld_reproductions import mnist_mlp
 from sgrld_reproductions.scaffolding import yu_mnist
 from tests.data.test_data import write_mnist
@@ -29,7 +29,7 @@ TINY = ["data.name=digits", "data.batch_size=64", "model.widths=[8]", "prior.kin
 def test_sweep_records_score_every_replicate_apart():
     """Each record of a sweep gives every (setting, replicate)'s ensemble so far; the last one's
     are the sweep's final scores."""
-    cfg = sgrld.run.config.load_config(None, TINY)
+    cfg = sgrld_app.config.load_config(None, TINY)
     grid = parse_grid("sampler.learning_rate=[0.05, 0.1]", cfg)
     sweep = run_sweep(cfg, [grid], replicates=2, out=None)
     records = sweep.result.records
@@ -39,8 +39,8 @@ def test_sweep_records_score_every_replicate_apart():
     for i, scores in enumerate(sweep.scores):
         for key in ("test_log_likelihood", "test_accuracy", "val_log_likelihood"):
             np.testing.assert_allclose(last[key][2 * i : 2 * i + 2], scores[key], rtol=1e-6)
-    single = sgrld.run.config.load_config(None, [*TINY, "sampler.learning_rate=0.05"])
-    assert "groups" not in sgrld.run.from_config.run_config(single, out=None).records[0]
+    single = sgrld_app.config.load_config(None, [*TINY, "sampler.learning_rate=0.05"])
+    assert "groups" not in sgrld_app.from_config.run_config(single, out=None).records[0]
 
 
 def _run(metric_time: dict[str, float], val: dict[tuple[str, float], float], epochs: int = 4):

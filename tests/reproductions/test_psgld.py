@@ -15,7 +15,7 @@ import pytest
 
 import sgrld
 from sgrld.data import MissingDataError
-from sgrld.run import cli
+from sgrld_app import cli
 from sgrld_reproductions import psgld
 from sgrld_reproductions.psgld import figure, runs
 from tests.data.test_data import write_mnist

@@ -2,9 +2,9 @@
 newest checkpoint in its folder and ends with the records of an uninterrupted run; a finished run
 is read back, not run again; a run started with other settings is refused, naming them.
 
-Runs made by code (``psgld``, ``natural-langevin``: :func:`sgrld.run.run_folder.resume_point`) and
+Runs made by code (``psgld``, ``natural-langevin``: :func:`sgrld_app.run_folder.resume_point`) and
 runs made from a configuration (``mnist-mlp``, one run and a sweep of replicates:
-:func:`sgrld.run.run_folder.existing_of`) are checked on tiny MNIST files; ``monge-alpha`` and
+:func:`sgrld_app.run_folder.existing_of`) are checked on tiny MNIST files; ``monge-alpha`` and
 ``cifar-resnet`` reach the same function as ``mnist-mlp``.
 """
 
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from sgrld.run import checkpoint, cli, run_folder
-from sgrld.run.epoch_writer import EpochWriter
+from sgrld_app import checkpoint, cli, run_folder
+from sgrld_app.epoch_writer import EpochWriter
 from tests.data.test_data import write_mnist
 from tests.reproductions.test_natural_langevin import easy_mnist
 from tests.reproductions.test_psgld import _stubs
@@ -37,7 +37,7 @@ def _scores(folder: Path) -> list[dict]:
 
 def _sigterm_after_first_epoch(monkeypatch) -> None:
     """Send SIGTERM once, as the first epoch of the next run is committed: the run stops after
-    the epoch in flight, with a checkpoint (:mod:`sgrld.run.interrupts`)."""
+    the epoch in flight, with a checkpoint (:mod:`sgrld.interrupts`)."""
     if threading.current_thread() is not threading.main_thread():
         pytest.skip("signal handlers can only be installed in the main thread")
     real, sent = EpochWriter.__call__, []

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from sgrld.run import auto_rate, cli, from_config
-from sgrld.run.config import load_config
+from sgrld_app import auto_rate, cli, from_config
+from sgrld_app.config import load_config
 from tests.helpers import digits_toml
 
 pytestmark = pytest.mark.long  # each runs a search and a run: 10-30 s
@@ -86,7 +86,7 @@ def test_the_newcomers_command_completes_on_the_digits(metric, tmp_path, capsys)
 
 
 def test_a_sweep_searches_each_setting_and_shows_its_rate(tmp_path):
-    from sgrld.run.sweep import parse_grid, run_sweep
+    from sgrld_app.sweep import parse_grid, run_sweep
 
     config = _config(tmp_path)
     grid = parse_grid("sampler.temperature=[1.0, 0.5]", config)

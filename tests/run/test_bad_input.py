@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sgrld.run import cli
+from sgrld_app import cli
 
 TINY = ["--set", "data.name=digits", "--set", "model.widths=[8]", "--set", "run.epochs=1"]
 

@@ -20,10 +20,10 @@ import numpy as np
 import pytest
 
 import sgrld
-from sgrld.run import checkpoint, cli, epoch_writer, from_config, runner
-from sgrld.run.config import load_config, write_config
 from sgrld.samples import results
 from sgrld.samples.results import ResultsError
+from sgrld_app import checkpoint, cli, epoch_writer, from_config, runner
+from sgrld_app.config import load_config, write_config
 from tests.helpers import digits_toml
 from tests.run.test_runner import SCHEDULE, logistic_experiment
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from sgrld.run import arguments, cli
-from sgrld.run.arguments import reproductions
+from sgrld_app import arguments, cli
+from sgrld_app.arguments import reproductions
 from tests.helpers import digits_toml
 
 TINY = digits_toml(epochs=2, burn_in=10, thin=5)

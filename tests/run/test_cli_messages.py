@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 import sgrld
-from sgrld.run import cli
-from sgrld.run.config import load_config
-from sgrld.run.from_config import run_config, write_config
 from sgrld.samples.results import ResultsError
+from sgrld_app import cli
+from sgrld_app.config import load_config
+from sgrld_app.from_config import run_config, write_config
 from tests.helpers import digits_toml
 
 TINY = [

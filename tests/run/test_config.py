@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from sgrld.run.config import (
+import sgrld_app
+from sgrld_app.config import (
     Config,
     ConfigError,
     from_dict,
@@ -162,7 +163,7 @@ def test_sampler_section_holds_every_option_of_every_kind():
     import inspect
 
     import sgrld
-    from sgrld.run.config import SAMPLERS, SamplerConfig
+    from sgrld_app.config import SAMPLERS, SamplerConfig
 
     assert list(SAMPLERS) == ["sgrld", "sghmc", "sgnht", "isgd"]
     keywords = {}
@@ -183,7 +184,7 @@ def test_sampler_section_holds_every_option_of_every_kind():
     assert set(SamplerConfig().sampler_options()) == set(options)
     for kind in SAMPLERS:
         assert set(SamplerConfig(kind=kind).sampler_options()) <= set(keywords[kind])
-    assert not hasattr(sgrld.run.config, "CORRECTIONS")  # one list: sgrld.parts.correction.MODES
+    assert not hasattr(sgrld_app.config, "CORRECTIONS")  # one list: sgrld.parts.correction.MODES
 
 
 @pytest.mark.parametrize(
@@ -238,7 +239,7 @@ def test_bad_sampler_kind_options_name_the_key(overrides, words):
     [("sghmc", ["sampler.friction=0.5"]), ("isgd", ["sampler.learning_rate=rule"])],
 )
 def test_sgrld_run_with_another_sampler_kind(tmp_path: Path, kind, extra):
-    from sgrld.run import cli
+    from sgrld_app import cli
     from tests.run.test_cli import TINY
 
     config = tmp_path / "tiny.toml"
@@ -261,7 +262,7 @@ def test_correction_modes_are_those_of_sgrld_correction():
 
 def test_registries_name_the_factories_of_their_modules():
     import sgrld
-    from sgrld.run.config import METRICS, PRIORS
+    from sgrld_app.config import METRICS, PRIORS
 
     for registry, module in ((METRICS, sgrld.metrics), (PRIORS, sgrld.bnn.priors)):
         assert all(registry[name] is getattr(module, name) for name in registry)
@@ -272,7 +273,7 @@ def test_registries_name_the_factories_of_their_modules():
 
 
 def test_every_sampler_option_can_be_set():
-    from sgrld.run.config import load_config
+    from sgrld_app.config import load_config
 
     cfg = load_config(
         None,
@@ -301,8 +302,8 @@ def test_sampler_ranges_are_the_factories():
     """Every range [sampler] checks is one its kind's factory declares (its module's BOUNDS) and
     checks itself: a value outside it fails in both, with the key named in the configuration."""
     import sgrld
-    from sgrld.run.config import SAMPLERS
-    from sgrld.run.config.registries import sampler_bounds, sampler_keywords
+    from sgrld_app.config import SAMPLERS
+    from sgrld_app.config.registries import sampler_bounds, sampler_keywords
 
     u = sgrld.potential(lambda w, b: -0.5 * (b - w) ** 2, None, num_data=4)
     for kind in SAMPLERS:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sgrld.run import cli
 from sgrld.samples.diagnostics import valid_part
 from sgrld.samples.results import ResultsError, RunSamples
+from sgrld_app import cli
 from tests.samples.test_arviz import TINY
 
 

@@ -17,8 +17,8 @@ import matplotlib.figure
 import numpy as np
 import pytest
 
-from sgrld.run import cli
 from sgrld.samples import atomic
+from sgrld_app import cli
 from tests.helpers import digits_toml
 
 TINY = digits_toml(

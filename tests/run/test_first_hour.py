@@ -14,10 +14,11 @@ import jax
 import pytest
 
 import sgrld
+import sgrld_app
 from sgrld.chains.dispersion import ChainsDisagreeWarning
-from sgrld.run import cli, runner
-from sgrld.run.config import load_config, to_toml
 from sgrld.samples import arviz_export
+from sgrld_app import cli, runner
+from sgrld_app.config import load_config, to_toml
 from tests.run.test_runner import SCHEDULE, logistic_experiment
 
 SETTINGS = [
@@ -95,7 +96,7 @@ def test_saved_config_writes_the_model_keys_of_its_kind(kind, widths, data, keys
     )
     text = to_toml(config)
     assert set(tomllib.loads(text)["model"]) == keys
-    assert sgrld.run.config.from_dict(tomllib.loads(text)) == config
+    assert sgrld_app.config.from_dict(tomllib.loads(text)) == config
 
 
 def test_a_resnets_depth_is_written():

@@ -1,6 +1,6 @@
 """Fuzzing the configuration: every TOML file and ``--set`` override either gives a valid
-:class:`~sgrld.run.config.Config` that writes back and reloads equal, or raises
-:class:`~sgrld.run.config.ConfigError` naming the file; never another exception.
+:class:`~sgrld_app.config.Config` that writes back and reloads equal, or raises
+:class:`~sgrld_app.config.ConfigError` naming the file; never another exception.
 
 Files are a damaged copy of a valid ``config.toml`` (:func:`tests.fuzzing.damaged`) or TOML
 documents of the real sections and keys holding values of any type (integers past 64 bits,
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from hypothesis import strategies as st
 
-from sgrld.run.config import (
+from sgrld_app.config import (
     SECTIONS,
     Config,
     ConfigError,

@@ -10,9 +10,9 @@ import jax
 import pytest
 
 import sgrld
-from sgrld.run.config import ConfigError, load_config
-from sgrld.run.sampler_from_config import guarantee_of, sampler_of
 from sgrld.samplers import guarantee as g
+from sgrld_app.config import ConfigError, load_config
+from sgrld_app.sampler_from_config import guarantee_of, sampler_of
 
 T = sgrld.samples.targets.standard_normal()
 
@@ -114,7 +114,7 @@ def test_sample_adapting_on_minibatches_warns(fresh_warnings):
 
 
 def test_a_configured_run_adapting_on_minibatches_warns(fresh_warnings):
-    from sgrld.run.from_config import build_experiment
+    from sgrld_app.from_config import build_experiment
 
     base = ["data.name=digits", "data.batch_size=64", "sampler.metric=rmsprop", "run.burn_in=40"]
     cfg = lambda *o: load_config(None, [*base, *o])
@@ -145,7 +145,7 @@ def test_a_fisher_step_whose_minibatch_noise_dominates_warns_once(fresh_warnings
 def test_sample_and_a_configured_run_warn_of_minibatch_noise(fresh_warnings):
     """Both paths know lr, B and N: ``sgrld.sample`` with :func:`sgrld.minibatch_fn`, and the
     configured run (digits: N = 1,258 at batch 64, so lr = 0.25 gives ρ = 2.46)."""
-    from sgrld.run.from_config import build_experiment
+    from sgrld_app.from_config import build_experiment
 
     data = jax.random.normal(jax.random.key(0), (64,))
     potential = sgrld.potential(lambda p, x: -0.5 * (x - p) ** 2, lambda p: -0.5 * p**2, 64)
@@ -207,8 +207,8 @@ def test_arviz_attributes_carry_the_guarantee():
 
 
 def test_summary_and_diagnose_line(tmp_path):
-    from sgrld.run.from_config import run_config
     from sgrld.samples.diagnostics import guarantee_line
+    from sgrld_app.from_config import run_config
 
     overrides = [
         "data.name=digits", "model.widths=[8]", "prior.kind=gaussian", "run.epochs=4",

@@ -1,5 +1,5 @@
 """A signal that the ``sgrld`` command cannot wait for: its watcher ends the process after the
-grace (:mod:`sgrld.run.interrupts`), here while the main thread is stuck compiling, and while it is
+grace (:mod:`sgrld.interrupts`), here while the main thread is stuck compiling, and while it is
 stuck writing the second checkpoint. ``summary.json`` then says ``"interrupted"`` with the epochs
 completed so far, and the one line says truthfully whether there is a checkpoint to resume from.
 
@@ -26,7 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from sgrld.run import cli, interrupts
+from sgrld import interrupts
+from sgrld_app import cli
 from tests.helpers import digits_toml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,7 +40,8 @@ mode, marker, *argv = sys.argv[1:]
 sys.argv = ["sgrld", *argv]
 import sgrld  # this process is the sgrld command: the guard is installed
 
-from sgrld.run import checkpoint, cli, epoch_writer, interrupts
+from sgrld import interrupts
+from sgrld_app import checkpoint, cli, epoch_writer
 
 interrupts.GRACE_S = 0.5
 

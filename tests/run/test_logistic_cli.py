@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from sgrld.bnn import likelihoods, models
-from sgrld.run import cli
-from sgrld.run.config import ConfigError, load_config
 from sgrld.samples.results import load_samples
+from sgrld_app import cli
+from sgrld_app.config import ConfigError, load_config
 
 
 def test_bernoulli_by_hand():

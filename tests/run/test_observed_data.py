@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import sgrld
-from sgrld.run.from_config import observed_targets, run_config
+import sgrld_app
+from sgrld_app.from_config import observed_targets, run_config
 from tests.data.test_uci import FEATURES, SPLITS, TABLE, TARGET
 from tests.helpers import write_uci
 
@@ -37,7 +38,7 @@ def uci_run(tmp_path_factory):
         "run.save_samples=true",
     ]
     out = tmp_path_factory.mktemp("run")
-    assert run_config(sgrld.run.config.load_config(None, overrides), out=out).status == "completed"
+    assert run_config(sgrld_app.config.load_config(None, overrides), out=out).status == "completed"
     return out, base
 
 

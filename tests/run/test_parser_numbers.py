@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sgrld.run import cli
+from sgrld_app import cli
 
 
 @pytest.mark.parametrize("value", ["-1", "0", "x", "1.5"])
@@ -20,7 +20,7 @@ def test_diagnose_params_below_one_is_a_usage_error(value, capsys, tmp_path):
 def _numeric_options():
     """(command, option, type) of every option of run, sweep, export, diagnose and demo whose
     value is a number."""
-    from sgrld.run.arguments import build_parser
+    from sgrld_app.arguments import build_parser
 
     commands = build_parser()._subparsers._group_actions[0].choices
     found = []

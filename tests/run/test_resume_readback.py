@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import sgrld
-from sgrld.run import cli
 from sgrld.samples.results import ResultsError, load_samples
+from sgrld_app import cli
 from tests.helpers import digits_toml
 
 TINY = digits_toml(epochs=2, burn_in=1, thin=4, save_samples=True, checkpoint_seconds=0)

@@ -15,9 +15,10 @@ from scipy.special import log_softmax, logsumexp
 from scipy.stats import norm
 
 import sgrld
+import sgrld_app
 from sgrld import evaluation
 from sgrld.bnn import likelihoods
-from sgrld.run import from_config, report, runner
+from sgrld_app import from_config, report, runner
 from tests.helpers import write_uci
 
 N_TRAIN, BATCH, DIM, CLASSES = 40, 4, 3, 3  # 10 steps per epoch
@@ -246,7 +247,7 @@ def uci_config(tmp_path: Path, *overrides: str):
     y = 1000.0 + 50.0 * x[:, 0] - 20.0 * x[:, 1] + rng.normal(scale=5.0, size=60)
     table = np.column_stack([x[:, 0], y, x[:, 1]]).round(6)  # target in the middle column
     write_uci(tmp_path / "uci" / "yacht", table, [0, 2], 1, [(range(50), range(50, 60))])
-    return sgrld.run.config.load_config(None, [
+    return sgrld_app.config.load_config(None, [
         "data.name=uci_yacht", f"data.data_dir={str(tmp_path)!r}", "data.verify_checksums=false",
         "data.batch_size=10", "model.kind=regression_mlp", "model.widths=[8]",
         "prior.kind=gaussian", "sampler.learning_rate=0.01", "run.epochs=3", "run.burn_in=0",
@@ -304,15 +305,15 @@ def runner_potential(experiment, params, batch):
 
 
 def test_regression_config_errors(tmp_path: Path):
-    with pytest.raises(sgrld.run.config.ConfigError, match="data.split"):
+    with pytest.raises(sgrld_app.config.ConfigError, match="data.split"):
         uci_config(tmp_path, "data.split=-1")
     with pytest.raises(
-        sgrld.run.config.ConfigError, match=r"\[data\]: uci_yacht has splits 0 to 0"
+        sgrld_app.config.ConfigError, match=r"\[data\]: uci_yacht has splits 0 to 0"
     ):
         from_config.build_experiment(uci_config(tmp_path, "data.split=1"))
-    with pytest.raises(sgrld.run.config.ConfigError, match=r"\[data\]: cannot hold out 60"):
+    with pytest.raises(sgrld_app.config.ConfigError, match=r"\[data\]: cannot hold out 60"):
         from_config.build_experiment(uci_config(tmp_path, "data.validation_size=60"))
-    with pytest.raises(sgrld.run.config.ConfigError, match="model.kind"):
+    with pytest.raises(sgrld_app.config.ConfigError, match="model.kind"):
         uci_config(tmp_path, "model.kind=cnn")
 
 

@@ -10,9 +10,9 @@ import jax
 import numpy as np
 import pytest
 
-from sgrld.run import runner
-from sgrld.run.config import ConfigError, load_config
-from sgrld.run.config.validation import MAX_SEED
+from sgrld_app import runner
+from sgrld_app.config import ConfigError, load_config
+from sgrld_app.config.validation import MAX_SEED
 
 EDGES = [0, 1, 2**31 - 1, 2**31, MAX_SEED - 1, MAX_SEED]
 
@@ -40,7 +40,7 @@ def test_different_seeds_at_the_edges_give_different_chains():
 
 
 def test_a_sweep_whose_last_replicate_passes_the_range_is_refused():
-    from sgrld.run import sweep
+    from sgrld_app import sweep
 
     config = load_config(None, [f"run.seed={MAX_SEED - 1}", 'data.name="digits"'])
     with pytest.raises(ConfigError, match="the last replicate's seed would pass"):

@@ -58,7 +58,7 @@ def _env(cache: Path) -> dict[str, str]:
 
 def _wait_for(path: Path, proc: subprocess.Popen) -> None:
     """Until ``path`` holds something: the run folder's files are created empty at its start
-    (:func:`sgrld.run.run_folder.start`), so a moment after the first epoch waits for its line."""
+    (:func:`sgrld_app.run_folder.start`), so a moment after the first epoch waits for its line."""
     deadline = time.monotonic() + 240
     while not (path.exists() and path.stat().st_size > 0):
         assert proc.poll() is None and time.monotonic() < deadline, f"{path} never appeared"

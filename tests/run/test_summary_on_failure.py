@@ -3,8 +3,8 @@
 where the folder still takes that file; the command's one-line error and exit code 4 stay.
 
 Before, ``summary.json`` stayed ``"running"`` (with ``epochs_completed`` 0) for good. Also: what
-:class:`sgrld.run.run_end.Summary` lets the signal watcher write, and what
-:func:`sgrld.run.run_end.kept` says of a folder.
+:class:`sgrld_app.run_end.Summary` lets the signal watcher write, and what
+:func:`sgrld_app.run_end.kept` says of a folder.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from sgrld.run import cli, records, run_end
-from sgrld.run.config import load_config
-from sgrld.run.from_config import run_config
 from sgrld.samples import atomic, results
+from sgrld_app import cli, records, run_end
+from sgrld_app.config import load_config
+from sgrld_app.from_config import run_config
 from tests.run.test_faults import TINY  # 3 epochs, a checkpoint each
 
 

@@ -1,4 +1,4 @@
-"""``sgrld sweep``: settings x replicates as the chains of one program (sgrld.run.sweep)."""
+"""``sgrld sweep``: settings x replicates as the chains of one program (sgrld_app.sweep)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 import sgrld
-from sgrld.run import cli
-from sgrld.run.config import ConfigError, load_config
-from sgrld.run.from_config import run_config
-from sgrld.run.sweep import Grid, parse_grid, run_sweep
+from sgrld_app import cli
+from sgrld_app.config import ConfigError, load_config
+from sgrld_app.from_config import run_config
+from sgrld_app.sweep import Grid, parse_grid, run_sweep
 
 TINY = [
     "data.name=digits",

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import sgrld
-from sgrld.run import checkpoint, cli
+from sgrld_app import checkpoint, cli
 from tests.helpers import cpu_env
 from tests.run.test_checkpoint import TIMING
 from tests.run.test_sweep import LRS, TINY
@@ -55,7 +55,7 @@ def _records(out: Path) -> list[dict]:
 def _killed_after_the_first_checkpoint(out: Path, log: Path) -> int:
     """``sgrld sweep`` in a subprocess, SIGKILLed once epoch 1's checkpoint is written.
 
-    Every checkpoint write pauses 5 s before its rename (:data:`sgrld.run.checkpoint.PAUSE_ENV`), so
+    Every checkpoint write pauses 5 s before its rename (:data:`sgrld_app.checkpoint.PAUSE_ENV`), so
     the process is still in epoch 2 (or writing its checkpoint) for at least 5 s after epoch 1's
     appears: time for the poller to see it on a loaded machine.
     """

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import sgrld
+import sgrld_app
 from sgrld.numerics.per_example import FallbackWarning
 from sgrld.samplers.isgd import NoiseClippingWarning
 from tests.helpers import assert_vmap_equals_single_chains
@@ -116,7 +117,7 @@ def isgd_experiment(**kw):
 
 @pytest.mark.parametrize("clipping", [True, False])
 def test_a_run_warns_once_where_the_noise_outgrows_lambda(clipping):
-    """sgrld.run.runner.run warns (once) where an epoch after the warm-up clipped more than
+    """sgrld_app.runner.run warns (once) where an epoch after the warm-up clipped more than
     CLIPPED_SHARE_WARN of the coordinates on average: a learning rate 5x the rule's here (the
     λ = N/lr it fixes from the start); the rule after a 5-step warm-up clips only where its
     batches of 4 fluctuate (up to 4 %)."""
@@ -124,7 +125,7 @@ def test_a_run_warns_once_where_the_noise_outgrows_lambda(clipping):
     experiment, schedule = isgd_experiment(**kw)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        result = sgrld.run.runner.run(experiment, schedule)
+        result = sgrld_app.runner.run(experiment, schedule)
     assert result.status == "completed"
     shares = [r["clipped_share"] for r in result.records]
     epochs = [w for w in caught if "i-SGD clipped the injected noise" in str(w.message)]

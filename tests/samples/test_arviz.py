@@ -12,9 +12,10 @@ import pytest
 import xarray as xr
 
 import sgrld
-from sgrld.run import cli, from_config
-from sgrld.run.from_config import run_config
+import sgrld_app
 from sgrld.samples import diagnostics
+from sgrld_app import cli, from_config
+from sgrld_app.from_config import run_config
 
 TINY = [
     "data.name=digits",
@@ -39,7 +40,7 @@ DRAW_LL = ["test_log_likelihood", "val_log_likelihood"]
 def tiny_run(tmp_path_factory):
     """A real run with saved samples, and its result."""
     out = tmp_path_factory.mktemp("tiny")
-    result = run_config(sgrld.run.config.load_config(None, TINY), out=out)
+    result = run_config(sgrld_app.config.load_config(None, TINY), out=out)
     assert result.status == "completed"
     return out, result
 
@@ -140,7 +141,7 @@ def test_each_draw_stores_its_own_test_log_likelihood(tiny_run):
     assert stored.shape == (2, 38) and stored.dtype == np.float32 and np.isfinite(stored).all()
     with np.load(out / "samples" / "epoch_0002.npz") as epoch:
         np.testing.assert_array_equal(epoch["stats/test_log_likelihood"].T, stored[:, 19:])
-    experiment = from_config.build_experiment(sgrld.run.config.load_config(None, TINY))
+    experiment = from_config.build_experiment(sgrld_app.config.load_config(None, TINY))
     x, y = experiment.eval_sets["test"]
     for chain, draw in [(0, 0), (1, 20), (0, 37)]:
         params = jax.tree.map(lambda a, c=chain, d=draw: a[c, d], samples.params)
@@ -375,7 +376,7 @@ def test_log_posterior_gradient_is_minus_n_times_the_full_batch_potential_gradie
     monkeypatch.setattr(
         from_config, "make_potential", lambda *a: built.append(make(*a)) or built[-1]
     )
-    config = sgrld.run.config.load_config(None, TINY)
+    config = sgrld_app.config.load_config(None, TINY)
     experiment = from_config.build_experiment(config)  # the potential its sampler steps on
     potential = built[0]
     params = experiment.init_fn(jax.random.key(1))

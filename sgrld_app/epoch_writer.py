@@ -1,12 +1,12 @@
-"""The per-epoch callback of :func:`sgrld.run.runner.run`: score the epoch's samples, record the
+"""The per-epoch callback of :func:`sgrld_app.runner.run`: score the epoch's samples, record the
 epoch, write its files and, every ``checkpoint_every`` epochs but not within ``checkpoint_seconds``
-of the last, a checkpoint (:mod:`sgrld.run.checkpoint`).
+of the last, a checkpoint (:mod:`sgrld_app.checkpoint`).
 
 An epoch is committed in one order: its ``metrics.jsonl`` line and sample file, then the in-memory
 state (records, ensembles, carry), then (when due) the checkpoint, which is written from that
 state. Memory and every checkpoint therefore hold only epochs whose files are all on disk; the
 files of a later epoch, left by a run killed in between, are cut away on resume
-(:func:`sgrld.run.run_folder.cut_back`). The runner writes a last checkpoint however the run ends.
+(:func:`sgrld_app.run_folder.cut_back`). The runner writes a last checkpoint however the run ends.
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ import jax
 import numpy as np
 
 from sgrld.chains import engine as eng
-from sgrld.run import checkpoint, records, scoring
-from sgrld.run.interrupts import Stop
+from sgrld.interrupts import Stop
 from sgrld.samplers.isgd import warn_if_clipped
 from sgrld.samples import results
+from sgrld_app import checkpoint, records, scoring
 
 
 @dataclass
@@ -44,7 +44,7 @@ class RunSetup:
     names: list[str]
     kind: scoring.Kind = "classification"
     groups: int | None = None
-    """Groups of chains scored apart in every record (:attr:`sgrld.run.runner.RunPlan.seeds`;
+    """Groups of chains scored apart in every record (:attr:`sgrld_app.runner.RunPlan.seeds`;
     None: none)."""
 
 
@@ -72,7 +72,7 @@ class EpochWriter:
         out: the results folder, or ``None``.
         save_samples: write each epoch's samples to ``out/samples/``.
         curvature: record the mean curvature of the samples.
-        stop: the signals received (:mod:`sgrld.run.interrupts`); a signal stops the run after the
+        stop: the signals received (:mod:`sgrld.interrupts`); a signal stops the run after the
             epoch in flight is committed.
         checkpoint_info: the run's ``schedule`` and ``meta``, stored in every checkpoint.
         checkpoint_every: a checkpoint after every this many epochs.
@@ -81,7 +81,7 @@ class EpochWriter:
             less time than writing their 27 MB checkpoint.
         resumed: the checkpoint the run continues from, or ``None``.
         stop_on_divergence: stop the run after the epoch in which a chain diverged (``False``:
-            the other chains go on, as the chains of a sweep, :mod:`sgrld.run.sweep`).
+            the other chains go on, as the chains of a sweep, :mod:`sgrld_app.sweep`).
     """
 
     def __init__(

@@ -14,7 +14,7 @@ import jax
 import numpy as np
 
 from sgrld.chains import engine as eng
-from sgrld.run import scoring
+from sgrld_app import scoring
 
 
 def diagnostics(summary: dict[str, Any]) -> dict[str, float]:
@@ -53,7 +53,7 @@ def record(
     groups: dict[str, np.ndarray] | None = None,
 ) -> dict[str, Any]:
     """One line of ``metrics.jsonl``: counts, diagnostics, scores so far, timing and, if given,
-    ``"groups"``: each group of chains' scores so far (:func:`sgrld.run.scoring.group_scores`), a
+    ``"groups"``: each group of chains' scores so far (:func:`sgrld_app.scoring.group_scores`), a
     list per score, ``None`` for a group without samples (JSON has no NaN)."""
     samples = int(np.sum(np.asarray(scores.samples)))
     rec = {

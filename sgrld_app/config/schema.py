@@ -1,8 +1,8 @@
 """The sections of a configuration, one frozen dataclass each.
 
-Every key has a default, so a file lists only what differs. :mod:`sgrld.run.config.toml_io`
+Every key has a default, so a file lists only what differs. :mod:`sgrld_app.config.toml_io`
 builds a :class:`Config` from nested dicts (as :mod:`tomllib` returns them), checking each key's
-type against its annotation and then every value (:func:`sgrld.run.config.validation.validate`),
+type against its annotation and then every value (:func:`sgrld_app.config.validation.validate`),
 and applies ``--set key=value`` overrides to those dicts.
 
 Example:
@@ -21,8 +21,8 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any
 
-from sgrld.run.config.key_checks import declared_type
-from sgrld.run.config.registries import SAMPLERS, sampler_keywords
+from sgrld_app.config.key_checks import declared_type
+from sgrld_app.config.registries import SAMPLERS, sampler_keywords
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ class PriorConfig:
     """``[prior]``: a factory of :mod:`sgrld.bnn.priors` and its keyword arguments.
 
     Attributes:
-        kind: a name of :data:`sgrld.run.config.PRIORS`.
+        kind: a name of :data:`sgrld_app.config.PRIORS`.
         params: keyword arguments of the factory (its defaults for those left out).
     """
 
@@ -126,9 +126,9 @@ number, is for the Python API)."""
 
 def sampler_fields() -> list[tuple[str, Any, Any]]:
     """``(name, type, default)`` of ``[sampler]``'s keys after ``metric_params``: the keyword
-    options of the samplers of :data:`~sgrld.run.config.registries.SAMPLERS`, in the order they
-    first appear (:func:`~sgrld.run.config.registries.sampler_keywords`), typed by their
-    annotations (:func:`~sgrld.run.config.key_checks.declared_type`, united over the kinds) and
+    options of the samplers of :data:`~sgrld_app.config.registries.SAMPLERS`, in the order they
+    first appear (:func:`~sgrld_app.config.registries.sampler_keywords`), typed by their
+    annotations (:func:`~sgrld_app.config.key_checks.declared_type`, united over the kinds) and
     defaulting to :func:`sgrld.sgrld`'s default, else ``None`` (the kind's own default).
 
     Example:
@@ -157,7 +157,7 @@ def sampler_fields() -> list[tuple[str, Any, Any]]:
 @dataclass(frozen=True)
 class SamplerSection:
     """The keys of ``[sampler]`` that are not a sampler's keyword option: ``kind`` (a name of
-    :data:`sgrld.run.config.SAMPLERS`), ``metric`` (a name of :data:`sgrld.run.config.METRICS`;
+    :data:`sgrld_app.config.SAMPLERS`), ``metric`` (a name of :data:`sgrld_app.config.METRICS`;
     sgrld, sghmc) and ``metric_params`` (keyword arguments of the metric factory)."""
 
     kind: str = "sgrld"
@@ -206,9 +206,9 @@ SamplerConfig.__doc__ = """``[sampler]``: the kind, its metric and every keyword
     docstrings document each option; in a file:
 
     Attributes:
-        kind: a name of :data:`sgrld.run.config.SAMPLERS`: ``sgrld``, ``sghmc``, ``sgnht``,
+        kind: a name of :data:`sgrld_app.config.SAMPLERS`: ``sgrld``, ``sghmc``, ``sgnht``,
             ``isgd``.
-        metric: a name of :data:`sgrld.run.config.METRICS` (sgrld, sghmc).
+        metric: a name of :data:`sgrld_app.config.METRICS` (sgrld, sghmc).
         metric_params: keyword arguments of the metric factory.
         learning_rate: ``lr = h·N`` (> 0); ``"auto"``: chosen in the first quarter of
             ``run.burn_in`` (:mod:`sgrld.chains.step_size`); ``"rule"``: i-SGD's λ rule (isgd

@@ -12,7 +12,7 @@ process and compilation. ``sgrld sweep`` runs all of them as the chains of one c
   configuration it comes from (:func:`parse_grid`);
 * **replicates**: replicate ``r`` of every setting has the seed ``run.seed + r``: its chains get the
   initialisations, keys and minibatches of ``sgrld run`` with that seed
-  (:attr:`sgrld.run.runner.RunPlan.seeds`), so chain (setting, replicate) computes what the chain
+  (:attr:`sgrld_app.runner.RunPlan.seeds`), so chain (setting, replicate) computes what the chain
   of ``sgrld run --set KEY=VALUE --set run.seed=SEED`` computes, up to float rounding (a test
   checks it on a few chains): a program of more chains may round differently, and a chaotic chain
   (RMSprop's, say) can amplify that into another trajectory from the same sampler;
@@ -34,8 +34,8 @@ and replicates (:func:`check_resumable_grid`); its chains, all settings and repl
 sharded over a device mesh (:func:`sweep_mesh`).
 
 Example:
-    >>> import sgrld
-    >>> cfg = sgrld.run.config.load_config(None, ["data.name=digits", "data.batch_size=64",
+    >>> from sgrld_app.config import load_config
+    >>> cfg = load_config(None, ["data.name=digits", "data.batch_size=64",
     ...     "model.widths=[8]", "prior.kind=gaussian", "run.epochs=1", "run.burn_in=0",
     ...     "run.thin=5"])
     >>> grid = parse_grid("sampler.learning_rate=[0.05, 0.1]", cfg)
@@ -57,16 +57,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from sgrld.chains.devices import check_mesh, make_mesh
-from sgrld.run import auto_rate, report, scoring, sweep_rates
-from sgrld.run.config import Config, ConfigError, with_overrides
-from sgrld.run.config.toml_io import parse_override
-from sgrld.run.config.validation import MAX_SEED
-from sgrld.run.from_config import build_experiment, run_config, run_plan_of
-from sgrld.run.runner import Experiment, Result, RunPlan
-from sgrld.run.sampler_from_config import sampler_of
-from sgrld.run.sweep_resume import check_resumable_grid
 from sgrld.samplers.swept import swept
 from sgrld.samples import results
+from sgrld_app import auto_rate, report, scoring, sweep_rates
+from sgrld_app.config import Config, ConfigError, with_overrides
+from sgrld_app.config.toml_io import parse_override
+from sgrld_app.config.validation import MAX_SEED
+from sgrld_app.from_config import build_experiment, run_config, run_plan_of
+from sgrld_app.runner import Experiment, Result, RunPlan
+from sgrld_app.sampler_from_config import sampler_of
+from sgrld_app.sweep_resume import check_resumable_grid
 
 SWEEPABLE: dict[str, tuple[str, str | None]] = {
     "sampler.learning_rate": ("lr", None),
@@ -100,13 +100,13 @@ def parse_grid(text: str, config: Config) -> Grid:
             or a repeated value, or a value fails validation.
 
     Example:
-        >>> from sgrld.run.config import Config
+        >>> from sgrld_app.config import Config
         >>> parse_grid("sampler.learning_rate=[1e-3, 0.003]", Config())
         Grid(key='sampler.learning_rate', values=(0.001, 0.003))
         >>> parse_grid("run.epochs=[1, 2]", Config())
         Traceback (most recent call last):
         ...
-        sgrld.run.config.key_checks.ConfigError: --grid run.epochs: not a key a sweep can vary ...
+        sgrld_app.config.key_checks.ConfigError: --grid run.epochs: not a key a sweep can vary ...
     """
     key, values = parse_override(text)
     if key not in SWEEPABLE:
@@ -161,11 +161,11 @@ def sweep_experiment(
     """The experiment and schedule of a sweep: ``S·R·K`` chains for ``S`` settings, ``R``
     replicates and ``K = run.chains`` (chain order and seeds: the module docstring); the swept
     values are ``experiment.chain_args[0]``, one per chain; ``rates``: each setting's learning
-    rate, where ``learning_rate = "auto"`` chose them (:mod:`sgrld.run.sweep_rates`).
+    rate, where ``learning_rate = "auto"`` chose them (:mod:`sgrld_app.sweep_rates`).
 
     Example:
-        >>> import sgrld
-        >>> cfg = sgrld.run.config.load_config(None, ["data.name=digits", "model.widths=[8]"])
+        >>> from sgrld_app.config import load_config
+        >>> cfg = load_config(None, ["data.name=digits", "model.widths=[8]"])
         >>> grid = Grid("sampler.learning_rate", (0.1, 0.2))
         >>> experiment, schedule = sweep_experiment(cfg, [grid], replicates=3)
         >>> hyper = experiment.chain_args[0]["learning_rate"]
@@ -214,7 +214,7 @@ REGRESSION = (("test_rmse", "test RMSE"), ("test_nll", "test NLL"), ("val_nll", 
 
 def mean_std(values: np.ndarray) -> str:
     """``"mean ± std"`` over replicates (std with ``ddof = 1``; one replicate: the value alone),
-    :data:`sgrld.run.report.MISSING` if a replicate has no score.
+    :data:`sgrld_app.report.MISSING` if a replicate has no score.
 
     Example:
         >>> mean_std(np.array([-0.1, -0.12, -0.11])), mean_std(np.array([0.5]))
@@ -232,14 +232,14 @@ class SweepResult:
     """What :func:`run_sweep` returns.
 
     Attributes:
-        result: the run of all chains (:class:`sgrld.run.runner.Result`).
+        result: the run of all chains (:class:`sgrld_app.runner.Result`).
         settings: the settings, key -> value (:func:`settings`).
         replicates: replicates per setting.
         scores: per setting, ``NAME_SCORE -> [replicates]`` (each replicate's chains pooled) and
             ``"diverged"``: chains of the setting that diverged.
         best: index of the best setting, ``None`` if every setting had a divergence.
         rows: the table rows (text cells), one per setting.
-        columns: the table's columns (:mod:`sgrld.run.report`).
+        columns: the table's columns (:mod:`sgrld_app.report`).
         caption: the table's caption.
     """
 
@@ -423,7 +423,7 @@ def sweep_mesh(
             the numbers.
 
     Example:
-        >>> from sgrld.run.config import Config
+        >>> from sgrld_app.config import Config
         >>> dict(sweep_mesh(Config(), 6, 1, None).shape)
         {'chains': 1, 'data': 1}
         >>> sweep_mesh(Config(), 6, None, None) is None

@@ -1,10 +1,10 @@
 """Experiments from a configuration: the data, model, prior, potential and sampler of a
-:class:`sgrld.run.config.Config`, and :func:`run_config`, which runs one (``sgrld run``, ``sgrld
+:class:`sgrld_app.config.Config`, and :func:`run_config`, which runs one (``sgrld run``, ``sgrld
 demo`` and ``sgrld reproduce mnist-mlp`` use it).
 
 Example:
-    >>> import sgrld
-    >>> cfg = sgrld.run.config.load_config(None, ["data.name=digits", "data.batch_size=32",
+    >>> from sgrld_app.config import load_config
+    >>> cfg = load_config(None, ["data.name=digits", "data.batch_size=32",
     ...     "model.widths=[16]", "prior.kind=gaussian", "sampler.learning_rate=0.05",
     ...     "run.epochs=1", "run.burn_in=0", "run.thin=13"])
     >>> result = run_config(cfg, out=None)
@@ -30,21 +30,6 @@ from sgrld.data import DATASETS, DataError, load_dataset
 from sgrld.numerics.potential import Potential
 from sgrld.numerics.potential import potential as make_potential
 from sgrld.numerics.pytrees import PyTree
-from sgrld.run import auto_rate, checkpoint, run_folder
-from sgrld.run.config import (
-    PRIORS,
-    Config,
-    ConfigError,
-    load_config,
-    write_config,
-)
-from sgrld.run.runner import Experiment, Result, RunPlan, first_kept_window, run, sample_steps
-from sgrld.run.sampler_from_config import (
-    check_exact_size,
-    cyclical_of,
-    guarantee_of,
-    sampler_of,
-)
 from sgrld.samplers.guarantee import (
     identity_clause,
     warn_if_adapting_on_minibatches,
@@ -52,6 +37,21 @@ from sgrld.samplers.guarantee import (
 )
 from sgrld.samplers.sampler import Sampler
 from sgrld.samples.results import ResultsError
+from sgrld_app import auto_rate, checkpoint, run_folder
+from sgrld_app.config import (
+    PRIORS,
+    Config,
+    ConfigError,
+    load_config,
+    write_config,
+)
+from sgrld_app.runner import Experiment, Result, RunPlan, first_kept_window, run, sample_steps
+from sgrld_app.sampler_from_config import (
+    check_exact_size,
+    cyclical_of,
+    guarantee_of,
+    sampler_of,
+)
 
 
 def build_experiment(
@@ -76,15 +76,15 @@ def build_experiment(
     Args:
         config: a validated configuration.
         sampler: ``(potential, N) -> sampler`` in place of the configuration's own
-            (:func:`sgrld.run.sampler_from_config.sampler_of`), e.g. one with per-chain
-            hyperparameters (:mod:`sgrld.run.sweep`).
+            (:func:`sgrld_app.sampler_from_config.sampler_of`), e.g. one with per-chain
+            hyperparameters (:mod:`sgrld_app.sweep`).
 
     Returns:
         The :class:`Experiment`, with ``meta = {"config": config.to_dict()}``.
 
     Raises:
         sgrld.data.DataError: if the data set's files are missing or corrupt.
-        sgrld.run.config.ConfigError: if ``data.split`` or ``data.validation_size`` is out of the
+        sgrld_app.config.ConfigError: if ``data.split`` or ``data.validation_size`` is out of the
             range the files allow.
     """
     parts = _posterior(config)
@@ -220,7 +220,7 @@ def check_schedule(config: Config, num_train: int) -> None:
         >>> check_schedule(cfg, num_train=1000)  # 2 epochs of 10 steps
         Traceback (most recent call last):
         ...
-        sgrld.run.config.key_checks.ConfigError: run.burn_in = 500, run.thin = ... keep no sample
+        sgrld_app.config.key_checks.ConfigError: run.burn_in = 500, run.thin = ... keep no sample
         ...
     """
     d, r = config.data, config.run
@@ -377,10 +377,10 @@ def run_config(
         progress: show a progress bar.
         label: the progress bar's description (default: the metric's name).
         build: ``config -> (experiment, schedule)`` in place of :func:`build_experiment` and
-            :func:`run_plan_of` (a sweep's chains, :func:`sgrld.run.sweep.sweep_experiment`).
-        stop_on_divergence: see :func:`sgrld.run.runner.run`.
+            :func:`run_plan_of` (a sweep's chains, :func:`sgrld_app.sweep.sweep_experiment`).
+        stop_on_divergence: see :func:`sgrld_app.runner.run`.
         mesh: the device mesh (``"config"``: :func:`mesh_of` the configuration; a sweep's chains
-            are not ``run.chains``, :func:`sgrld.run.sweep.sweep_mesh`).
+            are not ``run.chains``, :func:`sgrld_app.sweep.sweep_mesh`).
 
     Returns:
         The :class:`Result` of :func:`run`.

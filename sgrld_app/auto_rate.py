@@ -29,10 +29,10 @@ from sgrld.chains.step_size import (
     choose_learning_rate,
     pilot_steps_of,
 )
-from sgrld.run import scoring
-from sgrld.run.config import ConfigError
-from sgrld.run.runner import Experiment, RunPlan
 from sgrld.samplers.guarantee import warn_if_minibatch_noise_dominates
+from sgrld_app import scoring
+from sgrld_app.config import ConfigError
+from sgrld_app.runner import Experiment, RunPlan
 
 META_KEY = "learning_rate_search"
 """The key of the choice in a run's ``meta``."""

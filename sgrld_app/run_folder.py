@@ -7,10 +7,10 @@ never stands beside a new run's partial files), so no old ``samples/epoch_*.npz`
 new run's. To resume, it cuts the folder back to the checkpoint: ``metrics.jsonl`` is rewritten
 from the checkpoint's records and sample files of later epochs are removed, so the continued run
 appends exactly what an uninterrupted one would have. Either way ``summary.json`` then says
-``"running"`` until the run ends (how it ends, early ones included: :mod:`sgrld.run.run_end`).
+``"running"`` until the run ends (how it ends, early ones included: :mod:`sgrld_app.run_end`).
 
 A command that runs many folders (``sgrld reproduce NAME --resume``) asks, folder by folder, what
-to continue: :func:`existing_of` for runs made from a configuration (:mod:`sgrld.run.from_config`),
+to continue: :func:`existing_of` for runs made from a configuration (:mod:`sgrld_app.from_config`),
 :func:`resume_point` for runs made by code, whose settings are their ``meta``.
 """
 
@@ -26,14 +26,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from sgrld.chains import devices
-from sgrld.run import checkpoint
 from sgrld.samples import atomic, results
+from sgrld_app import checkpoint
 
 Existing = Literal["refuse", "overwrite"]
 RUN_FILES = ("summary.json", "metrics.jsonl", "curves.png", "samples", checkpoint.FOLDER)
 """What a run writes into its folder (``summary.json`` first: it is removed first)."""
 CONFIG_FILES = ("config.toml", "config.json")
-"""What :func:`sgrld.run.from_config.run_config` adds: the resolved configuration."""
+"""What :func:`sgrld_app.from_config.run_config` adds: the resolved configuration."""
 
 
 def check_writable(out: Path) -> None:
@@ -64,7 +64,7 @@ def check_writable(out: Path) -> None:
 def refuse_kept(out: Path, command: str) -> None:
     """Refuse to start ``sgrld run`` or ``sgrld sweep`` (``command``) in ``out`` if it holds any
     file of a run, saying what can be done: ``--resume`` only when there is something to resume
-    (``config.json`` or a checkpoint, what :func:`sgrld.run.from_config.check_resumable` reads;
+    (``config.json`` or a checkpoint, what :func:`sgrld_app.from_config.check_resumable` reads;
     with a configuration file named when ``out`` has no ``config.toml``, as ``--resume`` without
     one reads it), and by the command that made the run (a sweep's ``summary.json`` says so);
     else remove the folder or choose another ``--out``. ``--overwrite`` replaces it either way.
@@ -176,7 +176,7 @@ def start(
 
 
 def existing_of(folder: Path, resume: bool) -> Literal["resume", "overwrite"]:
-    """How :func:`sgrld.run.from_config.run_config` treats ``folder`` when a command is asked to
+    """How :func:`sgrld_app.from_config.run_config` treats ``folder`` when a command is asked to
     ``resume`` its runs: a run there (its ``config.json``) is continued from its newest checkpoint
     (after checking its configuration); a folder without one, or ``resume=False``, starts afresh.
 
@@ -194,14 +194,14 @@ def existing_of(folder: Path, resume: bool) -> Literal["resume", "overwrite"]:
 
 def resume_point(out: Path, meta: Mapping[str, Any]) -> checkpoint.Saved | None:
     """The newest checkpoint of the run in ``out``, to continue it with
-    ``sgrld.run.runner.run(..., resume=...)``, after checking that the run was started with ``meta``
-    (the :class:`sgrld.run.runner.Experiment`'s; the runner checks the schedule itself).
+    ``sgrld_app.runner.run(..., resume=...)``, after checking that the run was started with ``meta``
+    (the :class:`sgrld_app.runner.Experiment`'s; the runner checks the schedule itself).
 
     Returns:
         ``None`` if ``out`` holds no checkpoint: the run starts afresh.
 
     Raises:
-        sgrld.run.checkpoint.CheckpointError: the run in ``out`` has other settings (naming
+        sgrld_app.checkpoint.CheckpointError: the run in ``out`` has other settings (naming
             them), or none of its checkpoints verifies.
     """
     saved = checkpoint.latest(out)

@@ -27,21 +27,22 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from sgrld import interrupts
 from sgrld.chains import devices
 from sgrld.data import DataError
-from sgrld.run import interrupts, report, run_end, run_folder, runner, sweep_resume
-from sgrld.run import sweep as sgrld_sweep
-from sgrld.run.arguments import (
+from sgrld.samples import arviz_export, atomic, diagnostics, stein
+from sgrld.samples.results import ResultsError, draws_per_epoch, load_samples
+from sgrld_app import report, run_end, run_folder, runner, sweep_resume
+from sgrld_app import sweep as sgrld_sweep
+from sgrld_app.arguments import (
     KSD_MAX_DIM,
     KSD_MAX_DRAWS,
     build_parser,
     device_arguments,
     device_count,
 )
-from sgrld.run.config import Config, ConfigError, load_config
-from sgrld.run.from_config import log_posterior, observed_targets, run_config
-from sgrld.samples import arviz_export, atomic, diagnostics, stein
-from sgrld.samples.results import ResultsError, draws_per_epoch, load_samples
+from sgrld_app.config import Config, ConfigError, load_config
+from sgrld_app.from_config import log_posterior, observed_targets, run_config
 
 
 def sweep_command(args: argparse.Namespace) -> int:
@@ -144,7 +145,7 @@ def run_command(args: argparse.Namespace) -> int:
 
 def _what(path: Path | None, config: Config) -> str:
     """What ``sgrld run`` or ``sgrld sweep`` runs: the file, if any, and
-    :func:`sgrld.run.report.describe` of its configuration."""
+    :func:`sgrld_app.report.describe` of its configuration."""
     return f"{path}: {report.describe(config)}" if path else report.describe(config)
 
 
@@ -189,13 +190,13 @@ def ksd_line(
     folder: Path, coordinates: int | None = None, *, max_draws: int = KSD_MAX_DRAWS, seed: int = 0
 ) -> str:
     """``sgrld diagnose``'s line on the IMQ kernel Stein discrepancy of the run's pooled draws
-    against its full-batch log posterior (:func:`sgrld.run.from_config.log_posterior`), on all
+    against its full-batch log posterior (:func:`sgrld_app.from_config.log_posterior`), on all
     coordinates or on ``coordinates`` random ones (:func:`sgrld.samples.stein.ksd`), or on why it is
     skipped: more than :data:`KSD_MAX_DIM` parameters and no ``coordinates``, no readable
     ``config.toml``, or the data set's files not found.
 
     Raises:
-        sgrld.run.config.ConfigError: if ``coordinates`` or ``max_draws`` is below 1.
+        sgrld_app.config.ConfigError: if ``coordinates`` or ``max_draws`` is below 1.
     """
     for flag, value in (("--ksd-coordinates", coordinates), ("--ksd-draws", max_draws)):
         if value is not None and value < 1:
@@ -273,7 +274,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         if args.command in COMMANDS:
             return COMMANDS[args.command](args)
         if args.command == "demo":
-            return importlib.import_module("sgrld.run.demo").run(args)
+            return importlib.import_module("sgrld_app.demo").run(args)
         return args.reproduction.run(args)
     except (ConfigError, DataError, ResultsError) as err:
         print(f"sgrld: error: {err}", file=sys.stderr)

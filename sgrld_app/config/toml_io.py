@@ -18,11 +18,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from sgrld.run.config.key_checks import UNREADABLE_VALUE, ConfigError, check_type, unknown_key
-from sgrld.run.config.registries import SAMPLERS, sampler_keywords
-from sgrld.run.config.schema import LEARNING_RATE, SECTIONS, Config
-from sgrld.run.config.validation import validate
 from sgrld.samples import atomic
+from sgrld_app.config.key_checks import UNREADABLE_VALUE, ConfigError, check_type, unknown_key
+from sgrld_app.config.registries import SAMPLERS, sampler_keywords
+from sgrld_app.config.schema import LEARNING_RATE, SECTIONS, Config
+from sgrld_app.config.validation import validate
 
 
 def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> Config:
@@ -148,7 +148,7 @@ def to_toml(config: Config) -> str:
     says what it means.
 
     Example:
-        >>> from sgrld.run.config import SamplerConfig
+        >>> from sgrld_app.config import SamplerConfig
         >>> c = Config(sampler=SamplerConfig(metric="monge", metric_params={"alpha2": 0.5}))
         >>> from_dict(tomllib.loads(to_toml(c))) == c
         True
@@ -203,7 +203,7 @@ def from_dict(raw: Mapping[str, Any]) -> Config:
         >>> from_dict({"run": {"epochs": "ten"}})
         Traceback (most recent call last):
         ...
-        sgrld.run.config.key_checks.ConfigError: run.epochs: expected int, got str 'ten'
+        sgrld_app.config.key_checks.ConfigError: run.epochs: expected int, got str 'ten'
     """
     sections = {}
     for name, value in raw.items():

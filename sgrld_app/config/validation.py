@@ -1,14 +1,14 @@
 """Value checks of a whole configuration, one function per section (types are checked earlier).
 
 A sampler option's range is the one its factory checks (the module's ``BOUNDS``,
-:func:`sgrld.run.config.registries.sampler_bounds`), worded for the key.
+:func:`sgrld_app.config.registries.sampler_bounds`), worded for the key.
 
 Example:
-    >>> from sgrld.run.config import Config, SamplerConfig
+    >>> from sgrld_app.config import Config, SamplerConfig
     >>> validate(Config(sampler=SamplerConfig(num_probes=0)))
     Traceback (most recent call last):
     ...
-    sgrld.run.config.key_checks.ConfigError: sampler.num_probes: must be >= 1, got 0
+    sgrld_app.config.key_checks.ConfigError: sampler.num_probes: must be >= 1, got 0
 """
 
 from __future__ import annotations
@@ -18,8 +18,10 @@ from typing import TYPE_CHECKING
 
 from sgrld.data import DATASETS
 from sgrld.parts.correction import MODES
-from sgrld.run.config.key_checks import ConfigError, at_least, check_kwargs, choice
-from sgrld.run.config.registries import (
+from sgrld.samplers.isgd import NOISE_ESTIMATES as ISGD_NOISE
+from sgrld.samplers.sghmc import NOISE_ESTIMATES as SGHMC_NOISE
+from sgrld_app.config.key_checks import ConfigError, at_least, check_kwargs, choice
+from sgrld_app.config.registries import (
     CONVOLUTIONS,
     METRICS,
     MODEL_KINDS,
@@ -28,11 +30,9 @@ from sgrld.run.config.registries import (
     sampler_bounds,
     sampler_keywords,
 )
-from sgrld.samplers.isgd import NOISE_ESTIMATES as ISGD_NOISE
-from sgrld.samplers.sghmc import NOISE_ESTIMATES as SGHMC_NOISE
 
 if TYPE_CHECKING:
-    from sgrld.run.config.schema import Config
+    from sgrld_app.config.schema import Config
 
 
 def _validate_data(config: Config) -> None:
@@ -289,11 +289,11 @@ def validate(config: Config) -> Config:
         ConfigError: naming the first bad key.
 
     Example:
-        >>> from sgrld.run.config import Config, SamplerConfig
+        >>> from sgrld_app.config import Config, SamplerConfig
         >>> validate(Config(sampler=SamplerConfig(learning_rate=-0.1)))
         Traceback (most recent call last):
         ...
-        sgrld.run.config.key_checks.ConfigError: sampler.learning_rate: must be > 0, got -0.1
+        sgrld_app.config.key_checks.ConfigError: sampler.learning_rate: must be > 0, got -0.1
     """
     for check in SECTION_CHECKS:
         check(config)

@@ -14,12 +14,12 @@ from sgrld.chains.sampling import with_burn_in
 from sgrld.numerics import schedules
 from sgrld.numerics.potential import Potential
 from sgrld.numerics.pytrees import PyTree
-from sgrld.run.config import METRICS, SAMPLERS, Config, ConfigError
-from sgrld.run.config.schema import SamplerConfig, ScheduleConfig
 from sgrld.samplers.guarantee import Adaptation, auto_freeze, guarantee
 from sgrld.samplers.rate_search import is_auto
 from sgrld.samplers.sampler import Sampler
 from sgrld.samplers.sampler import sgrld as langevin_sgrld
+from sgrld_app.config import METRICS, SAMPLERS, Config, ConfigError
+from sgrld_app.config.schema import SamplerConfig, ScheduleConfig
 
 EXACT_MAX_BYTES = 2**30
 """The largest [D, D] float32 Jacobian ``correction = "exact"`` may need (D parameters)."""
@@ -140,7 +140,7 @@ def guarantee_of(config: Config) -> str:
     from its ``[sampler]`` and ``run.burn_in``; what ``summary.json`` records as ``guarantee``.
 
     Example:
-        >>> from sgrld.run.config import load_config
+        >>> from sgrld_app.config import load_config
         >>> guarantee_of(load_config(None, ["sampler.metric=rmsprop", "run.burn_in=1000"]))
         'exact: metric frozen at step 750 (window average of the statistic)'
         >>> guarantee_of(load_config(None, ["sampler.metric=rmsprop", "sampler.adapt_until=never"]))

@@ -3,8 +3,8 @@
 :class:`Summary` writes ``summary.json`` once the run is going: the run's own last word
 (``"completed"``, ``"diverged"``, ``"interrupted"``), or ``"failed"`` after an error (a write that
 failed), or ``"interrupted"`` from the signal watcher when the process must end before the epoch
-in flight does (:mod:`sgrld.run.interrupts`); :class:`RunEnd` makes those last two for
-:func:`sgrld.run.runner.run`. :func:`kept` says, from what is on disk, what a stopped command kept
+in flight does (:mod:`sgrld.interrupts`); :class:`RunEnd` makes those last two for
+:func:`sgrld_app.runner.run`. :func:`kept` says, from what is on disk, what a stopped command kept
 of the run and what ``--resume`` would do.
 """
 
@@ -19,9 +19,10 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from sgrld.run import checkpoint, interrupts, records
-from sgrld.run.epoch_writer import EpochWriter
+from sgrld import interrupts
 from sgrld.samples import atomic, results
+from sgrld_app import checkpoint, records
+from sgrld_app.epoch_writer import EpochWriter
 
 
 class Summary:
@@ -74,7 +75,7 @@ class Summary:
 
 def resume_clause(out: Path, again: str = "--resume") -> str:
     """What ``again`` (the command that resumes ``out``) would do: continue from the newest
-    checkpoint (:func:`sgrld.run.checkpoint.newest`, by file name), or start from epoch 0.
+    checkpoint (:func:`sgrld_app.checkpoint.newest`, by file name), or start from epoch 0.
 
     Example:
         >>> import tempfile
@@ -133,14 +134,14 @@ def kept(out: Path, command: str | None = None, why: str | None = None) -> str:
 
 @dataclass
 class RunEnd:
-    """The last word on a run of :func:`sgrld.run.runner.run` that ends early: its
+    """The last word on a run of :func:`sgrld_app.runner.run` that ends early: its
     ``summary.json`` and the line the ``sgrld`` command prints.
 
     Attributes:
         summary: the run's summary file (``None``: no results folder).
         epochs: the run's epoch writer (its records and compile time so far).
-        schedule, steps, meta: as in :func:`sgrld.run.records.summary` (``schedule`` a
-            :class:`sgrld.run.runner.RunPlan`).
+        schedule, steps, meta: as in :func:`sgrld_app.records.summary` (``schedule`` a
+            :class:`sgrld_app.runner.RunPlan`).
     """
 
     summary: Summary | None
@@ -160,7 +161,7 @@ class RunEnd:
         return records.summary(now, self.schedule, self.steps, self.meta)
 
     def by_signal(self) -> str | None:
-        """The signal watcher's last word (:func:`sgrld.run.interrupts.last_word`), from its
+        """The signal watcher's last word (:func:`sgrld.interrupts.last_word`), from its
         thread while the main thread may be inside XLA: mark the summary ``"interrupted"`` with
         the epochs completed so far; say what is kept."""
         if self.summary is None:

@@ -12,30 +12,30 @@ How a run works (:func:`run`):
   the authors' code: ``s`` is a sample when ``s >= burn_in and (s + 1) % thin == 0``
   (:func:`sample_steps`).
 * Samples are scored online: after the chunk, which buffers the epoch's samples, one jitted call
-  (:mod:`sgrld.run.scoring`) lets each predict the evaluation sets and folds it into the ensembles.
+  (:mod:`sgrld_app.scoring`) lets each predict the evaluation sets and folds it into the ensembles.
   Memory holds one epoch's samples at most (a warning says when that exceeds
   :data:`BUFFER_WARN_BYTES`). The two calls are timed apart (``sample_s``, ``eval_s``), so the
   sampler's own cost is measured in every epoch, as Yu et al. time their samplers.
-* After each epoch one line goes to ``metrics.jsonl`` (:func:`sgrld.run.records.record`): the
+* After each epoch one line goes to ``metrics.jsonl`` (:func:`sgrld_app.records.record`): the
   sampler's diagnostics, the ensemble scores so far, the sample count and the wall times.
   Compilation happens before the first epoch and is reported as ``compile_s``.
 * A chain whose update produces a NaN/inf keeps its last finite state and takes no more samples;
   the run stops after that epoch with a message naming the epoch, step, chain and parameter leaf.
   Ctrl-C or SIGTERM stops the run after the epoch in flight (a second one at once, discarding
   it). Either way everything computed so far is on disk and :class:`Result` says what happened.
-* A checkpoint (:mod:`sgrld.run.checkpoint`) is written every ``checkpoint_every`` epochs, but not
+* A checkpoint (:mod:`sgrld_app.checkpoint`) is written every ``checkpoint_every`` epochs, but not
   within ``checkpoint_seconds`` of the last one, and when the run ends;
-  ``run(..., resume=sgrld.run.checkpoint.latest(out))`` continues the run in ``out`` with the same
-  records and samples as an uninterrupted run (:mod:`sgrld.run.run_folder`).
+  ``run(..., resume=sgrld_app.checkpoint.latest(out))`` continues the run in ``out`` with the same
+  records and samples as an uninterrupted run (:mod:`sgrld_app.run_folder`).
 * ``save_samples=True`` writes each epoch's samples to ``samples/epoch_EEEE.npz``
   (:func:`sgrld.load_samples` reads them back, with no template).
 
-:func:`sgrld.run.from_config.run_config` builds everything from a configuration and runs it.
+:func:`sgrld_app.from_config.run_config` builds everything from a configuration and runs it.
 
 Example:
-    >>> import sgrld
-    >>> from sgrld.run.from_config import run_config
-    >>> cfg = sgrld.run.config.load_config(None, ["data.name=digits", "data.batch_size=32",
+    >>> from sgrld_app.config import load_config
+    >>> from sgrld_app.from_config import run_config
+    >>> cfg = load_config(None, ["data.name=digits", "data.batch_size=32",
     ...     "model.widths=[16]", "prior.kind=gaussian", "sampler.learning_rate=0.05",
     ...     "run.epochs=2", "run.burn_in=20", "run.thin=10"])
     >>> result = run_config(cfg, out=None)  # 39 steps per epoch; samples at steps 29, 39, ..., 69
@@ -59,13 +59,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from sgrld import interrupts
 from sgrld.chains import devices, divergence
 from sgrld.chains import engine as eng
 from sgrld.chains.dispersion import warn_if_chains_disagree
 from sgrld.numerics.pytrees import PyTree
-from sgrld.run import checkpoint, interrupts, records, run_end, run_folder, scoring
-from sgrld.run.epoch_writer import EpochWriter, RunSetup
 from sgrld.samplers.sampler import Sampler
+from sgrld_app import checkpoint, records, run_end, run_folder, scoring
+from sgrld_app.epoch_writer import EpochWriter, RunSetup
 
 Status = Literal["completed", "diverged", "interrupted"]
 EXIT_CODES = {"completed": 0, "diverged": 1, "interrupted": 130}
@@ -114,7 +115,7 @@ class RunPlan:
         seeds: one seed per group of chains instead (``None``: ``seed`` for all): the chains are
             cut into ``len(seeds)`` groups of ``chains / len(seeds)`` consecutive chains, and
             group ``g`` gets the initialisations and keys of a run of that many chains with
-            ``seed = seeds[g]`` (the replicates of :mod:`sgrld.run.sweep`).
+            ``seed = seeds[g]`` (the replicates of :mod:`sgrld_app.sweep`).
     """
 
     epochs: int
@@ -401,19 +402,19 @@ def run(
 
     See the module docstring for the scheme. Files written to ``out`` (if given):
     ``metrics.jsonl`` (one JSON line per epoch, appended as each completes,
-    :func:`sgrld.run.records.record`), ``summary.json`` (``"running"`` until the run ends, then
+    :func:`sgrld_app.records.record`), ``summary.json`` (``"running"`` until the run ends, then
     its status, also after a divergence or an interruption; ``"failed"``, naming the error, if an
     exception such as a failed write ends it, which is then raised), checkpoints
-    (:mod:`sgrld.run.checkpoint`); with ``save_samples``, ``samples/epoch_EEEE.npz``. SIGINT and
-    SIGTERM stop the run after the epoch in flight (:mod:`sgrld.run.interrupts`), with a
+    (:mod:`sgrld_app.checkpoint`); with ``save_samples``, ``samples/epoch_EEEE.npz``. SIGINT and
+    SIGTERM stop the run after the epoch in flight (:mod:`sgrld.interrupts`), with a
     checkpoint and the summary; if the ``sgrld`` command's watcher must end the process first
     (compiling, or an epoch longer than its grace), the summary still says ``"interrupted"``,
-    with the epochs completed (:class:`sgrld.run.run_end.RunEnd`).
+    with the epochs completed (:class:`sgrld_app.run_end.RunEnd`).
     Each record's ``epoch_s`` (wall time of the epoch) = ``sample_s`` (the sampling chunk) +
     ``eval_s`` (scoring the epoch's samples); ``epoch_cpu_s`` is the CPU time the process used
     meanwhile, over all cores. The summary adds ``compile_s`` and medians over epochs. Where
     ``schedule.seeds`` cuts the chains into groups (the replicates of a sweep), each record's
-    ``"groups"`` also gives every group's ensemble scores so far (:func:`sgrld.run.records.record`).
+    ``"groups"`` also gives every group's ensemble scores so far (:func:`sgrld_app.records.record`).
 
     Args:
         experiment: the sampler, initialisation, predictor and data.
@@ -427,9 +428,9 @@ def run(
         progress: show a progress bar with an ETA over epochs and steps.
         label: the progress bar's description.
         existing: what to do with an earlier run's files in ``out``: ``"refuse"`` or
-            ``"overwrite"`` (remove them first; :mod:`sgrld.run.run_folder`).
+            ``"overwrite"`` (remove them first; :mod:`sgrld_app.run_folder`).
         resume: continue the run in ``out`` from this checkpoint
-            (:func:`sgrld.run.checkpoint.latest`) instead; the records and samples are those of
+            (:func:`sgrld_app.checkpoint.latest`) instead; the records and samples are those of
             an uninterrupted run.
         checkpoint_every: write a checkpoint after every this many epochs (and when the run ends).
         checkpoint_seconds: skip a due checkpoint until this many seconds have passed since the
@@ -451,7 +452,7 @@ def run(
         ValueError: for ``save_samples`` or ``resume`` without ``out``, a batch larger than the
             training set, or ``curvature`` without a ``"test"`` set.
         sgrld.samples.results.ResultsError: ``out`` holds a run and ``existing="refuse"``
-            (:class:`sgrld.run.checkpoint.CheckpointError`: ``resume`` is of another schedule or
+            (:class:`sgrld_app.checkpoint.CheckpointError`: ``resume`` is of another schedule or
             model).
     """
     for name, value in (("save_samples=True", save_samples), ("resume", resume)):

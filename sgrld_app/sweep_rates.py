@@ -1,7 +1,7 @@
 """``sgrld sweep`` with ``sampler.learning_rate = "auto"``: one search per setting.
 
 Where the grid does not sweep the learning rate, each setting's rate is chosen as ``sgrld run``
-would choose it for that setting (:func:`sgrld.run.auto_rate.search_rate`, the seed
+would choose it for that setting (:func:`sgrld_app.auto_rate.search_rate`, the seed
 ``run.seed``), and the sweep runs every setting's chains at its own rate, as if the grid paired
 each setting with it. The choices go into the sweep's ``meta``; ``--resume`` reads them back.
 """
@@ -12,11 +12,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sgrld.chains.step_size import RateChoice
-from sgrld.run import auto_rate, checkpoint
-from sgrld.run.config import Config
-from sgrld.run.from_config import build_experiment, run_plan_of
-from sgrld.run.sampler_from_config import sampler_of
 from sgrld.samplers.rate_search import is_auto
+from sgrld_app import auto_rate, checkpoint
+from sgrld_app.config import Config
+from sgrld_app.from_config import build_experiment, run_plan_of
+from sgrld_app.sampler_from_config import sampler_of
 
 KEY = "sampler.learning_rate"
 

@@ -103,7 +103,7 @@ def sampler_bounds(kind: str) -> dict[str, Any]:
 
 
 MODEL_KINDS = ("mlp", "cnn", "regression_mlp", "resnet20", "logistic_regression")
-"""``model.kind``: built by :mod:`sgrld.run.from_config`."""
+"""``model.kind``: built by :mod:`sgrld_app.from_config`."""
 
 CONVOLUTIONS = ("auto", "xla", "im2col")
 """``model.conv``: :data:`sgrld.bnn.convolutions.CONVOLUTIONS`, named here without importing

@@ -38,7 +38,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from sgrld.run.config import Config
+from sgrld_app.config import Config
 
 Column = tuple[str, str, str]
 """``(key, title, format)`` of a table column."""
@@ -148,7 +148,7 @@ def changed_settings(config: Config) -> list[str]:
     """The keys of ``config`` that differ from the defaults, ``out.folder`` aside.
 
     Example:
-        >>> from sgrld.run.config import load_config
+        >>> from sgrld_app.config import load_config
         >>> changed_settings(load_config(None, ["run.chains=4", "out.folder=x",
         ...     "sampler.metric=monge", "sampler.metric_params.alpha2=0.5"]))
         ['sampler.metric', 'sampler.metric_params.alpha2', 'run.chains']
@@ -174,7 +174,7 @@ def describe(config: Config) -> str:
     (:func:`changed_settings`).
 
     Example:
-        >>> from sgrld.run.config import load_config
+        >>> from sgrld_app.config import load_config
         >>> describe(load_config(None, ["data.name=digits", "sampler.metric=monge",
         ...                             "sampler.learning_rate=0.05", "run.chains=4"]))
         'digits, monge, lr 0.05, 4 chains; 4 settings changed from the defaults'
@@ -193,7 +193,7 @@ def describe(config: Config) -> str:
 
 
 def summary_row(result: Any, **first: str) -> dict[str, Any]:
-    """One table row of a run (:class:`sgrld.run.runner.Result`): its final scores and its timing.
+    """One table row of a run (:class:`sgrld_app.runner.Result`): its final scores and its timing.
 
     Args:
         result: the run's result.
@@ -246,7 +246,7 @@ al. Figs. 3 and 4)."""
 def curve(records: Sequence[Mapping[str, Any]], key: str) -> tuple[list[int], Any, Any]:
     """One score against epochs: ``(epochs, values, half-widths)``.
 
-    Records with ``"groups"`` (the replicates of a sweep, :func:`sgrld.run.records.record`) give the
+    Records with ``"groups"`` (the replicates of a sweep, :func:`sgrld_app.records.record`) give the
     mean over replicates and :data:`BAND` standard deviations (ddof 1) of it, at the epochs where
     every replicate has a score; others give their own score and ``None`` half-widths.
 

@@ -217,7 +217,7 @@ def group_scores(
     """The scores of the ensemble of each of ``groups`` groups of consecutive chains (each group's
     chains pooled as a run pools its chains), ``NAME_SCORE -> [groups]``, NaN for a group without
     samples; ``"samples"``: each group's sample count. The replicates of a sweep
-    (:mod:`sgrld.run.sweep`) are such groups.
+    (:mod:`sgrld_app.sweep`) are such groups.
 
     Args:
         kind: the ensembles' kind.

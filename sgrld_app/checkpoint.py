@@ -1,4 +1,4 @@
-"""Checkpoints: what :func:`sgrld.run.runner.run` needs to continue a run, in one checksummed file.
+"""Checkpoints: what :func:`sgrld_app.runner.run` needs to continue a run, in one checksummed file.
 
 A checkpoint is ``OUT/checkpoints/epoch_EEEE.npz``, written atomically
 (:mod:`sgrld.samples.atomic`), the last :data:`KEEP` kept. It is a NumPy ``.npz`` archive holding

@@ -1,7 +1,7 @@
 """The arguments of the ``sgrld`` command: one parser, a subcommand each for ``run``, ``demo``,
 ``export``, ``diagnose``, ``sweep`` and ``reproduce NAME`` (one per installed reproduction, found
 through the :data:`REPRODUCTIONS_GROUP` entry points); the commands themselves are
-:mod:`sgrld.run.cli`'s.
+:mod:`sgrld_app.cli`'s.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import textwrap
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from sgrld.run import sweep as sgrld_sweep
-from sgrld.run.config import Config, to_toml
+from sgrld_app import sweep as sgrld_sweep
+from sgrld_app.config import Config, to_toml
 
 REPRODUCTIONS_GROUP = "sgrld.reproductions"
 """The entry-point group of ``sgrld reproduce NAME``: each entry point names an object with a
@@ -146,8 +146,8 @@ def _output_arguments(
 
 
 def _demo_arguments(demo: argparse.ArgumentParser) -> None:
-    """The ``sgrld demo`` subcommand's arguments (:mod:`sgrld.run.demo`'s, imported here)."""
-    importlib.import_module("sgrld.run.demo").add_arguments(demo)
+    """The ``sgrld demo`` subcommand's arguments (:mod:`sgrld_app.demo`'s, imported here)."""
+    importlib.import_module("sgrld_app.demo").add_arguments(demo)
 
 
 def _export_arguments(export: argparse.ArgumentParser) -> None:

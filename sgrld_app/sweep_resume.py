@@ -1,5 +1,5 @@
 """Resuming a sweep: the grid and replicates stored with a sweep's run, and the refusal to resume
-it with others (:func:`sgrld.run.sweep.run_sweep` with ``existing="resume"``)."""
+it with others (:func:`sgrld_app.sweep.run_sweep` with ``existing="resume"``)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from sgrld.run import checkpoint
-from sgrld.run.config import ConfigError
+from sgrld_app import checkpoint
+from sgrld_app.config import ConfigError
 
 
 def stored_sweep(folder: Path) -> dict[str, Any] | None:
@@ -45,7 +45,7 @@ def stored_sweep(folder: Path) -> dict[str, Any] | None:
 
 def check_resumable_grid(folder: Path, grid: Mapping[str, list[float]], replicates: int) -> None:
     """Refuse to resume the sweep in ``folder`` with another grid or number of replicates (the
-    configuration is checked by :func:`sgrld.run.from_config.check_resumable`).
+    configuration is checked by :func:`sgrld_app.from_config.check_resumable`).
 
     Raises:
         ConfigError: naming each ``--grid`` key and ``--replicates`` that differ.
@@ -59,7 +59,7 @@ def check_resumable_grid(folder: Path, grid: Mapping[str, list[float]], replicat
         >>> check_resumable_grid(folder, {"sampler.learning_rate": [0.1, 0.3]}, 2)
         Traceback (most recent call last):
         ...
-        sgrld.run.config.key_checks.ConfigError: --resume ...: the sweep there has another grid:
+        sgrld_app.config.key_checks.ConfigError: --resume ...: the sweep there has another grid:
         --grid sampler.learning_rate (was [0.1, 0.2], now [0.1, 0.3]). Resume with ...
     """
     before = stored_sweep(folder)

@@ -87,10 +87,10 @@ The ``[sampler]`` keys after ``metric_params`` are the keyword options of :func:
 :meth:`SamplerConfig.sampler_options` passes those of ``sampler.kind`` on by keyword, and an
 option set for a kind that does not take it is an error.
 
-The package: :mod:`~sgrld.run.config.schema` (the sections, building from dicts, overrides),
-:mod:`~sgrld.run.config.key_checks` (type and value checks, :class:`ConfigError`),
-:mod:`~sgrld.run.config.registries` (the metric, prior and model names),
-:mod:`~sgrld.run.config.validation` (one check per section) and :mod:`~sgrld.run.config.toml_io`
+The package: :mod:`~sgrld_app.config.schema` (the sections, building from dicts, overrides),
+:mod:`~sgrld_app.config.key_checks` (type and value checks, :class:`ConfigError`),
+:mod:`~sgrld_app.config.registries` (the metric, prior and model names),
+:mod:`~sgrld_app.config.validation` (one check per section) and :mod:`~sgrld_app.config.toml_io`
 (reading and writing TOML).
 
 Example:
@@ -100,12 +100,12 @@ Example:
     >>> load_config(None, ["sampler.learnig_rate=0.1"])
     Traceback (most recent call last):
     ...
-    sgrld.run.config.key_checks.ConfigError: unknown key 'sampler.learnig_rate' (did you mean...
+    sgrld_app.config.key_checks.ConfigError: unknown key 'sampler.learnig_rate' (did you mean...
 """
 
-from sgrld.run.config.key_checks import ConfigError
-from sgrld.run.config.registries import METRICS, MODEL_KINDS, PRIORS, SAMPLERS, Registry
-from sgrld.run.config.schema import (
+from sgrld_app.config.key_checks import ConfigError
+from sgrld_app.config.registries import METRICS, MODEL_KINDS, PRIORS, SAMPLERS, Registry
+from sgrld_app.config.schema import (
     SECTIONS,
     Config,
     DataConfig,
@@ -117,7 +117,7 @@ from sgrld.run.config.schema import (
     SamplerConfig,
     ScheduleConfig,
 )
-from sgrld.run.config.toml_io import (
+from sgrld_app.config.toml_io import (
     from_dict,
     load_config,
     parse_override,
@@ -126,7 +126,7 @@ from sgrld.run.config.toml_io import (
     with_overrides,
     write_config,
 )
-from sgrld.run.config.validation import validate
+from sgrld_app.config.validation import validate
 
 __all__ = [
     "METRICS",

@@ -22,7 +22,7 @@ them, before the first checkpoint). While a guard is installed, :func:`stop_on_s
 from a signal the guard already saw, and a second signal is left to the watcher.
 
 Before that hard stop, the newest hook of :func:`last_word` (a running experiment's: it sets the
-run's ``summary.json`` to ``"interrupted"``, :class:`sgrld.run.run_end.Summary`) runs in a
+run's ``summary.json`` to ``"interrupted"``, :class:`sgrld_app.run_end.Summary`) runs in a
 thread of its own, for at most :data:`LAST_WORD_S` seconds, and what it returns replaces the
 command's ``kept()``. It runs while the main thread may be anywhere (inside an XLA compilation, a
 write), so it must do only what is safe there: no JAX, no lock the main thread may hold for long;
@@ -55,7 +55,7 @@ GRACE_S = 3.0
 LAST_WORD_S = 2.0
 """Seconds the hook of :func:`last_word` gets before the watcher ends the process without it."""
 EXIT_INTERRUPTED = 130
-"""The exit code of a command stopped by SIGINT or SIGTERM (``sgrld.run.runner.EXIT_CODES``)."""
+"""The exit code of a command stopped by SIGINT or SIGTERM (``sgrld_app.runner.EXIT_CODES``)."""
 
 
 class Guard:

@@ -1,6 +1,6 @@
 """The checks every configuration key goes through, each raising a :class:`ConfigError` naming it.
 
-Types are checked against the dataclass annotations of :mod:`sgrld.run.config.schema`
+Types are checked against the dataclass annotations of :mod:`sgrld_app.config.schema`
 (:func:`check_type`), names against a fixed list (:func:`choice`, with the closest match
 suggested), numbers against a bound (:func:`at_least`) and keyword arguments against the
 factory they go to (:func:`check_kwargs`).
@@ -155,7 +155,7 @@ def check_kwargs(key: str, factory: Callable[..., Any], params: Mapping[str, Any
         >>> check_kwargs("prior.params", gaussian, {"scael": 2.0})
         Traceback (most recent call last):
         ...
-        sgrld.run.config.key_checks.ConfigError: unknown key 'prior.params.scael' (did you mean
+        sgrld_app.config.key_checks.ConfigError: unknown key 'prior.params.scael' (did you mean
         'scale'?)...
     """
     signature = inspect.signature(factory)
@@ -188,7 +188,7 @@ def at_least(key: str, value: float | None, low: float, *, strict: bool = False)
         >>> at_least("run.thin", 0, 1)
         Traceback (most recent call last):
         ...
-        sgrld.run.config.key_checks.ConfigError: run.thin: must be >= 1, got 0
+        sgrld_app.config.key_checks.ConfigError: run.thin: must be >= 1, got 0
     """
     if value is not None and (value <= low if strict else value < low):
         raise ConfigError(f"{key}: must be {'>' if strict else '>='} {low}, got {value}")
