@@ -11,7 +11,7 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 
 import sgrld
-from sgrld.samplers.sampler import gradient_fn
+from sgrld.parts.gradients import gradient_fn
 
 METRICS = {
     "identity": lambda: sgrld.metrics.identity(),

@@ -40,7 +40,7 @@ from timing import environment, table  # noqa: E402
 
 import sgrld  # noqa: E402
 from sgrld import bnn  # noqa: E402
-from sgrld.samplers.sampler import gradient_fn  # noqa: E402
+from sgrld.parts.gradients import gradient_fn  # noqa: E402
 from sgrld_reproductions.natural_langevin import runs  # noqa: E402
 
 

@@ -45,7 +45,7 @@ from timing import environment, table  # noqa: E402
 import sgrld  # noqa: E402
 from sgrld import bnn  # noqa: E402
 from sgrld.parts import correction as corrections  # noqa: E402
-from sgrld.samplers.sampler import gradient_fn  # noqa: E402
+from sgrld.parts.gradients import gradient_fn  # noqa: E402
 from sgrld_reproductions.natural_langevin import runs  # noqa: E402
 
 LR = 0.001

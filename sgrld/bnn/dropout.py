@@ -36,8 +36,8 @@ import jax.numpy as jnp
 from sgrld.bnn.models import CNN, as_images, conv_stack, he_normal
 from sgrld.numerics.pytrees import PyTree
 from sgrld.samplers.baselines.sgd import Descent, descend, descent, init_state
+from sgrld.samplers.contract import Sampler
 from sgrld.samplers.info import step_info
-from sgrld.samplers.sampler import Sampler
 
 ApplyFn = Callable[[PyTree, jax.Array], jax.Array]
 

@@ -75,7 +75,7 @@ from sgrld.chains.devices import single_threaded_blas
 from sgrld.chains.progress import progress_bar
 from sgrld.chains.summaries import summary_final, summary_init, summary_update
 from sgrld.numerics.pytrees import PyTree
-from sgrld.samplers.sampler import Sampler
+from sgrld.samplers.contract import Sampler
 
 
 class Source(NamedTuple):

@@ -26,13 +26,14 @@ from sgrld.chains.divergence import ADVICE, first_divergence, leaf_names
 from sgrld.chains.engine import Chunk, Engine, chain_keys, count_kept, random_batches
 from sgrld.chains.step_size import resolve_learning_rate
 from sgrld.numerics.pytrees import PyTree
+from sgrld.samplers.contract import Sampler
 from sgrld.samplers.guarantee import (
     guarantee,
     identity_clause,
     warn_if_adapting_on_minibatches,
     warn_if_minibatch_noise_dominates,
 )
-from sgrld.samplers.sampler import Sampler, SGRLDState
+from sgrld.samplers.sampler import SGRLDState
 
 
 class Samples(NamedTuple):

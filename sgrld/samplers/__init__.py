@@ -1,6 +1,6 @@
 """Layer 3, samplers: ``init`` / ``step(key, state, batch) -> (state, info)`` for every sampler.
 
-SGRLD and its :class:`~sgrld.samplers.sampler.Sampler` contract, SGHMC, SGNHT, i-SGD,
+SGRLD and its :class:`~sgrld.samplers.contract.Sampler` contract, SGHMC, SGNHT, i-SGD,
 Adam-SGLD and the approximate-inference baselines.
 """
 

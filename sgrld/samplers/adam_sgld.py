@@ -19,9 +19,9 @@ from sgrld.parts.correction import Estimate, none
 from sgrld.parts.integrators import euler_maruyama
 from sgrld.parts.preconditioning import by_metric
 from sgrld.samplers.assembly import Assembly, Options, advance, check_options
+from sgrld.samplers.contract import Sampler
 from sgrld.samplers.info import step_info
 from sgrld.samplers.rate_search import searchable
-from sgrld.samplers.sampler import Sampler
 
 
 class AdamSGLDState(NamedTuple):

@@ -90,8 +90,8 @@ from sgrld.numerics.per_example import at_least_float32, gradient_variance
 from sgrld.numerics.potential import Potential
 from sgrld.numerics.pytrees import PyTree
 from sgrld.samplers.assembly import COMMON_BOUNDS, check_options
+from sgrld.samplers.contract import Sampler
 from sgrld.samplers.info import ISGDInfo, step_info
-from sgrld.samplers.sampler import Sampler
 
 NOISE_ESTIMATES = ("per_example", "square")
 """The estimates of B's diagonal (``gradient_noise``)."""

@@ -34,19 +34,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-from sgrld.metrics.identity import identity
-from sgrld.metrics.metric import Metric, MetricState, freeze
-from sgrld.numerics.checks import check_params, is_step, is_zero
-from sgrld.numerics.over_chains import branch_over_chains
-from sgrld.numerics.potential import Potential
+from sgrld.metrics.metric import Metric, MetricState
+from sgrld.numerics.checks import check_params, is_zero
 from sgrld.numerics.pytrees import PyTree
 from sgrld.numerics.schedules import Schedule
 from sgrld.parts import correction as corrections
+from sgrld.parts.gradients import gradient_fn as gradient_fn  # its former home, still imported
 from sgrld.parts.integrators import Integrator, euler_maruyama
 from sgrld.parts.preconditioning import GAMMA_KICK_LIMIT, MAX_DRIFT_NORM, by_metric, limit_drift
 from sgrld.parts.share import share_init, share_mean
@@ -58,9 +56,11 @@ from sgrld.samplers.assembly import (
     check_metric,
     check_options,
 )
+from sgrld.samplers.contract import Sampler
+from sgrld.samplers.freezing import adapting_estimate, check_adaptation
 from sgrld.samplers.guarantee import AUTO, Adaptation, auto_freeze, warn_if_biased
 from sgrld.samplers.info import SGRLDShareInfo, StepInfo, step_info
-from sgrld.samplers.rate_search import RateSearch, searchable
+from sgrld.samplers.rate_search import searchable
 
 BOUNDS = {
     **COMMON_BOUNDS,
@@ -95,72 +95,6 @@ class SGRLDState(NamedTuple):
     integrator: PyTree = ()
 
 
-class Sampler(NamedTuple):
-    """A sampler: ``init(params) -> state`` and ``step(key, state, batch) -> (state, info)``.
-
-    ``adaptation`` (SGRLD's; ``None`` for the others) says how the metric adapts, and resolves
-    ``adapt_until="auto"`` from a run's burn-in (:class:`sgrld.samplers.guarantee.Adaptation`).
-    ``rate_search`` (``learning_rate="auto"``; ``None`` otherwise) builds the sampler at the rate
-    a run chooses in its burn-in (:class:`sgrld.samplers.rate_search.RateSearch`).
-    """
-
-    init: Callable[[PyTree], Any]
-    step: Callable[[jax.Array, Any, PyTree], tuple[Any, Any]]
-    adaptation: Adaptation | None = None
-    rate_search: RateSearch | None = None
-
-
-def gradient_fn(potential_fn: Callable, prior_in_metric: bool, metric: Metric) -> Callable:
-    """``(params, batch, key) -> (Û/N, ∇Û/N, the metric's observation)``.
-
-    The observation is the gradient the metric's statistic sees: with ``prior_in_metric=False``
-    the likelihood's only, which needs a :class:`~sgrld.Potential` (it knows its prior term). A
-    metric with an :attr:`~sgrld.metrics.Metric.observation_fn` (the Fisher metrics) computes its
-    own observation from the potential's per-example log-likelihoods, with ``key`` for any labels
-    it draws; its statistic never includes the prior.
-    """
-    if metric.observation_fn is not None:
-        if not isinstance(potential_fn, Potential):
-            raise TypeError(
-                "this metric builds its statistic from per-example log-likelihoods: it needs a "
-                "potential built by sgrld.potential(loglik_fn, logprior_fn, num_data)"
-            )
-        return metric.observation_fn(potential_fn)
-    if not prior_in_metric and not isinstance(potential_fn, Potential):
-        raise TypeError("prior_in_metric=False needs a potential built by sgrld.potential(...)")
-
-    def gradients(params, batch, key):
-        del key
-        value, g = jax.value_and_grad(potential_fn)(params, batch)
-        if jnp.shape(value) != ():
-            raise ValueError(f"potential_fn must return a scalar, got shape {jnp.shape(value)}")
-        if prior_in_metric:
-            return value, g, g
-        g_prior = jax.grad(potential_fn.prior_term)(params)
-        return value, g, jax.tree.map(jnp.subtract, g, g_prior)
-
-    return gradients
-
-
-def _frozen(key, grad_fn, params, metric, metric_state, share=()) -> corrections.Estimate:
-    """A step of the frozen metric: its state kept, Γ = 0."""
-    del key, metric
-    value, g, _ = grad_fn(params)
-    zeros = jax.tree.map(jnp.zeros_like, params)
-    return corrections.Estimate(value, g, metric_state, zeros, share)
-
-
-def _check_average(adapt_until, average_from):
-    if average_from is None:
-        return
-    if adapt_until is None or int(average_from) != average_from:
-        raise ValueError("average_from needs an integer adapt_until and is an integer itself")
-    if not 0 <= average_from < adapt_until:
-        raise ValueError(
-            f"average_from must lie in [0, adapt_until={adapt_until}), got {average_from}"
-        )
-
-
 def _check_gamma_kick_limit(limit, correction):
     if limit is None:
         return
@@ -172,64 +106,6 @@ def _check_gamma_kick_limit(limit, correction):
         raise ValueError(
             "gamma_kick_limit tames Γ̂'s kick; it needs correction='hutchinson' or 'exact'"
         )
-
-
-def _check_adapt_until(adapt_until):
-    if adapt_until is not None and not is_step(adapt_until):
-        raise ValueError(
-            f"adapt_until must be None or an integer >= 0 (sgrld.sgrld also takes 'auto'), "
-            f"got {adapt_until!r}"
-        )
-
-
-def _estimate_fn(
-    correction, potential_fn, prior_in_metric, metric, adapt_until, average_from
-) -> Callable:
-    """``(key, params, batch, state) -> (Estimate, stat_sum)``; after ``adapt_until`` steps the
-    metric is frozen (a real branch over vmapped chains, :func:`branch_over_chains`) and only the
-    mean gradient is computed. With ``average_from`` the statistic is summed over the steps
-    ``[average_from, adapt_until)`` and the metric frozen at their average, its cache refreshed
-    (:func:`sgrld.metrics.metric.freeze`)."""
-    gradients = gradient_fn(potential_fn, prior_in_metric, metric)
-
-    frozen_gradients = gradient_fn(potential_fn, True, identity())
-
-    def at_average(metric_state, stat_sum):
-        n = adapt_until - average_from
-        return freeze(metric, metric_state, jax.tree.map(lambda a: a / n, stat_sum))
-
-    def estimate(key, params, batch, state, adapting):
-        ms, stat_sum = state.metric_state, state.stat_sum
-        if not adapting:  # the metric's observation is not needed
-            if average_from is not None:
-                ms = branch_over_chains(
-                    state.step == adapt_until, at_average, lambda m, _: m, ms, stat_sum
-                )
-            grad_fn = partial(frozen_gradients, batch=batch, key=key)
-            return _frozen(key, grad_fn, params, metric, ms, state.share), stat_sum
-        grad_fn = partial(gradients, batch=batch, key=jax.random.fold_in(key, 1))
-        est = correction.estimate(key, grad_fn, params, metric, ms, state.share)
-        if average_from is not None:
-            inside = state.step >= average_from
-            stat_sum = jax.tree.map(
-                lambda a, x: a + jnp.where(inside, x, 0).astype(a.dtype),
-                stat_sum,
-                est.metric_state.stat,
-            )
-        return est, stat_sum
-
-    def run(key, params, batch, state):
-        operands = (key, params, batch, state)
-        if adapt_until is None:
-            return estimate(*operands, True)
-        return branch_over_chains(
-            state.step < adapt_until,
-            partial(estimate, adapting=True),
-            partial(estimate, adapting=False),
-            *operands,
-        )
-
-    return run
 
 
 class _Parts(NamedTuple):
@@ -321,8 +197,7 @@ def riemannian_langevin(
         potential_fn, learning_rate=learning_rate, num_data=num_data, temperature=temperature
     )
     check_metric(metric)
-    _check_adapt_until(adapt_until)
-    _check_average(adapt_until, average_from)
+    check_adaptation(adapt_until, average_from)
     correction = correction or corrections.none()
     _check_gamma_kick_limit(gamma_kick_limit, correction)
     if is_zero(temperature) or metric.statistic is None or correction.scale == 0.0:
@@ -333,7 +208,7 @@ def riemannian_langevin(
     integrator = integrator or euler_maruyama()
     parts = _Parts(
         options=options,
-        estimate=_estimate_fn(
+        estimate=adapting_estimate(
             correction, potential_fn, prior_in_metric, metric, adapt_until, average_from
         ),
         assembly=Assembly(

@@ -50,12 +50,13 @@ from sgrld.numerics.checks import check_params
 from sgrld.numerics.per_example import gradient_variance
 from sgrld.numerics.pytrees import PyTree
 from sgrld.parts import correction as corrections
+from sgrld.parts.gradients import gradient_fn
 from sgrld.parts.integrators import momentum
 from sgrld.parts.preconditioning import by_metric
 from sgrld.samplers import assembly
+from sgrld.samplers.contract import Sampler
 from sgrld.samplers.momentum import FRICTION, MomentumInfo, check_friction, momentum_info
 from sgrld.samplers.rate_search import searchable
-from sgrld.samplers.sampler import Sampler, gradient_fn
 
 NOISE_ESTIMATES = ("per_example",)
 """Named minibatch-noise estimates (``gradient_noise``), besides ``None`` and a number."""

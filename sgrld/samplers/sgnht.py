@@ -28,12 +28,13 @@ from sgrld.metrics.identity import identity
 from sgrld.numerics.checks import check_params
 from sgrld.numerics.pytrees import PyTree
 from sgrld.parts import correction as corrections
+from sgrld.parts.gradients import gradient_fn
 from sgrld.parts.integrators import Thermostat, nose_hoover
 from sgrld.parts.preconditioning import by_metric
 from sgrld.samplers.assembly import COMMON_BOUNDS, Assembly, Options, advance, check_options
+from sgrld.samplers.contract import Sampler
 from sgrld.samplers.momentum import FRICTION, MomentumInfo, check_friction, momentum_info
 from sgrld.samplers.rate_search import searchable
-from sgrld.samplers.sampler import Sampler, gradient_fn
 
 BOUNDS = {**COMMON_BOUNDS, "diffusion": FRICTION}
 """The ranges of :func:`sgnht`'s numeric options."""

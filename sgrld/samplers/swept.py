@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from sgrld.samplers.sampler import Sampler
+from sgrld.samplers.contract import Sampler
 
 
 class SweptState(NamedTuple):

@@ -31,7 +31,7 @@ from sgrld.bnn.convolutions import conv_layer
 from sgrld.bnn.models import MLP, apply_fn, init_params
 from sgrld.numerics.per_example import FallbackWarning, QuasiDiagonal, bias_pairs, observation_fn
 from sgrld.parts.correction import basis_like, gamma_from_probes
-from sgrld.samplers.sampler import gradient_fn
+from sgrld.parts.gradients import gradient_fn
 from tests.helpers import cpu_env, exact_gamma_against_jacfwd
 
 B = 6

@@ -29,8 +29,8 @@ import optax
 
 from sgrld.numerics.checks import as_schedule, check_params
 from sgrld.numerics.pytrees import PyTree
+from sgrld.samplers.contract import Sampler
 from sgrld.samplers.info import step_info
-from sgrld.samplers.sampler import Sampler
 
 Loss = Callable[..., jax.Array]
 """``(params, batch) -> scalar``, or ``(params, batch, key) -> scalar`` with ``takes_key``."""

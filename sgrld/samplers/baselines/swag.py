@@ -38,8 +38,8 @@ import jax.numpy as jnp
 from sgrld.numerics.noise import normal_like
 from sgrld.numerics.pytrees import PyTree
 from sgrld.samplers.baselines.sgd import Descent, Loss, descend, descent, init_state
+from sgrld.samplers.contract import Sampler
 from sgrld.samplers.info import step_info
-from sgrld.samplers.sampler import Sampler
 
 
 class SWAGMoments(NamedTuple):

@@ -22,7 +22,7 @@ Bayesian Inference", JMLR 18 (2017), Sec. 4, Eq. (9), (15).
 from __future__ import annotations
 
 from sgrld.samplers.baselines.sgd import Loss, sgd
-from sgrld.samplers.sampler import Sampler
+from sgrld.samplers.contract import Sampler
 
 
 def vsgd(
