@@ -17,16 +17,14 @@ How a run works (:func:`run`):
   :data:`BUFFER_WARN_BYTES`). The two calls are timed apart (``sample_s``, ``eval_s``), so the
   sampler's own cost is measured in every epoch, as Yu et al. time their samplers.
 * After each epoch one line goes to ``metrics.jsonl`` (:func:`sgrld_app.records.record`): the
-  sampler's diagnostics, the ensemble scores so far, the sample count and the wall times.
-  Compilation happens before the first epoch and is reported as ``compile_s``.
+  diagnostics, ensemble scores, sample count and wall times; ``compile_s`` is the compilation.
 * A chain whose update produces a NaN/inf keeps its last finite state and takes no more samples;
   the run stops after that epoch with a message naming the epoch, step, chain and parameter leaf.
   Ctrl-C or SIGTERM stops the run after the epoch in flight (a second one at once, discarding
   it). Either way everything computed so far is on disk and :class:`Result` says what happened.
-* A checkpoint (:mod:`sgrld_app.checkpoint`) is written every ``checkpoint_every`` epochs, but not
-  within ``checkpoint_seconds`` of the last one, and when the run ends;
-  ``run(..., resume=sgrld_app.checkpoint.latest(out))`` continues the run in ``out`` with the same
-  records and samples as an uninterrupted run (:mod:`sgrld_app.run_folder`).
+* A checkpoint (:mod:`sgrld_app.checkpoint`) is written every ``checkpoint_every`` epochs (not
+  within ``checkpoint_seconds`` of the last) and at the end; ``run(..., resume=checkpoint.latest(
+  out))`` continues the run in ``out`` as an uninterrupted run (:mod:`sgrld_app.run_folder`).
 * ``save_samples=True`` writes each epoch's samples to ``samples/epoch_EEEE.npz``
   (:func:`sgrld.load_samples` reads them back, with no template).
 
@@ -72,8 +70,7 @@ Status = Literal["completed", "diverged", "interrupted"]
 EXIT_CODES = {"completed": 0, "diverged": 1, "interrupted": 130}
 """The ``sgrld`` command's exit code for each :class:`Result` status."""
 BUFFER_WARN_BYTES = 2**30
-"""An epoch's sample buffer larger than this (all chains) gets a warning: a low ``thin`` costs
-memory, the buffer holding up to ``ceil(steps / thin) + 1`` copies of each chain's parameters."""
+"""An epoch's sample buffer (all chains; ``ceil(steps / thin) + 1`` copies) above this warns."""
 
 
 def first_kept_window(burn_in: int, thin: int) -> int:
@@ -159,6 +156,7 @@ class Experiment:
         keep: a predicate ``step -> bool`` that a kept step must also pass (``None``: burn-in
             and thinning alone), e.g. the sampling phases of a cyclical schedule
             (:attr:`sgrld.numerics.schedules.Cyclical.keep`, :class:`sgrld.chains.engine.Engine`).
+        warm: ``states -> states`` of the starting states (:func:`sgrld_app.auto_rate.resolve`).
     """
 
     sampler: Sampler
@@ -170,6 +168,7 @@ class Experiment:
     meta: Mapping[str, Any] = field(default_factory=dict)
     chain_args: tuple[Any, ...] = ()
     keep: Callable[[Any], Any] | None = None
+    warm: Callable[[Any], Any] = lambda states: states
 
 
 @dataclass
@@ -221,6 +220,7 @@ def _prepare(
     k = schedule.chains
     init_keys, keys, curvature_keys = _chain_roots(schedule)
     params = jax.vmap(experiment.init_fn)(init_keys)
+    states = experiment.warm(jax.vmap(experiment.sampler.init)(params, *experiment.chain_args))
     one_chain = jax.tree.map(lambda a: a[0], params)
     num_classes = None
     if experiment.kind == "classification":
@@ -238,7 +238,7 @@ def _prepare(
     _warn_buffer(engine.slots(steps), params)
     return RunSetup(
         engine=engine,
-        carry=engine.init(jax.vmap(experiment.sampler.init)(params, *experiment.chain_args)),
+        carry=engine.init(states),
         keys=keys,
         curvature_keys=curvature_keys,
         train=(x_train, y_train),

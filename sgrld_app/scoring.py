@@ -105,6 +105,24 @@ def chunked(fn: Callable[[jax.Array], Any], x: jax.Array, size: int) -> Any:
     return jax.tree.map(lambda a: a.reshape(chunks * size, *a.shape[2:])[:n], out)
 
 
+def point_log_likelihoods(kind: Kind, ens: Any, y: jax.Array) -> jax.Array:
+    """``[n]``: each point's log predictive density under the ensemble ``ens`` (its samples'
+    predictive averaged): ``log p̄(y_i | x_i)``, whose mean is the ensemble's log-likelihood.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> ops = ensemble_ops("classification", 2)
+      >>> ens = ops.update(ops.init(2), jnp.log(jnp.array([[0.9, 0.1], [0.4, 0.6]])), None)
+      >>> point_log_likelihoods("classification", ens, jnp.array([0, 0])).round(3).tolist()
+      [-0.105, -0.916]
+    """
+    log_count = jnp.log(ens.count.astype(jnp.float32))
+    if kind == "classification":
+        labels = y[:, None].astype(jnp.int32)
+        return jnp.take_along_axis(ens.log_prob_sum, labels, 1)[:, 0] - log_count
+    return ens.log_density_sum - log_count
+
+
 def per_point(kind: Kind, predict_fn: Callable) -> Callable[[PyTree, jax.Array], Any]:
     """``predict_fn`` with a regression's scalar standard deviation broadcast to every point."""
     if kind == "classification":
