@@ -12,11 +12,10 @@ launcher and no communication of its own.
   key, the same on every device of its group whatever the mesh, so chains sharded over ``chains``
   alone give the unsharded run's samples bit for bit, and ``data_parallel > 1`` differs from it only
   by the order of the minibatch sums (float rounding).
-* **Multi-process** (:func:`initialize`): ``jax.distributed.initialize``, which finds the
-  coordinator, the number of processes and this process's id itself on SLURM, Open MPI and TPU
-  pods, or takes them explicitly. The mesh then spans every process's devices; each process places
-  only its own rows of the training set on its devices (:func:`place_rows`), all processes run the
-  same program, and only process 0 (:func:`is_writer`) writes results.
+* **Multi-process** (:mod:`sgrld.chains.processes`, whose functions this module also exports):
+  the mesh then spans every process's devices; each process places only its own rows of the
+  training set on its devices (:func:`place_rows`), all processes run the same program, and only
+  process 0 (:func:`~sgrld.chains.processes.is_writer`) writes results.
 
 Example:
     >>> mesh = make_mesh(devices=1)
@@ -28,8 +27,6 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import socket
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -39,16 +36,17 @@ import threadpoolctl
 from jax.sharding import AxisType, Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+# the multi-process functions, also here, their former home, where the application imports them
+from sgrld.chains.processes import DistributedError as DistributedError
+from sgrld.chains.processes import initialize as initialize
+from sgrld.chains.processes import is_writer as is_writer
+from sgrld.chains.processes import multi_process as multi_process
 from sgrld.numerics.pytrees import PyTree
 
 CHAINS = "chains"
 """The mesh axis the chains are sharded over."""
 DATA = "data"
 """The mesh axis a chain's minibatch is split over."""
-
-
-class DistributedError(RuntimeError):
-    """A multi-process run that could not start: a coordinator not reached in time, bad flags."""
 
 
 def make_mesh(devices: int | str = "all", data_parallel: int = 1) -> Mesh:
@@ -136,26 +134,6 @@ def chains_per_device(mesh: Mesh | None, num_chains: int) -> int:
         (8, 8)
     """
     return num_chains if mesh is None else num_chains // mesh.shape[CHAINS]
-
-
-def multi_process() -> bool:
-    """Whether this is one process of several (:func:`initialize` was called with more than one).
-
-    Example:
-        >>> multi_process()
-        False
-    """
-    return jax.process_count() > 1
-
-
-def is_writer() -> bool:
-    """Whether this process writes results: process 0, the only process of a one-process run.
-
-    Example:
-        >>> is_writer()
-        True
-    """
-    return jax.process_index() == 0
 
 
 def chain_sharding(mesh: Mesh, axis: int = 0) -> NamedSharding:
@@ -290,82 +268,6 @@ def compiled_bytes(compiled: Any) -> int | None:
         + stats.temp_size_in_bytes
         - stats.alias_size_in_bytes
     )
-
-
-def initialize(
-    coordinator: str | None = None,
-    num_processes: int | None = None,
-    process_id: int | None = None,
-    *,
-    timeout_s: int = 300,
-    heartbeat_s: int = 100,
-) -> None:
-    """Join a multi-process run (``jax.distributed.initialize``) before any computation.
-
-    With no arguments JAX finds the coordinator, the number of processes and this process's id
-    on SLURM, Open MPI and Cloud TPU pods; otherwise give all three. A process other than 0 first
-    waits up to ``timeout_s`` seconds for the coordinator's port to accept a connection and raises
-    a :class:`DistributedError` naming the address if it does not (JAX itself would abort the
-    process). Once joined, a process that dies is noticed by the others within ``heartbeat_s``
-    seconds (earlier, by a collective that fails), and they stop with JAX's error.
-
-    Args:
-        coordinator: ``HOST:PORT`` of process 0 (it listens there).
-        num_processes: the number of processes.
-        process_id: this process's id, ``0 .. num_processes − 1``.
-        timeout_s: seconds to wait for the coordinator and for every process to join.
-        heartbeat_s: seconds without a heartbeat after which a process counts as dead.
-
-    Raises:
-        DistributedError: the coordinator was not reached within ``timeout_s`` seconds, or the
-            arguments are inconsistent.
-    """
-    given = [v is not None for v in (coordinator, num_processes, process_id)]
-    if any(given) and not all(given):
-        raise DistributedError(
-            "give all of coordinator, num_processes and process_id, or none of them (then JAX "
-            "finds them on SLURM, Open MPI or a TPU pod)"
-        )
-    if coordinator is not None:
-        host, port = _address(coordinator)
-        if not 0 <= process_id < num_processes:
-            raise DistributedError(
-                f"process_id = {process_id} is not one of 0 .. {num_processes - 1} "
-                f"(num_processes = {num_processes})"
-            )
-        if process_id != 0:
-            _wait_for(host, port, timeout_s)
-    jax.distributed.initialize(
-        coordinator,
-        num_processes,
-        process_id,
-        initialization_timeout=int(timeout_s),
-        heartbeat_timeout_seconds=int(heartbeat_s),
-        shutdown_timeout_seconds=int(heartbeat_s),
-    )
-
-
-def _address(coordinator: str) -> tuple[str, int]:
-    host, _, port = coordinator.rpartition(":")
-    if not host or not port.isdigit():
-        raise DistributedError(f"coordinator {coordinator!r}: expected HOST:PORT")
-    return host, int(port)
-
-
-def _wait_for(host: str, port: int, timeout_s: float) -> None:
-    """Wait until ``host:port`` accepts a TCP connection, or raise after ``timeout_s`` seconds."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            with socket.create_connection((host, port), timeout=1.0):
-                return
-        except OSError as err:
-            if time.monotonic() >= deadline:
-                raise DistributedError(
-                    f"could not reach the coordinator at {host}:{port} within {timeout_s} s "
-                    f"({err}); is process 0 running, and is the address reachable from here?"
-                ) from None
-        time.sleep(0.2)
 
 
 def describe(mesh: Mesh | None) -> dict[str, Any]:
