@@ -26,7 +26,7 @@ import numpy as np
 
 from sgrld import bnn
 from sgrld.chains import devices
-from sgrld.data import DATASETS, DataError, load_dataset
+from sgrld.data import DATASETS, DataError
 from sgrld.numerics.potential import Potential
 from sgrld.numerics.potential import potential as make_potential
 from sgrld.numerics.pytrees import PyTree
@@ -37,7 +37,7 @@ from sgrld.samplers.guarantee import (
 )
 from sgrld.samplers.sampler import Sampler
 from sgrld.samples.results import ResultsError
-from sgrld_app import auto_rate, checkpoint, run_folder
+from sgrld_app import auto_rate, checkpoint, data_and_model, run_folder
 from sgrld_app.config import (
     PRIORS,
     Config,
@@ -80,7 +80,8 @@ def build_experiment(
             hyperparameters (:mod:`sgrld_app.sweep`).
 
     Returns:
-        The :class:`Experiment`, with ``meta = {"config": config.to_dict()}``.
+        The :class:`Experiment`, with ``meta = {"config": config.to_dict(), "guarantee": ...}``
+            and a data file's ``"data_file"`` (:func:`sgrld_app.data_and_model.data_file_meta`).
 
     Raises:
         sgrld.data.DataError: if the data set's files are missing or corrupt.
@@ -88,9 +89,9 @@ def build_experiment(
             range the files allow.
     """
     parts = _posterior(config)
-    ds, model, prior, regression = parts.ds, parts.model, parts.prior, parts.regression
+    ds, prior, regression = parts.ds, parts.prior, parts.regression
     x_train, y_train = parts.train
-    apply, fixed, potential, noise_std = parts.apply, parts.fixed, parts.potential, parts.noise_std
+    fixed, potential, noise_std = parts.fixed, parts.potential, parts.noise_std
     num_steps = config.run.epochs * (len(x_train) // config.data.batch_size)
     build = sampler or (
         lambda potential, n: sampler_of(
@@ -102,18 +103,17 @@ def build_experiment(
             burn_in=config.run.burn_in,
         )
     )
-    input_shape = (1, *x_train.shape[1:])
 
     def init_fn(key):
-        net = bnn.init_params(model, key, input_shape)
+        net = parts.net.init(key)
         params = {"net": net, "prior": prior.init(net)}
         if regression and noise_std is None:
             params["likelihood"] = bnn.likelihoods.init_likelihood_params()
         return params
 
     check_exact_size(config, jax.eval_shape(init_fn, jax.random.key(0)))
-    apply = bnn.models.evaluation_apply_fn(model, x_train)  # batch norm: training statistics
     meta = {"config": config.to_dict(), "guarantee": guarantee_of(config)}
+    meta.update(data_and_model.data_file_meta(config, ds))
     sampler = build(potential, len(x_train))
     warn_if_adapting_on_minibatches(sampler.adaptation, config.data.batch_size, len(x_train))
     warn_if_minibatch_noise_dominates(sampler.adaptation, config.data.batch_size, len(x_train))
@@ -121,19 +121,7 @@ def build_experiment(
     if config.schedule.kind == "cyclical" and num_steps >= config.schedule.cycles:
         keep = cyclical_of(config.schedule, num_steps).keep
     common = dict(sampler=sampler, init_fn=init_fn, train=(x_train, y_train), meta=meta, keep=keep)
-    if config.model.kind == "logistic_regression":
-        apply = _two_class_logits(apply)
-    return _experiment(ds, apply, regression, fixed, **common)
-
-
-def _two_class_logits(apply: Callable) -> Callable:
-    """``apply`` of a logistic regression's logit ``z [n, 1]`` as the two classes' ``[0, z]``."""
-
-    def logits(net: PyTree, x: jax.Array) -> jax.Array:
-        z = apply(net, x)
-        return jnp.concatenate([jnp.zeros_like(z), z], axis=-1)
-
-    return logits
+    return _experiment(ds, parts.net.evaluate, regression, fixed, **common)
 
 
 class _Posterior(NamedTuple):
@@ -143,8 +131,7 @@ class _Posterior(NamedTuple):
     ds: Any
     train: tuple[np.ndarray, np.ndarray]
     regression: bool
-    model: Any
-    apply: Any
+    net: data_and_model.Net
     prior: Any
     noise_std: float | None
     fixed: float | None
@@ -153,11 +140,11 @@ class _Posterior(NamedTuple):
 
 def _posterior(config: Config) -> _Posterior:
     """Load the data and build the model, prior, likelihood and potential of a configuration."""
-    ds = _load(config)
+    ds = data_and_model.load_data(config)
     x_train, y_train = ds.x_train[: config.data.train_size], ds.y_train[: config.data.train_size]
-    regression = DATASETS[config.data.name].regression
-    model = _model(config, ds.num_classes, regression)
-    apply = bnn.apply_fn(model)
+    regression = ds.num_classes == 0
+    net = data_and_model.network(config, ds, x_train)
+    apply = net.apply
     prior = PRIORS[config.prior.kind](**config.prior.params)
     noise_std = config.likelihood.noise_std
     fixed = None if noise_std is None else noise_std / ds.target_std
@@ -169,7 +156,7 @@ def _posterior(config: Config) -> _Posterior:
         loglik = bnn.likelihoods.categorical(apply)
     potential = make_potential(loglik, bnn.logprior_fn(prior), len(x_train))
     train = (x_train, y_train)
-    return _Posterior(ds, train, regression, model, apply, prior, noise_std, fixed, potential)
+    return _Posterior(ds, train, regression, net, prior, noise_std, fixed, potential)
 
 
 def log_posterior(config: Config) -> Callable[[PyTree], jax.Array]:
@@ -204,9 +191,11 @@ def training_targets(config: Config) -> np.ndarray | None:
     Raises:
         sgrld.data.DataError: if the data set's files are missing or corrupt.
     """
-    if not DATASETS[config.data.name].regression:
+    if config.data.path is None and not DATASETS[config.data.name].regression:
+        return None  # known without reading the files
+    ds = data_and_model.load_data(config)
+    if ds.num_classes:
         return None
-    ds = _load(config)
     y = np.asarray(ds.y_train[: config.data.train_size], np.float64)
     return (y * ds.target_std + ds.target_mean).astype(np.float32)
 
@@ -266,47 +255,6 @@ def _experiment(ds, apply, regression: bool, fixed: float | None, **common) -> E
 
     units = {name: (x, y * scale + shift) for name, (x, y) in eval_sets.items()}
     return Experiment(**common, predict_fn=predict_fn, eval_sets=units, kind="regression")
-
-
-def _load(config: Config):
-    """The data set of ``[data]``; a split or size the files do not allow is a ConfigError."""
-    d = config.data
-    try:
-        return load_dataset(
-            d.name,
-            d.data_dir,
-            validation_size=d.validation_size,
-            split=d.split,
-            test_size=d.test_size,
-            verify=None if d.verify_checksums else False,
-        )
-    except DataError:
-        raise
-    except ValueError as err:
-        raise ConfigError(f"[data]: {err}") from None
-
-
-def _model(config: Config, num_classes: int, regression: bool):
-    """The Flax network of ``[model]``."""
-    m = config.model
-    if m.kind == "logistic_regression":
-        return bnn.models.logistic_regression()
-    if m.kind == "resnet20":
-        return bnn.ResNet20(
-            width=m.widths[0],
-            depth=m.depth,
-            num_outputs=num_classes,
-            image_shape=DATASETS[config.data.name].image_shape,
-            conv=m.conv,
-        )
-    if m.kind == "cnn":
-        return bnn.CNN(
-            dense_features=m.widths,
-            num_outputs=num_classes,
-            image_shape=DATASETS[config.data.name].image_shape,
-            conv=m.conv,
-        )
-    return bnn.MLP(features=m.widths, num_outputs=1 if regression else num_classes)
 
 
 def run_plan_of(config: Config) -> RunPlan:
@@ -397,6 +345,8 @@ def run_config(
         run_folder.clear(folder, existing, files)  # before the data loads; it removes nothing
     mesh = mesh_of(config) if isinstance(mesh, str) else mesh
     experiment, schedule = (build or _build)(config)
+    if saved is not None:
+        data_and_model.check_same_data(saved.info["meta"], experiment.meta, folder)
     check_schedule(config, len(experiment.train[0]))
     experiment = auto_rate.resolve(experiment, schedule, saved)  # learning_rate = "auto"
     if folder is not None and existing != "resume" and writer:

@@ -188,7 +188,7 @@ def describe(config: Config) -> str:
     lr = format(lr, "g") if isinstance(lr, float | int) else lr
     plural = lambda n, word: f"{n} {word}{'' if n == 1 else 's'}"
     changed = len(changed_settings(config))
-    what = f"{config.data.name}, {method}, lr {lr}, {plural(config.run.chains, 'chain')}"
+    what = f"{config.data.source()}, {method}, lr {lr}, {plural(config.run.chains, 'chain')}"
     return what + (f"; {plural(changed, 'setting')} changed from the defaults" if changed else "")
 
 

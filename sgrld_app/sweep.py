@@ -304,7 +304,7 @@ def _check_sweep(config: Config, grids: Sequence[Grid], replicates: int) -> None
     if len(set(keys)) < len(keys):
         raise ConfigError(f"--grid: a key is given twice in {keys}")
     if config.data.validation_size == 0:
-        raise ConfigError(_NO_VALIDATION.format(name=config.data.name))
+        raise ConfigError(_NO_VALIDATION.format(name=config.data.source()))
 
 
 def _setting_scores(
@@ -378,7 +378,7 @@ def run_sweep(
             point[sweep_rates.KEY] = rate
         experiment, schedule = sweep_experiment(config, grids, replicates, rates)
         if not len(experiment.eval_sets["val"][0]):
-            raise ConfigError(_NO_VALIDATION.format(name=config.data.name))
+            raise ConfigError(_NO_VALIDATION.format(name=config.data.source()))
         meta = {**experiment.meta, "sweep": {"grid": grid, "replicates": replicates}}
         if choices is not None:
             meta[auto_rate.META_KEY] = [c.to_dict() for c in choices]
@@ -400,7 +400,7 @@ def run_sweep(
     best = _best(kind, scores)
     cols, rows = _table(kind, points, scores, best)
     caption = (
-        f"sweep of {len(points)} setting(s) x {replicates} replicate(s) ({config.data.name}, "
+        f"sweep of {len(points)} setting(s) x {replicates} replicate(s) ({config.data.source()}, "
         f"{config.sampler.metric}, {len(result.records)} epochs): mean ± std over replicates; "
         "best: highest mean validation log-likelihood without divergence"
     )

@@ -19,6 +19,7 @@ import json
 import operator
 import typing
 from dataclasses import dataclass, field
+from pathlib import PurePath
 from typing import Any
 
 from sgrld_app.config.key_checks import declared_type
@@ -41,7 +42,18 @@ class DataConfig:
             have none and accept only 0).
         test_size: examples held out as the test set of a set with no official test split
             (australian; ``None``: the data set's, 138 = 20 %; ``0``: train on every row, no
-            test scores).
+            test scores), or of a data file (``None``: 20 % of its rows).
+        path: a data file of one's own, ``.npz``, ``.csv`` or ``.parquet``, in place of ``name``
+            (relative to the working directory; :func:`sgrld.data.load_file`); its SHA-256 is
+            recorded in ``summary.json`` (``meta.data_file``). Its validation split is
+            ``validation_size`` rows (``None``: 10 %).
+        inputs: the inputs' key (``.npz``) or columns (a table) of ``path`` (``None``: the key
+            ``"x"``, or every column but the target).
+        target: the targets' key or column of ``path`` (``None``: ``"y"``, or the last column).
+        task: ``"auto"`` (classification for integer targets, else regression),
+            ``"classification"`` or ``"regression"``: what the targets of ``path`` are.
+        standardize: standardise the inputs and regression targets with the training split's
+            statistics (``None``: the data set's default; yes for a data file).
     """
 
     name: str = "mnist"
@@ -52,6 +64,20 @@ class DataConfig:
     batch_size: int = 100
     split: int = 0
     test_size: int | None = None
+    path: str | None = None
+    inputs: str | tuple[str, ...] | None = None
+    target: str | None = None
+    task: str = "auto"
+    standardize: bool | None = None
+
+    def source(self) -> str:
+        """The data, for messages: the name of the file ``path``, else the registry's ``name``.
+
+        Example:
+            >>> DataConfig(path="data/mine.csv").source(), DataConfig(name="digits").source()
+            ('mine.csv', 'digits')
+        """
+        return self.name if self.path is None else PurePath(self.path).name
 
 
 @dataclass(frozen=True)
@@ -71,12 +97,17 @@ class ModelConfig:
             (:data:`sgrld.bnn.convolutions.CONVOLUTIONS`): ``"auto"`` (im2col on a CPU, where XLA's
             convolution is slow inside the runner's ``lax.scan``; XLA's elsewhere), ``"xla"``
             or ``"im2col"``. The parameters and the function do not depend on it.
+        factory: ``"package.module:function"``, a network of one's own in place of ``kind``
+            (:mod:`sgrld.bnn.factory`: a Flax Linen or NNX module, an Equinox model, a Haiku
+            transform or a pair ``(init, apply)``), imported from the working directory or the
+            environment.
     """
 
     kind: str = "mlp"
     widths: tuple[int, ...] = (400, 400)
     depth: int = 20
     conv: str = "auto"
+    factory: str | None = None
 
 
 @dataclass(frozen=True)

@@ -87,9 +87,14 @@ def _toml_value(value: Any) -> str:
 
 UNSET = {
     "data.data_dir": "$SGRLD_DATA_DIR, else ~/.cache/sgrld/data",
-    "data.validation_size": "the data set's own",
+    "data.validation_size": "the data set's own (a data file: 10 % of its rows)",
     "data.train_size": "every training example",
-    "data.test_size": "the data set's own",
+    "data.test_size": "the data set's own (a data file: 20 % of its rows)",
+    "data.path": "data.name, of the registry; a .npz, .csv or .parquet file in its place",
+    "data.inputs": "a data file's key x (.npz), or every column but the target",
+    "data.target": "a data file's key y (.npz), or its last column",
+    "data.standardize": "the data set's own (a data file: standardised)",
+    "model.factory": "model.kind; package.module:function builds a network of one's own",
     "likelihood.noise_std": "sampled with the network (log σ, from the targets' std)",
     "sampler.learning_rate": f"{LEARNING_RATE!r}: chosen in the burn-in (isgd: its λ rule)",
     "run.devices": "one device, no mesh",

@@ -17,6 +17,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from sgrld.data import DATASETS
+from sgrld.data.user_files import TASKS
 from sgrld.parts.correction import MODES
 from sgrld.samplers.isgd import NOISE_ESTIMATES as ISGD_NOISE
 from sgrld.samplers.sghmc import NOISE_ESTIMATES as SGHMC_NOISE
@@ -41,22 +42,39 @@ def _validate_data(config: Config) -> None:
     at_least("data.batch_size", d.batch_size, 1)
     at_least("data.validation_size", d.validation_size, 0)
     at_least("data.train_size", d.train_size, 1)
-    if DATASETS[d.name].format != "uci" and d.split != 0:
+    if d.path is not None:
+        _validate_file(config)
+    elif DATASETS[d.name].format != "uci" and d.split != 0:
         raise ConfigError(f"data.split: only the UCI data sets have splits, not {d.name!r}")
     at_least("data.split", d.split, 0)
-    if d.test_size is not None and not DATASETS[d.name].test_size:
+    if d.test_size is not None and not DATASETS[d.name].test_size and d.path is None:
         raise ConfigError(
-            f"data.test_size: only a data set without an official test split (australian) holds "
-            f"one out, not {d.name!r}"
+            f"data.test_size: only a data set without an official test split (australian) or a "
+            f"data file (data.path) holds one out, not {d.name!r}"
         )
     at_least("data.test_size", d.test_size, 0)
 
 
+def _validate_file(config: Config) -> None:
+    """``data.path``'s keys; ``data.name`` and the keys of the registry's sets do not apply."""
+    d, defaults = config.data, type(config.data)()
+    if not d.path:
+        raise ConfigError("data.path: names no file")
+    for key in ("name", "data_dir", "split", "verify_checksums"):
+        if getattr(d, key) != getattr(defaults, key):
+            raise ConfigError(f"data.{key}: a key of the registry's data sets, not of data.path")
+    choice("data.task", d.task, TASKS)
+    if d.inputs is not None and not d.inputs:
+        raise ConfigError("data.inputs: names no input; leave it out for the default")
+
+
 def _validate_model(config: Config) -> None:
-    name, m = config.data.name, config.model
+    m = config.model
     choice("model.kind", m.kind, MODEL_KINDS)
-    if m.kind == "logistic_regression":
-        _validate_logistic(config)
+    if m.kind == "logistic_regression" and m.widths != type(m)().widths:
+        raise ConfigError(
+            f"model.widths: a logistic_regression has no hidden layers, got {list(m.widths)}"
+        )
     if not m.widths:
         raise ConfigError("model.widths: needs at least one width")
     for i, width in enumerate(m.widths):
@@ -77,44 +95,69 @@ def _validate_model(config: Config) -> None:
     choice("model.conv", m.conv, CONVOLUTIONS)
     if m.kind not in ("cnn", "resnet20") and m.conv != "auto":
         raise ConfigError(f"model.conv: only a cnn or a resnet20 has convolutions, not a {m.kind}")
-    regression = DATASETS[name].regression
-    if regression and m.kind in ("cnn", "resnet20"):
+    if m.factory is not None and ":" not in m.factory:
         raise ConfigError(
-            f"model.kind: {m.kind!r} classifies images, and data.name = {name!r} is a regression "
+            f"model.factory: {m.factory!r} is not of the form 'package.module:function'"
+        )
+    if config.data.path is None:
+        check_model_for_data(config, DATASETS[config.data.name].num_classes)
+
+
+def check_model_for_data(config: Config, num_classes: int) -> None:
+    """Refuse a model kind, or a likelihood option, that does not fit the data's targets.
+
+    The checks of the keys that need the data: a ``cnn``, a ``resnet20`` or a ``regression_mlp``
+    on targets of the wrong kind, a ``logistic_regression`` on other than two classes, a
+    ``likelihood.noise_std`` on classes. ``validate`` makes them for the registry's sets; a data
+    file's targets are known once it is read.
+
+    Args:
+        config: the configuration.
+        num_classes: the data's classes; 0 for regression.
+
+    Raises:
+        ConfigError: naming the key and the data set (``data.name`` or ``data.path``).
+
+    Example:
+        >>> from sgrld_app.config import load_config
+        >>> check_model_for_data(load_config(None, ["model.kind=regression_mlp",
+        ...     "model.widths=[8]", 'data.path="mine.csv"']), 3)
+        Traceback (most recent call last):
+        ...
+        sgrld_app.config.key_checks.ConfigError: model.kind: 'regression_mlp' needs a regression
+        data set, and data.path = 'mine.csv' is a classification data set ...
+    """
+    m, d = config.model, config.data
+    what = f"data.name = {d.name!r}" if d.path is None else f"data.path = {d.path!r}"
+    regression = num_classes == 0
+    if m.factory is None and regression and m.kind in ("cnn", "resnet20"):
+        raise ConfigError(
+            f"model.kind: {m.kind!r} classifies images, and {what} is a regression "
             "data set; use 'regression_mlp' or 'mlp'"
         )
-    if not regression and m.kind == "regression_mlp":
+    if m.factory is None and not regression and m.kind == "regression_mlp":
         raise ConfigError(
-            f"model.kind: 'regression_mlp' needs a regression data set, and data.name = "
-            f"{name!r} is a classification data set (the UCI sets uci_* are regression)"
+            f"model.kind: 'regression_mlp' needs a regression data set, and {what} is a "
+            "classification data set (the UCI sets uci_* are regression)"
         )
-
-
-def _validate_logistic(config: Config) -> None:
-    """A ``logistic_regression`` has no hidden layers and needs two classes."""
-    name, m = config.data.name, config.model
-    if m.widths != type(m)().widths:
-        raise ConfigError(
-            f"model.widths: a logistic_regression has no hidden layers, got {list(m.widths)}"
-        )
-    if DATASETS[name].num_classes != 2:
+    if m.factory is None and m.kind == "logistic_regression" and num_classes != 2:
         binary = ", ".join(n for n, info in DATASETS.items() if info.num_classes == 2)
         raise ConfigError(
             f"model.kind: 'logistic_regression' needs a binary data set ({binary}), and "
-            f"data.name = {name!r} has {DATASETS[name].num_classes or 'real-valued'} "
-            f"{'classes' if DATASETS[name].num_classes else 'targets'}"
+            f"{what} has {num_classes or 'real-valued'} "
+            f"{'classes' if num_classes else 'targets'}"
+        )
+    if config.likelihood.noise_std is not None and not regression:
+        kind = "Bernoulli" if m.kind == "logistic_regression" else "categorical"
+        raise ConfigError(
+            f"likelihood.noise_std: {what} is a classification data set, whose likelihood "
+            f"({kind}) has no noise"
         )
 
 
 def _validate_likelihood(config: Config) -> None:
     noise_std = config.likelihood.noise_std
     if noise_std is not None:
-        if not DATASETS[config.data.name].regression:
-            kind = "Bernoulli" if config.model.kind == "logistic_regression" else "categorical"
-            raise ConfigError(
-                f"likelihood.noise_std: {config.data.name!r} is a classification data set, "
-                f"whose likelihood ({kind}) has no noise"
-            )
         at_least("likelihood.noise_std", noise_std, 0, strict=True)
 
 
