@@ -60,15 +60,16 @@ def validation_score(experiment: Experiment) -> Callable[[Any], np.ndarray] | No
     ensemble = scoring.ensemble_ops(kind, int(y.max()) + 1 if kind == "classification" else None)
     predict = scoring.per_point(kind, experiment.predict_fn)
 
-    @jax.jit
-    def one_rate(params):
+    def one_rate(params, x, y):
         def fold(ens, p):
             return ensemble.update(ens, scoring.chunked(partial(predict, p), x, 2048), y), None
 
         ens = jax.lax.scan(fold, ensemble.init(x.shape[0]), params)[0]
         return scoring.point_log_likelihoods(kind, ens, y)
 
-    return lambda params: np.asarray(jax.lax.map(one_rate, params))
+    # the data are arguments, not constants: XLA folded MNIST's 10,000 images into the program
+    every_rate = jax.jit(lambda params, x, y: jax.lax.map(lambda p: one_rate(p, x, y), params))
+    return lambda params: np.asarray(every_rate(params, x, y))
 
 
 def search_rate(experiment: Experiment, plan: RunPlan) -> RateChoice:
