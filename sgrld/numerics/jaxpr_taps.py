@@ -40,44 +40,27 @@ Example:
 
 from __future__ import annotations
 
-import itertools
 import math
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax.extend.core import Literal
+
+from sgrld.numerics.jaxpr_program import (
+    Const,
+    Program,
+    inner_jaxpr,
+    program_of,
+    run,
+    shape_of,
+)
+from sgrld.numerics.jaxpr_program import trace as trace  # the taps' users trace here
 
 UNKNOWN = "unknown"
 """The layout of a value that depends on the examples along no single axis."""
-_INLINED = ("pjit", "jit", "closed_call", "core_call", "checkpoint", "remat")
 _CUSTOM = ("custom_jvp_call", "custom_vjp_call", "custom_vjp_call_jaxpr")
 _BIJECTIVE = ("reshape", "transpose", "convert_element_type", "squeeze", "copy", "copy_p")
 _AXES_PARAMS = ("axis", "axes", "dimension", "dimensions")
-
-
-class Const(NamedTuple):
-    """A literal or a closed-over constant of the traced program."""
-
-    value: Any
-
-
-class Node(NamedTuple):
-    """One primitive application: its inputs (value keys or :class:`Const`) and output keys."""
-
-    primitive: Any
-    params: dict
-    ins: tuple
-    outs: tuple
-
-
-class Program(NamedTuple):
-    """A traced log-likelihood: its nodes, its inputs' and outputs' keys, every value's aval."""
-
-    nodes: tuple[Node, ...]
-    ins: tuple[int, ...]
-    outs: tuple
-    avals: dict
 
 
 class Tap(NamedTuple):
@@ -104,50 +87,6 @@ class Tap(NamedTuple):
     axes: tuple[int, int]
 
 
-def trace(loglik_fn, params, batch) -> Program:
-    """The flat :class:`Program` of ``loglik_fn(params, batch)``: its inputs are the leaves of
-    ``params`` and then those of ``batch``."""
-    closed = jax.make_jaxpr(loglik_fn)(params, batch)
-    avals: dict = {}
-    counter = itertools.count()
-    ins = tuple(next(counter) for _ in closed.jaxpr.invars)
-    for k, v in zip(ins, closed.jaxpr.invars, strict=True):
-        avals[k] = v.aval
-    nodes: list[Node] = []
-    consts = [Const(c) for c in closed.consts]
-    outs = _flatten(closed.jaxpr, consts, list(ins), nodes, avals, counter)
-    return Program(tuple(nodes), ins, tuple(outs), avals)
-
-
-def _inner(params):
-    """The jaxpr and constants of an inlined call's parameters."""
-    inner = params.get("jaxpr", params.get("call_jaxpr", params.get("fun_jaxpr")))
-    return (inner.jaxpr, inner.consts) if hasattr(inner, "consts") else (inner, ())
-
-
-def _flatten(jaxpr, consts, ins, nodes, avals, counter):
-    """Append ``jaxpr``'s equations to ``nodes`` (calls inlined); return its outputs' keys."""
-    env = dict(zip(jaxpr.constvars, consts, strict=True))
-    env.update(zip(jaxpr.invars, ins, strict=True))
-    read = lambda v: Const(v.val) if isinstance(v, Literal) else env[v]
-    for eqn in jaxpr.eqns:
-        args = [read(v) for v in eqn.invars]
-        if eqn.primitive.name in _INLINED:
-            inner, inner_consts = _inner(eqn.params)
-            outs = _flatten(inner, [Const(c) for c in inner_consts], args, nodes, avals, counter)
-        else:
-            outs = [next(counter) for _ in eqn.outvars]
-            for k, v in zip(outs, eqn.outvars, strict=True):
-                avals[k] = v.aval
-            nodes.append(Node(eqn.primitive, dict(eqn.params), tuple(args), tuple(outs)))
-        env.update(zip(eqn.outvars, outs, strict=True))
-    return [read(v) for v in jaxpr.outvars]
-
-
-def _shape(program, key) -> tuple[int, ...]:
-    return tuple(jnp.shape(key.value)) if isinstance(key, Const) else program.avals[key].shape
-
-
 def example_axes(program: Program, num_params: int, size: int) -> dict:
     """The example axis of every value: an int, ``None`` (no axis: the same for every example)
     or :data:`UNKNOWN`. The batch's inputs have it first."""
@@ -159,7 +98,7 @@ def _propagate(program: Program, layout: dict, size: int) -> dict:
     """``layout`` (the inputs' axes) completed node by node."""
     for node in program.nodes:
         ins = [None if isinstance(k, Const) else layout[k] for k in node.ins]
-        shapes = [_shape(program, k) for k in node.ins]
+        shapes = [shape_of(program, k) for k in node.ins]
         outs = [program.avals[k].shape for k in node.outs]
         for k, axis in zip(node.outs, _rule(node, ins, shapes, outs, size), strict=True):
             layout[k] = axis
@@ -272,16 +211,9 @@ def _window_keeps(p, d) -> bool:
 
 def _custom_axes(params, ins, size):
     """A custom-derivative call's outputs' axes, from its primal function's program."""
-    inner, consts = _inner(params)
-    avals: dict = {}
-    counter = itertools.count()
-    keys = [next(counter) for _ in inner.invars]
-    avals.update((k, v.aval) for k, v in zip(keys, inner.invars, strict=True))
-    nodes: list[Node] = []
-    outs = _flatten(inner, [Const(c) for c in consts], keys, nodes, avals, counter)
-    program = Program(tuple(nodes), tuple(keys), tuple(outs), avals)
-    layout = _propagate(program, dict(zip(keys, ins, strict=True)), size)
-    return [None if isinstance(k, Const) else layout[k] for k in outs]
+    program = program_of(*inner_jaxpr(params))
+    layout = _propagate(program, dict(zip(program.ins, ins, strict=True)), size)
+    return [None if isinstance(k, Const) else layout[k] for k in program.outs]
 
 
 def _elementwise(p, ins, shapes, outs):
@@ -334,7 +266,9 @@ def _tap(program, layout, uses, leaf, key) -> Tap | None:
         n, pos = uses[key][0]
         node = program.nodes[n]
         name = node.primitive.name
-        size_kept = math.prod(program.avals[node.outs[0]].shape) == math.prod(_shape(program, key))
+        size_kept = math.prod(program.avals[node.outs[0]].shape) == math.prod(
+            shape_of(program, key)
+        )
         if broadcast is None and pos == 0 and (name in _BIJECTIVE or name == "broadcast_in_dim"):
             if name in _BIJECTIVE or size_kept:
                 chain.append(n)
@@ -366,8 +300,8 @@ def _kind(program, layout, node, pos, key, broadcast) -> str | None:
         plain = p["feature_group_count"] == 1 and p["batch_group_count"] == 1
         plain &= all(x == 1 for x in (*p["lhs_dilation"], *p["rhs_dilation"]))
         return "conv" if plain and d == p["dimension_numbers"][0][0] else None
-    if name in ("add", "mul") and program.avals[node.outs[0]].shape == _shape(program, other):
-        shape = _shape(program, key)
+    if name in ("add", "mul") and program.avals[node.outs[0]].shape == shape_of(program, other):
+        shape = shape_of(program, key)
         if broadcast is None:
             return name if shape == () or shape[d] == 1 else None
         source = program.avals[program.nodes[broadcast].ins[0]].shape
@@ -384,24 +318,6 @@ class Signals(NamedTuple):
     inputs: dict
     deltas: dict
     loglik: jax.Array
-
-
-def run(program: Program, args, perturbations: dict, record: dict):
-    """The program's outputs on the flat ``args``, each node of ``perturbations`` with its
-    output shifted by it, and the operand ``record[i]`` of each node ``i`` of ``record``."""
-    env = dict(zip(program.ins, args, strict=True))
-    read = lambda k: k.value if isinstance(k, Const) else env[k]
-    recorded = {}
-    for i, node in enumerate(program.nodes):
-        vals = [read(k) for k in node.ins]
-        if i in record:
-            recorded[i] = vals[record[i]]
-        out = node.primitive.bind(*vals, **node.primitive.get_bind_params(node.params))
-        out = list(out) if node.primitive.multiple_results else [out]
-        if i in perturbations:
-            out[0] = out[0] + perturbations[i]
-        env.update(zip(node.outs, out, strict=True))
-    return [read(k) for k in program.outs], recorded
 
 
 def signals(program, taps, prior_term, params, batch, with_grad):
