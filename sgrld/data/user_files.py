@@ -280,9 +280,10 @@ def _check_finite(path: Path, values: np.ndarray, names: list[str]) -> None:
         row, col = np.argwhere(bad)[0]
         value = values[row, col]
         what = "a NaN (an empty field, or a short row)" if np.isnan(value) else f"{value}"
+        count = int(bad.sum())
         raise DataError(
-            f"{path}: {names[col]!r} has {what} at row {row} ({int(bad.sum())} such values); "
-            "drop or fill the rows"
+            f"{path}: {names[col]!r} has {what} at row {row} ({count} such value"
+            f"{'s' if count > 1 else ''}); drop or fill the rows"
         )
 
 

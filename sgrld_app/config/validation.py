@@ -42,6 +42,10 @@ def _validate_data(config: Config) -> None:
     at_least("data.batch_size", d.batch_size, 1)
     at_least("data.validation_size", d.validation_size, 0)
     at_least("data.train_size", d.train_size, 1)
+    defaults = type(d)()
+    for key in ("inputs", "target", "task"):
+        if d.path is None and getattr(d, key) != getattr(defaults, key):
+            raise ConfigError(f"data.{key}: a key of a data file (data.path), not of {d.name!r}")
     if d.path is not None:
         _validate_file(config)
     elif DATASETS[d.name].format != "uci" and d.split != 0:

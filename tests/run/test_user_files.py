@@ -1,0 +1,258 @@
+"""``sgrld run`` on one's own data file (``data.path``: NPZ, CSV, Parquet) and model
+(``model.factory``): each format of a regression and a classification set run, one resumed after
+SIGKILL bit for bit, one swept, exported and diagnosed; every bad file or factory one line naming
+it, with nothing written (issue 51, item 3)."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+import jax
+import numpy as np
+import pandas as pd
+import pytest
+
+import sgrld
+from sgrld_app import checkpoint, cli
+from sgrld_app.from_config import observed_targets
+from tests.helpers import cpu_env
+from tests.run.test_checkpoint import TIMING
+
+ROWS = 60
+"""Rows of each file: 12 test, 6 validation, 42 training (2 steps of 16 an epoch)."""
+TINY = [
+    "model.widths=[8]",
+    "prior.kind=gaussian",
+    "data.batch_size=16",
+    "sampler.learning_rate=0.05",
+    "run.epochs=3",
+    "run.burn_in=2",
+    "run.thin=2",
+    "run.chains=2",
+    "run.save_samples=true",
+    "run.checkpoint_seconds=0",
+]
+FORMATS = list(itertools.product((".npz", ".csv", ".parquet"), (True, False)))
+
+
+def _table(classes: bool) -> pd.DataFrame:
+    """Three features and a class label 0/1 or a real target."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(ROWS, 3))
+    y = (x[:, 0] > 0).astype(np.int64) if classes else x @ [1.0, -2.0, 0.5] + 3.0
+    return pd.DataFrame({"a": x[:, 0], "b": x[:, 1], "c": x[:, 2], "y": y})
+
+
+def _write(folder: Path, suffix: str, classes: bool) -> Path:
+    path = folder / f"{'classes' if classes else 'targets'}{suffix}"
+    frame = _table(classes)
+    if suffix == ".csv":
+        frame.to_csv(path, index=False)
+    elif suffix == ".parquet":
+        frame.to_parquet(path)
+    else:
+        np.savez(path, x=frame[["a", "b", "c"]].to_numpy(), y=frame["y"].to_numpy())
+    return path
+
+
+def _argv(command: str, path: Path, out: Path, *settings: str) -> list[str]:
+    sets = [f"data.path={json.dumps(str(path))}", *TINY, *settings]
+    return [command, *(arg for s in sets for arg in ("--set", s)), "--out", str(out)]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """``run(suffix, classes) -> (file, results folder)``, each run once in this module."""
+    root, done = tmp_path_factory.mktemp("user_files"), {}
+
+    def run(suffix: str, classes: bool) -> tuple[Path, Path]:
+        if (suffix, classes) not in done:
+            path = _write(root, suffix, classes)
+            out = root / f"run-{path.name}"
+            assert cli.main(_argv("run", path, out)) == 0
+            done[suffix, classes] = path, out
+        return done[suffix, classes]
+
+    return run
+
+
+def _records(out: Path) -> list[dict]:
+    lines = (out / "metrics.jsonl").read_text().splitlines()
+    return [{k: v for k, v in json.loads(line).items() if k not in TIMING} for line in lines]
+
+
+@pytest.mark.long
+@pytest.mark.parametrize(("suffix", "classes"), FORMATS)
+def test_each_format_of_each_task_runs_with_its_checksum_recorded(runs, suffix, classes):
+    path, out = runs(suffix, classes)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "completed"
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    assert summary["meta"]["data_file"] == {"path": str(path.resolve()), "sha256": digest}
+    last = _records(out)[-1]
+    assert ("test_accuracy" in last) == classes and ("test_rmse" in last) != classes
+    assert sgrld.load_samples(out).params["net"]["Dense_0"]["kernel"].shape[1:] == (2, 3, 8)
+
+
+@pytest.mark.long
+def test_a_regression_file_run_is_exported_and_diagnosed_from_its_file(runs, capsys):
+    path, out = runs(".csv", False)
+    assert cli.main(["export", str(out)]) == 0
+    assert (out / "inference_data.nc").is_file()
+    y = observed_targets(out)["y"]  # the training rows' targets, rebuilt from the file
+    rows = _table(False)["y"].to_numpy()
+    assert len(y) == 42 and np.abs(y[:, None] - rows).min(axis=1).max() < 1e-5 * rows.std()
+    assert cli.main(["diagnose", str(out)]) == 0
+    assert "R-hat" in capsys.readouterr().out
+
+
+@pytest.mark.long
+def test_a_file_run_killed_resumes_bit_for_bit_and_refuses_a_changed_file(runs, tmp_path, capsys):
+    path, ref = runs(".npz", False)
+    out, log = tmp_path / "out", tmp_path / "log.txt"
+    env = {**cpu_env(), checkpoint.PAUSE_ENV: "5"}  # time for the poller to see epoch 1's
+    with log.open("w") as f:
+        cmd = [sys.executable, "-m", "sgrld", *_argv("run", path, out)]
+        proc = subprocess.Popen(cmd, stdout=f, stderr=f, env=env)
+    deadline = time.monotonic() + 240
+    while not checkpoint.path_of(out, 1).exists():
+        assert proc.poll() is None, log.read_text()
+        assert time.monotonic() < deadline, "the first checkpoint was never written"
+        time.sleep(0.002)
+    proc.send_signal(signal.SIGKILL)
+    assert proc.wait(timeout=60) == -signal.SIGKILL
+
+    original = path.read_bytes()
+    path.write_bytes(original + b"\0")  # the file changes under the run
+    before = {p: p.stat().st_mtime_ns for p in out.rglob("*")}
+    capsys.readouterr()
+    assert cli.main(["run", "--resume", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"sgrld: error: {path.resolve()}: changed since the run in {out}")
+    assert "\n" not in err and {p: p.stat().st_mtime_ns for p in out.rglob("*")} == before
+
+    path.write_bytes(original)
+    assert cli.main(["run", "--resume", str(out)]) == 0
+    assert _records(out) == _records(ref)
+    got, want = sgrld.load_samples(out), sgrld.load_samples(ref)
+    assert got.names == want.names
+    for a, b in zip(jax.tree.leaves(got[:4]), jax.tree.leaves(want[:4]), strict=True):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+
+
+@pytest.mark.long
+def test_a_file_is_swept(tmp_path: Path, capsys):
+    path = _write(tmp_path, ".parquet", True)
+    argv = _argv("sweep", path, tmp_path / "sweep", "run.chains=1")
+    assert cli.main([*argv, "--grid", "sampler.learning_rate=[0.02, 0.05]"]) == 0
+    sweep = json.loads((tmp_path / "sweep" / "sweep.json").read_text())
+    assert len(sweep["rows"]) == 2 and "classes.parquet" in capsys.readouterr().out
+
+
+FACTORIES = """
+import equinox as eqx
+from flax import linen
+
+def linen_mlp(num_outputs):
+    return linen.Sequential([linen.Dense(8), linen.tanh, linen.Dense(num_outputs)])
+
+def equinox_mlp(key, num_outputs, input_shape):
+    return eqx.nn.MLP(input_shape[0], num_outputs, 8, 1, key=key)
+
+def three():
+    return 3
+
+def four_outputs(num_outputs):
+    return linen.Dense(4)
+"""
+
+
+@pytest.fixture
+def factories(tmp_path: Path, monkeypatch) -> str:
+    """A module of factories in the working directory, by a name no other test uses."""
+    name = f"my_models_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{name}.py").write_text(textwrap.dedent(FACTORIES))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the working directory is put first
+    yield name
+    sys.modules.pop(name, None)
+
+
+@pytest.mark.long
+@pytest.mark.parametrize(("function", "leaf"), [("linen_mlp", "layers_0"), ("equinox_mlp", None)])
+def test_a_factory_built_network_runs(tmp_path: Path, factories, function, leaf):
+    path = _write(tmp_path, ".csv", True)
+    argv = _argv("run", path, tmp_path / "out", f'model.factory="{factories}:{function}"')
+    assert cli.main(argv) == 0
+    net = sgrld.load_samples(tmp_path / "out").params["net"]
+    assert (leaf in net) if leaf else len(jax.tree.leaves(net)) == 4  # Equinox: 2 weights, 2 biases
+
+
+def _refused(argv: list[str], out: Path, capsys) -> str:
+    """The one line ``sgrld`` printed for ``argv`` (exit code 2), after checking that nothing
+    was written."""
+    capsys.readouterr()
+    code = cli.main(argv)
+    err = capsys.readouterr().err.strip()
+    assert code == 2, err
+    assert err.startswith("sgrld: error: ") and "\n" not in err and "Traceback" not in err
+    assert not out.exists()
+    return err
+
+
+GOOD = "a,b,y\n" + "".join(f"{i},{i % 4},{i % 2}\n" for i in range(30))
+
+
+@pytest.mark.parametrize(
+    ("text", "settings", "words"),
+    [
+        (None, [], ["nothing.csv: no such file"]),
+        (GOOD, ["data.target=label"], ["bad.csv: no column 'label'"]),
+        (GOOD + "1,,0\n", [], ["bad.csv: 'b' has a NaN", "row 30"]),
+        (GOOD + "1,2,0,7\n", [], ["bad.csv: a ragged row", "line 32"]),
+        (GOOD + "1,2,cat\n", [], ["bad.csv: column 'y' is not numeric", "row 30: 'cat'"]),
+        (GOOD, ["data.validation_size=24"], ["bad.csv: 30 rows are too few", "validation"]),
+        (GOOD, ["model.factory=nosuchmodule_51:f"], ["no module named 'nosuchmodule_51'"]),
+        (GOOD, ["model.factory={name}:missing"], [".py has no 'missing'"]),
+        (GOOD, ["model.factory={name}:three"], ["returned a builtins.int, not a Flax"]),
+        (GOOD, ["model.factory={name}:four_outputs"], ["to (2, 4), not (2, 2)"]),
+        (GOOD, ["model.kind=regression_mlp"], ["data.path = ", "is a classification data set"]),
+    ],
+)
+def test_a_bad_file_or_factory_is_one_line_and_nothing_is_written(
+    tmp_path: Path, factories, capsys, text, settings, words
+):
+    path = tmp_path / ("bad.csv" if text is not None else "nothing.csv")
+    if text is not None:
+        path.write_text(text)
+    settings = [s.format(name=factories) for s in settings]
+    err = _refused(_argv("run", path, tmp_path / "out", *settings), tmp_path / "out", capsys)
+    for word in words:
+        assert word in err, err
+
+
+@pytest.mark.parametrize(
+    ("settings", "words"),
+    [
+        (['data.path="d.csv"', "data.name=digits"], "data.name: a key of the registry's data sets"),
+        (['data.path="d.csv"', "data.split=1"], "data.split: a key of the registry's data sets"),
+        (['data.path="d.csv"', "data.task=ranking"], "data.task: unknown value 'ranking'"),
+        (['data.path="d.csv"', "data.inputs=[]"], "data.inputs: names no input"),
+        (["data.target=y"], "data.target: a key of a data file (data.path), not of 'mnist'"),
+        (['model.factory="my_models"'], "model.factory: 'my_models' is not of the form"),
+    ],
+)
+def test_keys_of_a_data_file_or_a_factory_are_checked_with_the_configuration(
+    tmp_path: Path, capsys, settings, words
+):
+    argv = ["run", *(arg for s in settings for arg in ("--set", s)), "--out", str(tmp_path / "o")]
+    assert words in _refused(argv, tmp_path / "o", capsys)
