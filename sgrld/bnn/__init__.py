@@ -18,9 +18,10 @@ Example:
     ((4,), ())
 """
 
-from sgrld.bnn import adapters, convolutions, dropout, likelihoods, models, priors
-from sgrld.bnn.models import CNN, MLP, ResNet20, apply_fn, init_params, regression_mlp
+from sgrld.bnn import adapters, convolutions, dropout, likelihoods, models, priors, resnet
+from sgrld.bnn.models import CNN, MLP, apply_fn, init_params, regression_mlp
 from sgrld.bnn.priors import Prior, logprior_fn
+from sgrld.bnn.resnet import ResNet20
 
 __all__ = [
     "CNN",
@@ -37,4 +38,5 @@ __all__ = [
     "models",
     "priors",
     "regression_mlp",
+    "resnet",
 ]

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import sgrld
-from sgrld.bnn import convolutions, likelihoods, models, priors
+from sgrld.bnn import convolutions, likelihoods, models, priors, resnet
 from sgrld_app import config as sgrld_config
 from sgrld_app.config.registries import CONVOLUTIONS
 from sgrld_app.from_config import _model
@@ -85,7 +85,7 @@ def test_im2col_conv_rejects_what_it_does_not_compute():
 MODELS = {
     "cnn": (lambda conv: models.CNN(dense_features=(16,), conv=conv), (4, 28, 28, 1)),
     "resnet": (
-        lambda conv: models.ResNet20(width=4, depth=8, image_shape=(16, 16, 3), conv=conv),
+        lambda conv: resnet.ResNet20(width=4, depth=8, image_shape=(16, 16, 3), conv=conv),
         (4, 16, 16, 3),
     ),
 }

@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from sgrld.bnn import models, priors
+from sgrld.bnn import models, priors, resnet
 from sgrld.data import DataError, load_dataset
 from sgrld_app import config as sgrld_config
 from sgrld_app.from_config import build_experiment
@@ -50,7 +50,7 @@ def reference_resnet20(net, x):
 
 
 def test_resnet20_layers_and_parameter_count():
-    model = models.ResNet20()
+    model = resnet.ResNet20()
     net = jax.eval_shape(lambda: models.init_params(model, jax.random.key(0), (1, 32, 32, 3)))
     shapes = jax.tree.map(lambda s: s.shape, net)
     assert shapes["Conv_0"] == {"kernel": (3, 3, 3, 16)}  # convolutions have no bias
@@ -64,7 +64,7 @@ def test_resnet20_layers_and_parameter_count():
 
 
 def test_resnet20_forward_matches_a_layer_by_layer_reference():
-    model = models.ResNet20(width=2, image_shape=(8, 8, 3))
+    model = resnet.ResNet20(width=2, image_shape=(8, 8, 3))
     net = random_params(model, (1, 8, 8, 3))
     x = jax.random.normal(jax.random.key(1), (5, 8, 8, 3))
     logits = jax.jit(models.apply_fn(model))(net, x.reshape(5, -1))  # flat input, NHWC order
@@ -73,13 +73,13 @@ def test_resnet20_forward_matches_a_layer_by_layer_reference():
 
 def test_resnet20_rejects_bad_depth_and_shapes():
     with pytest.raises(ValueError, match="6n \\+ 2"):
-        models.init_params(models.ResNet20(depth=21), jax.random.key(0), (1, 32, 32, 3))
+        models.init_params(resnet.ResNet20(depth=21), jax.random.key(0), (1, 32, 32, 3))
     with pytest.raises(ValueError, match="NHWC images"):
-        models.init_params(models.ResNet20(), jax.random.key(0), (1, 3, 32, 32, 1))
+        models.init_params(resnet.ResNet20(), jax.random.key(0), (1, 3, 32, 32, 1))
 
 
 def test_evaluation_uses_the_reference_statistics_not_the_batch():
-    model = models.ResNet20(width=2, image_shape=(8, 8, 3))
+    model = resnet.ResNet20(width=2, image_shape=(8, 8, 3))
     net = random_params(model, (1, 8, 8, 3))
     x_train = jax.random.normal(jax.random.key(2), (16, 8, 8, 3))
     x = jax.random.normal(jax.random.key(3), (4, 8, 8, 3)) * 3 + 1
@@ -97,7 +97,7 @@ def test_evaluation_uses_the_reference_statistics_not_the_batch():
 
 def test_correlated_prior_on_resnet_kernels():
     """3x3 kernels get the correlated density, 1x1 shortcuts and the dense layer a Gaussian."""
-    model = models.ResNet20(width=2, image_shape=(8, 8, 3))
+    model = resnet.ResNet20(width=2, image_shape=(8, 8, 3))
     net = random_params(model, (1, 8, 8, 3))
     correlated = priors.conv_correlated(weight_scale=1.41).log_prob
     gaussian = priors.gaussian(weight_scale=1.41).log_prob
