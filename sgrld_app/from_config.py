@@ -36,7 +36,7 @@ from sgrld.samplers.guarantee import (
     warn_if_minibatch_noise_dominates,
 )
 from sgrld.samplers.sampler import Sampler
-from sgrld.samples.results import ResultsError
+from sgrld.samples.results import ResultsError, leaf_paths
 from sgrld_app import auto_rate, checkpoint, data_and_model, run_folder
 from sgrld_app.config import (
     PRIORS,
@@ -89,9 +89,9 @@ def build_experiment(
             range the files allow.
     """
     parts = _posterior(config)
-    ds, prior, regression = parts.ds, parts.prior, parts.regression
+    ds, regression = parts.ds, parts.regression
     x_train, y_train = parts.train
-    fixed, potential, noise_std = parts.fixed, parts.potential, parts.noise_std
+    fixed, potential = parts.fixed, parts.potential
     num_steps = config.run.epochs * (len(x_train) // config.data.batch_size)
     build = sampler or (
         lambda potential, n: sampler_of(
@@ -103,14 +103,7 @@ def build_experiment(
             burn_in=config.run.burn_in,
         )
     )
-
-    def init_fn(key):
-        net = parts.net.init(key)
-        params = {"net": net, "prior": prior.init(net)}
-        if regression and noise_std is None:
-            params["likelihood"] = bnn.likelihoods.init_likelihood_params()
-        return params
-
+    init_fn = _init_fn(parts)
     check_exact_size(config, jax.eval_shape(init_fn, jax.random.key(0)))
     meta = {"config": config.to_dict(), "guarantee": guarantee_of(config)}
     meta.update(data_and_model.data_file_meta(config, ds))
@@ -159,14 +152,29 @@ def _posterior(config: Config) -> _Posterior:
     return _Posterior(ds, train, regression, net, prior, noise_std, fixed, potential)
 
 
+def _init_fn(parts: _Posterior) -> Callable[[jax.Array], PyTree]:
+    """``key -> params`` of one chain: the network's, the prior's and a sampled σ's."""
+
+    def init_fn(key: jax.Array) -> PyTree:
+        net = parts.net.init(key)
+        params = {"net": net, "prior": parts.prior.init(net)}
+        if parts.regression and parts.noise_std is None:
+            params["likelihood"] = bnn.likelihoods.init_likelihood_params()
+        return params
+
+    return init_fn
+
+
 def log_posterior(config: Config) -> Callable[[PyTree], jax.Array]:
     """The full-batch log posterior ``log p(θ|D)`` of a configuration's run, up to a constant:
     ``params -> −N · potential(θ, (x, y))`` with the potential of :func:`build_experiment` and
     ``(x, y)`` the whole training set (``N`` examples), i.e. ``Σ_i log p(y_i|x_i, θ) + log p(θ)``.
 
-    The ``log_prob`` that :func:`sgrld.samples.stein.ksd` takes (``sgrld diagnose`` uses it). It
-    loads the data set as :func:`build_experiment` does, so it needs the data files
-    (``data.data_dir``).
+    The ``log_prob`` that :func:`sgrld.samples.stein.ksd` takes (``sgrld diagnose`` uses it): it
+    takes the parameters as the run's initialisation builds them, or as the nested dicts of a
+    results folder (:func:`sgrld.load_samples`; a factory's Equinox model, say, is rebuilt from
+    them). It loads the data set as :func:`build_experiment` does, so it needs the data files
+    (``data.data_dir``, ``data.path``).
 
     Raises:
         sgrld.data.DataError: if the data set's files are missing or corrupt.
@@ -174,8 +182,13 @@ def log_posterior(config: Config) -> Callable[[PyTree], jax.Array]:
     parts = _posterior(config)
     potential, batch = parts.potential, tuple(jnp.asarray(a) for a in parts.train)
     num_data = potential.num_data
+    template = jax.eval_shape(_init_fn(parts), jax.random.key(0))
+    structure, paths = jax.tree.structure(template), leaf_paths(template)
 
     def log_prob(params: PyTree) -> jax.Array:
+        if jax.tree.structure(params) != structure:  # a results folder's nested dicts
+            leaves = dict(zip(leaf_paths(params), jax.tree.leaves(params), strict=True))
+            params = jax.tree.unflatten(structure, [leaves[p] for p in paths])
         return -num_data * potential(params, batch)
 
     return log_prob

@@ -112,7 +112,7 @@ def test_a_regression_file_run_is_exported_and_diagnosed_from_its_file(runs, cap
     rows = _table(False)["y"].to_numpy()
     assert len(y) == 42 and np.abs(y[:, None] - rows).min(axis=1).max() < 1e-5 * rows.std()
     assert cli.main(["diagnose", str(out)]) == 0
-    assert "R-hat" in capsys.readouterr().out
+    assert "kernel Stein discrepancy (IMQ)" in capsys.readouterr().out  # the file read again
 
 
 @pytest.mark.long
@@ -189,12 +189,17 @@ def factories(tmp_path: Path, monkeypatch) -> str:
 
 @pytest.mark.long
 @pytest.mark.parametrize(("function", "leaf"), [("linen_mlp", "layers_0"), ("equinox_mlp", None)])
-def test_a_factory_built_network_runs(tmp_path: Path, factories, function, leaf):
+def test_a_factory_built_network_runs_and_is_diagnosed(
+    tmp_path: Path, factories, capsys, function, leaf
+):
     path = _write(tmp_path, ".csv", True)
     argv = _argv("run", path, tmp_path / "out", f'model.factory="{factories}:{function}"')
     assert cli.main(argv) == 0
     net = sgrld.load_samples(tmp_path / "out").params["net"]
     assert (leaf in net) if leaf else len(jax.tree.leaves(net)) == 4  # Equinox: 2 weights, 2 biases
+    capsys.readouterr()
+    assert cli.main(["diagnose", str(tmp_path / "out")]) == 0  # the KSD rebuilds the model's tree
+    assert "kernel Stein discrepancy (IMQ)" in capsys.readouterr().out
 
 
 def _refused(argv: list[str], out: Path, capsys) -> str:
