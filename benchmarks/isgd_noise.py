@@ -33,7 +33,8 @@ import jax.numpy as jnp
 import sgrld
 from sgrld.samplers.isgd import noise_estimate
 from sgrld_app.config import with_overrides
-from sgrld_app.from_config import build_experiment, run_config
+from sgrld_app.from_config import build_experiment
+from sgrld_app.launch import run_config
 from sgrld_app.sampler_from_config import sampler_of
 from sgrld_reproductions.isgd_uci import runs
 from sgrld_reproductions.scaffolding import ISGD_METHODS

@@ -1,6 +1,6 @@
 """SGRLD on the UCI regression benchmarks: test RMSE and NLL over the published splits.
 
-Runs ``sgrld_app.from_config.run_config`` for every data set, sampler and split asked for: a
+Runs ``sgrld_app.launch.run_config`` for every data set, sampler and split asked for: a
 one-hidden- layer ReLU network of 50 units (the PBP / MC-dropout setup), the Gaussian prior (std
 1.41/√fan_in on weights, 1 on biases), the Gaussian likelihood with sampled noise, minibatches of
 32, the same number of steps for every data set (``--steps``; epochs = steps / steps per epoch,
@@ -32,7 +32,7 @@ from timing import environment, spread, table
 
 from sgrld.data import load_dataset
 from sgrld_app.config import load_config
-from sgrld_app.from_config import run_config
+from sgrld_app.launch import run_config
 
 UCI = ("uci_boston", "uci_concrete", "uci_energy", "uci_wine", "uci_yacht")
 

@@ -55,7 +55,7 @@ GRACE_S = 3.0
 LAST_WORD_S = 2.0
 """Seconds the hook of :func:`last_word` gets before the watcher ends the process without it."""
 EXIT_INTERRUPTED = 130
-"""The exit code of a command stopped by SIGINT or SIGTERM (``sgrld_app.runner.EXIT_CODES``)."""
+"""The exit code of a command stopped by SIGINT or SIGTERM (``sgrld_app.experiment.EXIT_CODES``)."""
 
 
 class Guard:

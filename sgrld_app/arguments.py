@@ -7,14 +7,15 @@ through the :data:`REPRODUCTIONS_GROUP` entry points); the commands themselves a
 from __future__ import annotations
 
 import argparse
-import importlib
 import importlib.metadata
 import sys
 import textwrap
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from sgrld_app import demo
 from sgrld_app import sweep as sgrld_sweep
+from sgrld_app.argument_types import integer_at_least, positive_int
 from sgrld_app.config import Config, to_toml
 
 REPRODUCTIONS_GROUP = "sgrld.reproductions"
@@ -143,11 +144,6 @@ def _output_arguments(
     again = parser.add_mutually_exclusive_group()
     again.add_argument("--resume", metavar="OUT", help=resume)
     again.add_argument("--overwrite", action="store_true", help=overwrite)
-
-
-def _demo_arguments(demo: argparse.ArgumentParser) -> None:
-    """The ``sgrld demo`` subcommand's arguments (:mod:`sgrld_app.demo`'s, imported here)."""
-    importlib.import_module("sgrld_app.demo").add_arguments(demo)
 
 
 def _export_arguments(export: argparse.ArgumentParser) -> None:
@@ -307,41 +303,6 @@ def device_arguments(parser: argparse.ArgumentParser, hosts: bool = True) -> Non
     )
 
 
-def integer_at_least(low: int) -> Callable[[str], int]:
-    """The ``type`` of an integer option of at least ``low``: anything else is a usage error
-    (exit 2) naming the option, before anything runs.
-
-    Example:
-        >>> integer_at_least(1)("3"), integer_at_least(0)("0")
-        (3, 0)
-        >>> integer_at_least(1)("-1")
-        Traceback (most recent call last):
-        ...
-        argparse.ArgumentTypeError: must be an integer >= 1, got '-1'
-    """
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = low - 1
-        if value < low:
-            raise argparse.ArgumentTypeError(f"must be an integer >= {low}, got {text!r}")
-        return value
-
-    parse.__name__ = f"integer >= {low}"
-    return parse
-
-
-positive_int = integer_at_least(1)
-"""An integer option of at least 1."""
-
-
-def device_count(text: str) -> int | str:
-    """``--devices N`` as a number (other text is left for the configuration check)."""
-    return int(text) if text.isdigit() else text
-
-
 def reproductions() -> dict[str, Any]:
     """The reproductions installed under :data:`REPRODUCTIONS_GROUP`, by name."""
     found = importlib.metadata.entry_points(group=REPRODUCTIONS_GROUP)
@@ -370,7 +331,7 @@ _COMMANDS = {
         "Identity, RMSprop, Monge and Shampoo SGRLD on scikit-learn's digits with a 64-100-100-10 "
         "MLP and the horseshoe prior: a table of log-likelihood, accuracy, ECE and time, and the "
         "curves of Yu et al.'s Fig. 3.",
-        _demo_arguments,
+        demo.add_arguments,
     ),
     "export": _Command(
         "write a run's samples as ArviZ data (netCDF or Zarr)",

@@ -34,7 +34,7 @@ from sgrld.chains.step_size import (
 from sgrld.samplers.guarantee import warn_if_minibatch_noise_dominates
 from sgrld_app import scoring
 from sgrld_app.config import ConfigError
-from sgrld_app.runner import Experiment, RunPlan
+from sgrld_app.experiment import Experiment, RunPlan
 
 META_KEY = "learning_rate_search"
 """The key of the choice in a run's ``meta``."""

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import errno
-import importlib
-import importlib.metadata
 import json
 import os
 import sys
@@ -32,17 +30,14 @@ from sgrld.chains import devices
 from sgrld.data import DataError
 from sgrld.samples import arviz_export, atomic, diagnostics, stein
 from sgrld.samples.results import ResultsError, draws_per_epoch, load_samples
-from sgrld_app import report, run_end, run_folder, runner, sweep_resume
+from sgrld_app import demo, report, run_end, run_folder, sweep_resume
 from sgrld_app import sweep as sgrld_sweep
-from sgrld_app.arguments import (
-    KSD_MAX_DIM,
-    KSD_MAX_DRAWS,
-    build_parser,
-    device_arguments,
-    device_count,
-)
+from sgrld_app.argument_types import device_count
+from sgrld_app.arguments import KSD_MAX_DIM, KSD_MAX_DRAWS, build_parser, device_arguments
 from sgrld_app.config import Config, ConfigError, load_config
-from sgrld_app.from_config import log_posterior, observed_targets, run_config
+from sgrld_app.experiment import EXIT_CODES
+from sgrld_app.from_config import log_posterior, observed_targets
+from sgrld_app.launch import run_config
 
 
 def sweep_command(args: argparse.Namespace) -> int:
@@ -73,7 +68,7 @@ def sweep_command(args: argparse.Namespace) -> int:
     )
     console.print(report.rich_table(out.caption, out.columns, out.rows))
     console.print(out.result.message)
-    return runner.EXIT_CODES[out.result.status]
+    return EXIT_CODES[out.result.status]
 
 
 def _join(argv: list[str] | None) -> None:
@@ -140,7 +135,7 @@ def run_command(args: argparse.Namespace) -> int:
         caption = f"{name} after {len(result.records)} epochs"
         console.print(report.rich_table(caption, report.summary_columns(row), [row]))
     console.print(result.message)
-    return runner.EXIT_CODES[result.status]
+    return EXIT_CODES[result.status]
 
 
 def _what(path: Path | None, config: Config) -> str:
@@ -274,7 +269,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         if args.command in COMMANDS:
             return COMMANDS[args.command](args)
         if args.command == "demo":
-            return importlib.import_module("sgrld_app.demo").run(args)
+            return demo.run(args)
         return args.reproduction.run(args)
     except (ConfigError, DataError, ResultsError) as err:
         print(f"sgrld: error: {err}", file=sys.stderr)
@@ -292,7 +287,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         os._exit(EXIT_PROCESS_FAILED)  # not JAX's exit, which waits for the dead process, aborts
     except KeyboardInterrupt:  # before a run started (while loading data) or a second Ctrl-C
         print("sgrld: interrupted", file=sys.stderr)
-        return runner.EXIT_CODES["interrupted"]
+        return EXIT_CODES["interrupted"]
     except OSError as err:
         print(f"sgrld: error: {os_error_line(err, _kept_now())}", file=sys.stderr, flush=True)
         return EXIT_OS_ERROR
@@ -335,7 +330,7 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 def _interrupted(name: str, kept: str) -> int:
     """Say that ``name`` (a signal) stopped the command and what was kept; the exit code."""
     print(f"sgrld: interrupted by {name}; {kept}", file=sys.stderr, flush=True)
-    return runner.EXIT_CODES["interrupted"]
+    return EXIT_CODES["interrupted"]
 
 
 _KEPT: list[Callable[[], str]] = []

@@ -16,7 +16,7 @@ Shampoo   0.01           0.02 and 0.05 diverged right after the first root refre
 ========  =============  ====================================================================
 
 Batches of 32 (39 steps per epoch), burn-in 1000 minibatches, a sample every 20, 100 epochs: 145
-samples per metric. Each metric is one :func:`sgrld_app.from_config.run_config` run whose folder
+samples per metric. Each metric is one :func:`sgrld_app.launch.run_config` run whose folder
 (``--out``/``<metric>``) holds its configuration, ``metrics.jsonl`` and ``summary.json``;
 ``--out`` also gets ``demo.md`` (the printed table: test log-likelihood, accuracy, ECE, validation
 log-likelihood, seconds per epoch of sampling and of scoring, compile seconds) and ``curves.png``
@@ -29,10 +29,11 @@ import argparse
 import json
 from pathlib import Path
 
-from sgrld_app import auto_rate, report, runner
-from sgrld_app.arguments import integer_at_least, positive_int
+from sgrld_app import auto_rate, report
+from sgrld_app.argument_types import integer_at_least, positive_int
 from sgrld_app.config import Config, ConfigError, load_config
-from sgrld_app.from_config import run_config
+from sgrld_app.experiment import EXIT_CODES, Result
+from sgrld_app.launch import run_config
 
 BASE = [
     'data.name="digits"',
@@ -77,7 +78,7 @@ def configs(out: str | Path, epochs: int = EPOCHS, seed: int = 0) -> dict[str, C
     }
 
 
-def run_learning_rate(result: runner.Result) -> str:
+def run_learning_rate(result: Result) -> str:
     """The rate a run used, as the table shows it: the chosen one, marked, where it was
     ``"auto"`` (:mod:`sgrld_app.auto_rate`).
 
@@ -142,4 +143,4 @@ def run(args: argparse.Namespace) -> int:
     for r in results.values():
         if r.status != "completed":
             console.print(r.message)
-    return max(runner.EXIT_CODES[r.status] for r in results.values())
+    return max(EXIT_CODES[r.status] for r in results.values())

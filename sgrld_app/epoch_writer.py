@@ -44,7 +44,7 @@ class RunSetup:
     names: list[str]
     kind: scoring.Kind = "classification"
     groups: int | None = None
-    """Groups of chains scored apart in every record (:attr:`sgrld_app.runner.RunPlan.seeds`;
+    """Groups of chains scored apart in every record (:attr:`sgrld_app.experiment.RunPlan.seeds`;
     None: none)."""
 
 

@@ -193,7 +193,8 @@ def describe(config: Config) -> str:
 
 
 def summary_row(result: Any, **first: str) -> dict[str, Any]:
-    """One table row of a run (:class:`sgrld_app.runner.Result`): its final scores and its timing.
+    """One table row of a run (:class:`sgrld_app.experiment.Result`): its final scores and its
+    timing.
 
     Args:
         result: the run's result.

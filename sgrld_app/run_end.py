@@ -141,7 +141,7 @@ class RunEnd:
         summary: the run's summary file (``None``: no results folder).
         epochs: the run's epoch writer (its records and compile time so far).
         schedule, steps, meta: as in :func:`sgrld_app.records.summary` (``schedule`` a
-            :class:`sgrld_app.runner.RunPlan`).
+            :class:`sgrld_app.experiment.RunPlan`).
     """
 
     summary: Summary | None

@@ -33,7 +33,7 @@ Existing = Literal["refuse", "overwrite"]
 RUN_FILES = ("summary.json", "metrics.jsonl", "curves.png", "samples", checkpoint.FOLDER)
 """What a run writes into its folder (``summary.json`` first: it is removed first)."""
 CONFIG_FILES = ("config.toml", "config.json")
-"""What :func:`sgrld_app.from_config.run_config` adds: the resolved configuration."""
+"""What :func:`sgrld_app.launch.run_config` adds: the resolved configuration."""
 
 
 def check_writable(out: Path) -> None:
@@ -64,7 +64,7 @@ def check_writable(out: Path) -> None:
 def refuse_kept(out: Path, command: str) -> None:
     """Refuse to start ``sgrld run`` or ``sgrld sweep`` (``command``) in ``out`` if it holds any
     file of a run, saying what can be done: ``--resume`` only when there is something to resume
-    (``config.json`` or a checkpoint, what :func:`sgrld_app.from_config.check_resumable` reads;
+    (``config.json`` or a checkpoint, what :func:`sgrld_app.launch.check_resumable` reads;
     with a configuration file named when ``out`` has no ``config.toml``, as ``--resume`` without
     one reads it), and by the command that made the run (a sweep's ``summary.json`` says so);
     else remove the folder or choose another ``--out``. ``--overwrite`` replaces it either way.
@@ -176,7 +176,7 @@ def start(
 
 
 def existing_of(folder: Path, resume: bool) -> Literal["resume", "overwrite"]:
-    """How :func:`sgrld_app.from_config.run_config` treats ``folder`` when a command is asked to
+    """How :func:`sgrld_app.launch.run_config` treats ``folder`` when a command is asked to
     ``resume`` its runs: a run there (its ``config.json``) is continued from its newest checkpoint
     (after checking its configuration); a folder without one, or ``resume=False``, starts afresh.
 
@@ -195,7 +195,7 @@ def existing_of(folder: Path, resume: bool) -> Literal["resume", "overwrite"]:
 def resume_point(out: Path, meta: Mapping[str, Any]) -> checkpoint.Saved | None:
     """The newest checkpoint of the run in ``out``, to continue it with
     ``sgrld_app.runner.run(..., resume=...)``, after checking that the run was started with ``meta``
-    (the :class:`sgrld_app.runner.Experiment`'s; the runner checks the schedule itself).
+    (the :class:`sgrld_app.experiment.Experiment`'s; the runner checks the schedule itself).
 
     Returns:
         ``None`` if ``out`` holds no checkpoint: the run starts afresh.

@@ -10,7 +10,7 @@ How a run works (:func:`run`):
   ``chains = K`` chains are ``jax.vmap``-ed, each with its own initialisation, shuffling and noise.
 * Burn-in and thinning count minibatches over the whole run (global step ``s``, from 0), as in
   the authors' code: ``s`` is a sample when ``s >= burn_in and (s + 1) % thin == 0``
-  (:func:`sample_steps`).
+  (:func:`sgrld_app.experiment.sample_steps`).
 * Samples are scored online: after the chunk, which buffers the epoch's samples, one jitted call
   (:mod:`sgrld_app.scoring`) lets each predict the evaluation sets and folds it into the ensembles.
   Memory holds one epoch's samples at most (a warning says when that exceeds
@@ -28,11 +28,11 @@ How a run works (:func:`run`):
 * ``save_samples=True`` writes each epoch's samples to ``samples/epoch_EEEE.npz``
   (:func:`sgrld.load_samples` reads them back, with no template).
 
-:func:`sgrld_app.from_config.run_config` builds everything from a configuration and runs it.
+:func:`sgrld_app.launch.run_config` builds everything from a configuration and runs it.
 
 Example:
     >>> from sgrld_app.config import load_config
-    >>> from sgrld_app.from_config import run_config
+    >>> from sgrld_app.launch import run_config
     >>> cfg = load_config(None, ["data.name=digits", "data.batch_size=32",
     ...     "model.widths=[16]", "prior.kind=gaussian", "sampler.learning_rate=0.05",
     ...     "run.epochs=2", "run.burn_in=20", "run.thin=10"])
@@ -46,12 +46,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import math
 import warnings
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -62,140 +59,12 @@ from sgrld.chains import devices, divergence
 from sgrld.chains import engine as eng
 from sgrld.chains.dispersion import warn_if_chains_disagree
 from sgrld.numerics.pytrees import PyTree
-from sgrld.samplers.sampler import Sampler
 from sgrld_app import checkpoint, records, run_end, run_folder, scoring
 from sgrld_app.epoch_writer import EpochWriter, RunSetup
+from sgrld_app.experiment import Experiment, Result, RunPlan, Status, first_kept_window
 
-Status = Literal["completed", "diverged", "interrupted"]
-EXIT_CODES = {"completed": 0, "diverged": 1, "interrupted": 130}
-"""The ``sgrld`` command's exit code for each :class:`Result` status."""
 BUFFER_WARN_BYTES = 2**30
 """An epoch's sample buffer (all chains; ``ceil(steps / thin) + 1`` copies) above this warns."""
-
-
-def first_kept_window(burn_in: int, thin: int) -> int:
-    """The engine's burn-in (:func:`sgrld.chains.engine.is_kept`) for the authors' rule.
-
-    Example:
-        >>> first_kept_window(7, 4)  # kept: 7, 11, ... = the engine's rule from step 4
-        4
-    """
-    return math.ceil((burn_in + 1) / thin) * thin - thin
-
-
-def sample_steps(num_steps: int, burn_in: int, thin: int) -> np.ndarray:
-    """The global steps (0-based) at which a sample is taken.
-
-    Step ``s`` is a sample when ``s >= burn_in`` and ``(s + 1) % thin == 0``, as in the authors'
-    code (``inference.py``), so with ``burn_in = 1000`` and ``thin = 100`` the first sample is the
-    state after the 1100th minibatch.
-
-    Example:
-        >>> sample_steps(30, burn_in=7, thin=4).tolist()
-        [7, 11, 15, 19, 23, 27]
-    """
-    s = np.arange(num_steps)
-    return s[eng.is_kept(s, first_kept_window(burn_in, thin), thin)]
-
-
-@dataclass(frozen=True)
-class RunPlan:
-    """How long to sample and which steps to keep.
-
-    Attributes:
-        epochs: passes over the training set.
-        batch_size: minibatch size B (an epoch is ``n_train // B`` steps).
-        burn_in: global steps before the first sample.
-        thin: a sample every ``thin`` steps (see :func:`sample_steps`).
-        chains: independent chains, run with ``jax.vmap``.
-        seed: seed of the initialisation, shuffling and noise of all chains.
-        seeds: one seed per group of chains instead (``None``: ``seed`` for all): the chains are
-            cut into ``len(seeds)`` groups of ``chains / len(seeds)`` consecutive chains, and
-            group ``g`` gets the initialisations and keys of a run of that many chains with
-            ``seed = seeds[g]`` (the replicates of :mod:`sgrld_app.sweep`).
-    """
-
-    epochs: int
-    batch_size: int
-    burn_in: int = 0
-    thin: int = 1
-    chains: int = 1
-    seed: int = 0
-    seeds: tuple[int, ...] | None = None
-
-    def __post_init__(self):
-        lows = {"epochs": 1, "batch_size": 1, "burn_in": 0, "thin": 1, "chains": 1}
-        for name, low in lows.items():
-            value = getattr(self, name)
-            if isinstance(value, bool) or int(value) != value or value < low:
-                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-        if self.seeds is not None and (not self.seeds or self.chains % len(self.seeds)):
-            raise ValueError(
-                f"seeds must be None or 1 to chains={self.chains} seeds dividing the chains "
-                f"into equal groups, got {len(self.seeds)}"
-            )
-
-
-@dataclass(frozen=True)
-class Experiment:
-    """What to sample and how to score it.
-
-    Attributes:
-        sampler: a :class:`sgrld.Sampler` whose ``step(key, state, (x, y))`` takes a minibatch.
-        init_fn: ``key -> params`` of one chain (called with a different key per chain).
-        predict_fn: ``(params, x) -> logits [n, C]`` (classification) or
-            ``(params, x) -> (mean [n], std [n] or scalar)`` (regression).
-        train: training inputs and targets (numpy or JAX arrays with a leading example axis).
-        eval_sets: evaluation sets by name, e.g. ``{"test": (x, y), "val": (x, y)}``; empty
-            sets are skipped.
-        kind: ``"classification"`` or ``"regression"``.
-        meta: anything JSON-serialisable to store in ``summary.json`` (e.g. the configuration).
-        chain_args: further arguments of ``sampler.init`` after the parameters, each with a
-            leading chain axis (e.g. the per-chain hyperparameters of
-            :func:`sgrld.samplers.swept.swept`).
-        keep: a predicate ``step -> bool`` that a kept step must also pass (``None``: burn-in
-            and thinning alone), e.g. the sampling phases of a cyclical schedule
-            (:attr:`sgrld.numerics.schedules.Cyclical.keep`, :class:`sgrld.chains.engine.Engine`).
-        warm: ``states -> states`` of the starting states (:func:`sgrld_app.auto_rate.resolve`).
-    """
-
-    sampler: Sampler
-    init_fn: Callable[[jax.Array], PyTree]
-    predict_fn: Callable[[PyTree, jax.Array], Any]
-    train: tuple[Any, Any]
-    eval_sets: Mapping[str, tuple[Any, Any]]
-    kind: scoring.Kind = "classification"
-    meta: Mapping[str, Any] = field(default_factory=dict)
-    chain_args: tuple[Any, ...] = ()
-    keep: Callable[[Any], Any] | None = None
-    warm: Callable[[Any], Any] = lambda states: states
-
-
-@dataclass
-class Result:
-    """The outcome of :func:`run`.
-
-    Attributes:
-        status: ``"completed"``, ``"diverged"`` or ``"interrupted"``.
-        message: a human-readable account of what happened (and where the results are).
-        records: one dict per completed epoch (the lines of ``metrics.jsonl``).
-        compile_s: seconds to compile the epoch's two functions.
-        state: the final sampler states (leading chain axis), or ``None`` if no epoch completed.
-        out: the results folder, or ``None``.
-        summary: the contents of ``summary.json``.
-        scores: the final ensembles of every chain (leading chain axis), or ``None``.
-        diverged_step: per chain, the global step at which it diverged, or −1.
-    """
-
-    status: Status
-    message: str
-    records: list[dict[str, Any]]
-    compile_s: float
-    state: Any
-    out: Path | None
-    summary: dict[str, Any]
-    scores: scoring.Scores | None = None
-    diverged_step: np.ndarray | None = None
 
 
 def _prepare(

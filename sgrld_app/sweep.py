@@ -12,8 +12,8 @@ process and compilation. ``sgrld sweep`` runs all of them as the chains of one c
   configuration it comes from (:func:`parse_grid`);
 * **replicates**: replicate ``r`` of every setting has the seed ``run.seed + r``: its chains get the
   initialisations, keys and minibatches of ``sgrld run`` with that seed
-  (:attr:`sgrld_app.runner.RunPlan.seeds`), so chain (setting, replicate) computes what the chain
-  of ``sgrld run --set KEY=VALUE --set run.seed=SEED`` computes, up to float rounding (a test
+  (:attr:`sgrld_app.experiment.RunPlan.seeds`), so chain (setting, replicate) computes what the
+  chain of ``sgrld run --set KEY=VALUE --set run.seed=SEED`` computes, up to float rounding (a test
   checks it on a few chains): a program of more chains may round differently, and a chaotic chain
   (RMSprop's, say) can amplify that into another trajectory from the same sampler;
 * **chains**: setting ``i``, replicate ``r`` and chain ``k`` of ``run.chains = K`` is chain
@@ -50,23 +50,23 @@ import dataclasses
 import itertools
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from sgrld.chains.devices import check_mesh, make_mesh
 from sgrld.samplers.swept import swept
-from sgrld.samples import results
-from sgrld_app import auto_rate, report, scoring, sweep_rates
+from sgrld_app import auto_rate, sweep_rates, sweep_table
 from sgrld_app.config import Config, ConfigError, with_overrides
 from sgrld_app.config.toml_io import parse_override
 from sgrld_app.config.validation import MAX_SEED
-from sgrld_app.from_config import build_experiment, run_config, run_plan_of
-from sgrld_app.runner import Experiment, Result, RunPlan
+from sgrld_app.experiment import Experiment, RunPlan
+from sgrld_app.from_config import build_experiment, run_plan_of
+from sgrld_app.launch import run_config
 from sgrld_app.sampler_from_config import sampler_of
 from sgrld_app.sweep_resume import check_resumable_grid
+from sgrld_app.sweep_table import SweepResult
 
 SWEEPABLE: dict[str, tuple[str, str | None]] = {
     "sampler.learning_rate": ("lr", None),
@@ -75,6 +75,8 @@ SWEEPABLE: dict[str, tuple[str, str | None]] = {
 }
 """The keys a grid may sweep: key -> (its column title, the metric it needs or ``None``). Each is
 a scalar that only enters the step's arithmetic, so every chain can hold its own value."""
+TITLES = {key: title for key, (title, _) in SWEEPABLE.items()}
+"""Each sweepable key's column title in the sweep's table."""
 
 FIXED_IN: dict[str, tuple[str, ...]] = {"sampler.temperature": ("isgd",)}
 """Sampler kinds that check a sweepable key's value as a number when they are built (i-SGD its
@@ -202,95 +204,6 @@ def sweep_experiment(
     return experiment, schedule
 
 
-CLASSIFICATION = (
-    ("test_log_likelihood", "test log p(y|X)"),
-    ("test_accuracy", "test acc."),
-    ("test_ece", "test ECE"),
-    ("val_log_likelihood", "val log p(y|X)"),
-)
-REGRESSION = (("test_rmse", "test RMSE"), ("test_nll", "test NLL"), ("val_nll", "val NLL"))
-"""The scores of the table, (score, column title), by kind."""
-
-
-def mean_std(values: np.ndarray) -> str:
-    """``"mean ± std"`` over replicates (std with ``ddof = 1``; one replicate: the value alone),
-    :data:`sgrld_app.report.MISSING` if a replicate has no score.
-
-    Example:
-        >>> mean_std(np.array([-0.1, -0.12, -0.11])), mean_std(np.array([0.5]))
-        ('-0.1100 ± 0.0100', '0.5000')
-    """
-    if not np.all(np.isfinite(values)):
-        return report.MISSING
-    if len(values) == 1:
-        return f"{values[0]:.4f}"
-    return f"{np.mean(values):.4f} ± {np.std(values, ddof=1):.4f}"
-
-
-@dataclasses.dataclass
-class SweepResult:
-    """What :func:`run_sweep` returns.
-
-    Attributes:
-        result: the run of all chains (:class:`sgrld_app.runner.Result`).
-        settings: the settings, key -> value (:func:`settings`).
-        replicates: replicates per setting.
-        scores: per setting, ``NAME_SCORE -> [replicates]`` (each replicate's chains pooled) and
-            ``"diverged"``: chains of the setting that diverged.
-        best: index of the best setting, ``None`` if every setting had a divergence.
-        rows: the table rows (text cells), one per setting.
-        columns: the table's columns (:mod:`sgrld_app.report`).
-        caption: the table's caption.
-    """
-
-    result: Result
-    settings: list[dict[str, float]]
-    replicates: int
-    scores: list[dict[str, Any]]
-    best: int | None
-    rows: list[dict[str, str]]
-    columns: tuple[report.Column, ...]
-    caption: str
-
-
-def _best(kind: scoring.Kind, scores: list[dict[str, Any]]) -> int | None:
-    """The setting of the highest mean validation log-likelihood (lowest NLL) without divergence."""
-    key, sign = ("val_log_likelihood", 1.0) if kind == "classification" else ("val_nll", -1.0)
-    ranked = [
-        (sign * float(np.mean(s[key])), i)
-        for i, s in enumerate(scores)
-        if not s["diverged"] and np.all(np.isfinite(s[key]))
-    ]
-    return max(ranked)[1] if ranked else None
-
-
-def _table(
-    kind: scoring.Kind,
-    points: list[dict[str, float]],
-    scores: list[dict[str, Any]],
-    best: int | None,
-) -> tuple[tuple[report.Column, ...], list[dict[str, str]]]:
-    names = CLASSIFICATION if kind == "classification" else REGRESSION
-    keys = list(points[0]) if points else []
-    titles = [SWEEPABLE[key][0] for key in keys]
-    cols = (
-        *((t, t, report.TEXT) for t in titles),
-        *((title, title, "{:>}") for _, title in names),
-        ("samples", "samples/replicate", "{:>}"),
-        ("diverged", "diverged chains", "{:>}"),
-        ("best", "best", report.TEXT),
-    )
-    rows = []
-    for i, (point, s) in enumerate(zip(points, scores, strict=True)):
-        row = {t: format(point[key], "g") for t, key in zip(titles, keys, strict=True)}
-        row |= {title: mean_std(s[score]) for score, title in names}
-        row["samples"] = str(int(np.min(s["samples"])))
-        row["diverged"] = str(s["diverged"])
-        row["best"] = "◀ best" if i == best else ""
-        rows.append(row)
-    return cols, rows
-
-
 def _check_sweep(config: Config, grids: Sequence[Grid], replicates: int) -> None:
     """Refuse replicates below 1, a key swept twice, or a data set without a validation split."""
     if isinstance(replicates, bool) or int(replicates) != replicates or replicates < 1:
@@ -305,21 +218,6 @@ def _check_sweep(config: Config, grids: Sequence[Grid], replicates: int) -> None
         raise ConfigError(f"--grid: a key is given twice in {keys}")
     if config.data.validation_size == 0:
         raise ConfigError(_NO_VALIDATION.format(name=config.data.source()))
-
-
-def _setting_scores(
-    result: Result, experiment: Experiment, points: int, replicates: int, config: Config
-) -> list[dict[str, Any]]:
-    """Each setting's per-replicate scores and its number of diverged chains."""
-    labels = {name: jnp.asarray(y) for name, (_, y) in experiment.eval_sets.items()}
-    per_group = scoring.group_scores(experiment.kind, result.scores, labels, points * replicates)
-    per_setting = (replicates * config.run.chains,)
-    diverged = (result.diverged_step >= 0).reshape(points, *per_setting).sum(axis=1)
-    return [
-        {name: values[i * replicates : (i + 1) * replicates] for name, values in per_group.items()}
-        | {"diverged": int(diverged[i])}
-        for i in range(points)
-    ]
 
 
 def run_sweep(
@@ -395,10 +293,10 @@ def run_sweep(
         stop_on_divergence=False,
         mesh=mesh,
     )
-    kind = built["experiment"].kind
-    scores = _setting_scores(result, built["experiment"], len(points), replicates, config)
-    best = _best(kind, scores)
-    cols, rows = _table(kind, points, scores, best)
+    experiment = built["experiment"]
+    scores = sweep_table.setting_scores(result, experiment, len(points), replicates, config)
+    best = sweep_table.best_setting(experiment.kind, scores)
+    cols, rows = sweep_table.table(experiment.kind, points, scores, best, TITLES)
     caption = (
         f"sweep of {len(points)} setting(s) x {replicates} replicate(s) ({config.data.source()}, "
         f"{config.sampler.metric}, {len(result.records)} epochs): mean ± std over replicates; "
@@ -406,7 +304,7 @@ def run_sweep(
     )
     sweep = SweepResult(result, points, replicates, scores, best, rows, cols, caption)
     if result.out is not None:
-        _write(sweep, result.out)
+        sweep_table.write(sweep, result.out)
     return sweep
 
 
@@ -450,27 +348,3 @@ _NO_VALIDATION = (
     "sgrld sweep picks the best setting on the validation log-likelihood, but {name} has no "
     "validation split here: set data.validation_size > 0"
 )
-
-
-def _payload(sweep: SweepResult) -> dict[str, Any]:
-    """The table and the per-replicate scores as JSON-safe data (NaN -> ``None``)."""
-    values = lambda a: [report.finite(float(x)) for x in np.asarray(a)]
-    return {
-        "settings": sweep.settings,
-        "replicates": sweep.replicates,
-        "best": sweep.best,
-        "best_setting": None if sweep.best is None else sweep.settings[sweep.best],
-        "scores": [
-            {k: v if k == "diverged" else values(v) for k, v in s.items()} for s in sweep.scores
-        ],
-        "rows": sweep.rows,
-    }
-
-
-def _write(sweep: SweepResult, out: Path) -> None:
-    """Write ``sweep.md`` and ``sweep.json`` to ``out`` and add the sweep to ``summary.json``."""
-    data = _payload(sweep)
-    markdown = report.markdown_table(sweep.caption, sweep.columns, sweep.rows)
-    report.write_tables(out, "sweep", markdown, data)
-    sweep.result.summary["sweep"] = data
-    results.write_json(out / "summary.json", sweep.result.summary)

@@ -45,7 +45,7 @@ def stored_sweep(folder: Path) -> dict[str, Any] | None:
 
 def check_resumable_grid(folder: Path, grid: Mapping[str, list[float]], replicates: int) -> None:
     """Refuse to resume the sweep in ``folder`` with another grid or number of replicates (the
-    configuration is checked by :func:`sgrld_app.from_config.check_resumable`).
+    configuration is checked by :func:`sgrld_app.launch.check_resumable`).
 
     Raises:
         ConfigError: naming each ``--grid`` key and ``--replicates`` that differ.

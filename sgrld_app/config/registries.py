@@ -1,9 +1,11 @@
 """The names a configuration may use for a sampler, a metric, a prior and a model, and their
 factories.
 
-A :class:`Registry` knows its names without importing anything, and imports the module that holds
+A :class:`Registry` knows its names without loading anything, and loads the module that holds
 the factories on the first lookup: validating ``prior.kind`` needs no Flax, and ``sgrld.bnn``
-(whose models import Flax) loads only when a prior is built or its ``params`` are checked.
+(whose models import Flax) loads only when a prior is built or its ``params`` are checked. Each
+module is imported by an ``import`` statement (in a function, where it must wait), so that the
+architecture test sees every module the application reaches.
 
 Example:
     >>> "horseshoe" in PRIORS, sorted(METRICS)[:4]
@@ -14,28 +16,31 @@ Example:
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from collections.abc import Callable, Iterator, Mapping
+from types import ModuleType
 from typing import Any
+
+import sgrld
+from sgrld import metrics
 
 
 class Registry(Mapping[str, Callable[..., Any]]):
-    """Factories of one module by name, the module imported on the first lookup.
+    """Factories of one module by name, the module loaded on the first lookup.
 
     Args:
-        module: the module holding the factories (e.g. ``"sgrld.metrics"``).
+        load: returns the module holding the factories (e.g. ``lambda: sgrld.metrics``).
         names: the factories' names in that module, in the order they are listed to users.
     """
 
-    def __init__(self, module: str, names: tuple[str, ...]) -> None:
-        self.module = module
+    def __init__(self, load: Callable[[], ModuleType], names: tuple[str, ...]) -> None:
+        self.load = load
         self.names = names
 
     def __getitem__(self, name: str) -> Callable[..., Any]:
         if name not in self.names:
             raise KeyError(name)
-        return getattr(importlib.import_module(self.module), name)
+        return getattr(self.load(), name)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names)
@@ -47,11 +52,18 @@ class Registry(Mapping[str, Callable[..., Any]]):
         return name in self.names
 
     def __repr__(self) -> str:
-        return f"Registry({self.module!r}, {self.names!r})"
+        return f"Registry({self.names!r})"
+
+
+def _priors() -> ModuleType:
+    """:mod:`sgrld.bnn.priors`, imported on the first lookup of a prior (its models import Flax)."""
+    from sgrld.bnn import priors
+
+    return priors
 
 
 METRICS = Registry(
-    "sgrld.metrics",
+    lambda: metrics,
     (
         "identity",
         "rmsprop",
@@ -66,13 +78,13 @@ METRICS = Registry(
 """``sampler.metric``: the metric factories of :mod:`sgrld.metrics`."""
 
 PRIORS = Registry(
-    "sgrld.bnn.priors",
+    _priors,
     ("gaussian", "laplace", "student_t", "horseshoe", "horseshoe_per_weight", "conv_correlated"),
 )
 """``prior.kind``: the prior factories of :mod:`sgrld.bnn.priors`."""
 
-SAMPLERS = Registry("sgrld", ("sgrld", "sghmc", "sgnht", "isgd"))
-"""``sampler.kind``: the sampler factories of :mod:`sgrld`."""
+SAMPLERS = Registry(lambda: sgrld, ("sgrld", "sghmc", "sgnht", "isgd"))
+"""``sampler.kind``: the sampler factories of the library's API (:mod:`sgrld`)."""
 
 
 def sampler_keywords(kind: str) -> dict[str, Any]:
@@ -99,7 +111,7 @@ def sampler_bounds(kind: str) -> dict[str, Any]:
         >>> sampler_bounds("sgnht")["diffusion"].text()
         'in (0, 1]'
     """
-    return importlib.import_module(SAMPLERS[kind].__module__).BOUNDS
+    return inspect.getmodule(SAMPLERS[kind]).BOUNDS
 
 
 MODEL_KINDS = ("mlp", "cnn", "regression_mlp", "resnet20", "logistic_regression")

@@ -49,10 +49,8 @@ import statistics
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from sgrld_app import report, run_folder, runner
-from sgrld_app.config import Config, from_dict
-from sgrld_app.from_config import run_config
-from sgrld_app.report import MISSING, TEXT
+from sgrld_app import api as app
+from sgrld_app.api import MISSING, TEXT, Config, from_dict, run_config
 from sgrld_reproductions.cifar_resnet.paper import PAPER, Pair
 from sgrld_reproductions.scaffolding import (
     METRIC_LABELS,
@@ -201,7 +199,7 @@ class Cell(NamedTuple):
     prior: str
     metric: str
     learning_rate: float
-    results: list[runner.Result]
+    results: list[app.Result]
 
 
 def _seconds(cell_: Cell) -> float:
@@ -209,7 +207,7 @@ def _seconds(cell_: Cell) -> float:
     return statistics.median(r.summary["sampler_seconds_per_epoch"] for r in cell_.results)
 
 
-def _final(results: list[runner.Result], key: str, epochs: int | None = None) -> list:
+def _final(results: list[app.Result], key: str, epochs: int | None = None) -> list:
     """``key`` of each replicate's record after ``epochs`` epochs (default: the last)."""
     out = []
     for r in results:
@@ -218,8 +216,8 @@ def _final(results: list[runner.Result], key: str, epochs: int | None = None) ->
     return out
 
 
-def _status(results: list[runner.Result]) -> str:
-    return max((r.status for r in results), key=lambda s: runner.EXIT_CODES[s])
+def _status(results: list[app.Result]) -> str:
+    return max((r.status for r in results), key=lambda s: app.EXIT_CODES[s])
 
 
 def table3_row(cell_: Cell) -> dict[str, str]:
@@ -236,10 +234,10 @@ def table3_row(cell_: Cell) -> dict[str, str]:
         "paper acc.": _paper(paper.accuracy),
         "ECE": cell(_final(results, "test_ece"), paper.ece, higher_is_better=False),
         "paper ECE": _paper(paper.ece),
-        "curv.": report.format_value(_mean(_final(results, "curvature")), "{:.2f}"),
-        "paper curv.": report.format_value(paper.curvature, "{:.2f}"),
-        "s/epoch": report.format_value(_seconds(cell_), "{:.2f}"),
-        "paper s/epoch": report.format_value(paper.seconds, "{:.1f}"),
+        "curv.": app.format_value(_mean(_final(results, "curvature")), "{:.2f}"),
+        "paper curv.": app.format_value(paper.curvature, "{:.2f}"),
+        "s/epoch": app.format_value(_seconds(cell_), "{:.2f}"),
+        "paper s/epoch": app.format_value(paper.seconds, "{:.1f}"),
         "epochs": str(min(len(r.records) for r in results)),
         "status": _status(results),
     }
@@ -274,8 +272,8 @@ def table7_row(cell_: Cell, seconds: float, budget: float) -> dict[str, str]:
         "paper ECE": MISSING,
         "curv.": MISSING,
         "paper curv.": MISSING,
-        "s/epoch": report.format_value(seconds, "{:.2f}"),
-        "paper s/epoch": report.format_value(paper.seconds, "{:.1f}"),
+        "s/epoch": app.format_value(seconds, "{:.2f}"),
+        "paper s/epoch": app.format_value(paper.seconds, "{:.1f}"),
         "epochs": str(epochs),
         "status": _status(results),
     }
@@ -353,7 +351,7 @@ def _run_cell(
             curvature=args.curvature,
         )
         label = f"{prior} {METRIC_LABELS[metric]} lr={learning_rate:g} seed={args.seed + r}"
-        existing = run_folder.existing_of(Path(cfg.out.folder), args.resume)
+        existing = app.existing_of(Path(cfg.out.folder), args.resume)
         results.append(run_config(cfg, existing=existing, progress=True, label=label))
         if results[-1].status == "interrupted":
             break
@@ -406,7 +404,7 @@ def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
 def plot(results: Results, out: Path) -> list[Path]:
     """``curves_<prior>.png`` per prior: test log p(y|X) and accuracy against epochs."""
     return [
-        report.plot_curves(
+        app.plot_curves(
             curves, out / f"curves_{prior}.png", f"CIFAR-10 ResNet-20, {prior} prior"
         )
         for prior, curves in results["curves"].items()

@@ -46,7 +46,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from sgrld_app.report import columns, finite, pyplot, save_figure
+from sgrld_app.api import columns, finite, pyplot, save_figure
 from sgrld_reproductions.funnel.runs import (
     DIM,
     GRAD_NOISE,

@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from sgrld_app import report
+from sgrld_app import api as app
 from sgrld_reproductions import scaffolding
 from sgrld_reproductions.isgd_mnist.runs import Plan, run
 from sgrld_reproductions.scaffolding import (
@@ -100,7 +100,7 @@ PAPER_ONLY = {
     "sghmc T": "not run (a temperature variant the text does not define)",
 }
 
-COLUMNS = report.columns("""
+COLUMNS = app.columns("""
     method       method
     lr           lr
     acc          acc (of 10,000)
@@ -149,7 +149,7 @@ NOTES = (
 def _within(acc: list[float], paper: Paper) -> str:
     """Whether our mean accuracy lies within the paper's mean ± 2 std."""
     if not acc:
-        return report.MISSING
+        return app.MISSING
     delta = float(np.mean(acc)) - paper.acc
     if abs(delta) <= 2 * paper.acc_std:
         return "yes"
@@ -219,7 +219,7 @@ def _rate_label(method: ISGDMethod, lr: float | None, grid: list[float]) -> str:
     if not method.tuned:
         return "rule"
     if lr is None:
-        return report.MISSING
+        return app.MISSING
     rates = sorted(set(grid))
     edge = "largest" if lr == rates[-1] else "smallest" if lr == rates[0] else None
     return format(lr, "g") + (f" (grid's {edge})" if edge and len(rates) > 1 else "")
@@ -233,7 +233,7 @@ def table_rows(results: Results) -> list[dict[str, Any]]:
     asked = results["config"]["methods"]
     rows = [table_row(m, runs.get(m.key, [])) for m in METHODS if m.key in asked]
     for label, why in PAPER_ONLY.items():
-        row = dict.fromkeys((key for key, _, _ in COLUMNS), report.MISSING)
+        row = dict.fromkeys((key for key, _, _ in COLUMNS), app.MISSING)
         rows.append(row | _paper_row(PAPER[label]) | {"method": label, "failed": why})
     return rows
 
@@ -329,7 +329,7 @@ def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
 
 def progress(results: Results) -> str:
     """The last run's validation NLL, test accuracy, status and time."""
-    r, fmt = results["runs"][-1], report.format_value
+    r, fmt = results["runs"][-1], app.format_value
     return (
         f"{r['method']} lr={scaffolding.lr_label(r['lr'])} replicate {r['replicate']}: val NLL "
         f"{fmt(r['val_nll'])}, test accuracy {fmt(r['test_accuracy'])} {run_status(r)}"

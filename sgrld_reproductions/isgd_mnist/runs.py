@@ -16,10 +16,16 @@ from sgrld import bnn
 from sgrld.bnn import dropout
 from sgrld.data import load_dataset
 from sgrld.samplers import baselines
-from sgrld_app import runner
-from sgrld_app.config import PRIORS, Config, ConfigError, load_config
-from sgrld_app.from_config import build_experiment, run_plan_of
-from sgrld_app.report import finite
+from sgrld_app import api as app
+from sgrld_app.api import (
+    PRIORS,
+    Config,
+    ConfigError,
+    build_experiment,
+    finite,
+    load_config,
+    run_plan_of,
+)
 from sgrld_reproductions.scaffolding import (
     ISGDMethod,
     data_overrides,
@@ -98,7 +104,7 @@ def config_of(method: ISGDMethod, lr: float | None, plan: Plan, replicate: int) 
 
 def baseline(
     method: ISGDMethod, config: Config, lr: float, num_data: int, samples: int
-) -> tuple[Any, runner.RunPlan]:
+) -> tuple[Any, app.RunPlan]:
     """``(potential, N) -> sampler`` of the :mod:`sgrld.samplers.baselines` method (SGD steps on the
     MAP potential of ``config``, its Gaussian prior as weight decay) and its runner schedule.
 
@@ -159,7 +165,7 @@ def run(method: ISGDMethod, lr: float | None, plan: Plan, replicate: int) -> dic
     if method.kind != "sampler":
         build, schedule = baseline(method, config, lr, train_size(plan), plan.samples)
     experiment = build_experiment(config, sampler=build)
-    result = runner.run(experiment, schedule)
+    result = app.run(experiment, schedule)
     final = result.records[-1] if result.records else {}
     # select() minimises its score: the validation NLL
     val_nll = finite(-final.get("val_log_likelihood", math.nan))

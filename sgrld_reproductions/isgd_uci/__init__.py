@@ -25,8 +25,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from sgrld_app import report
-from sgrld_app.config import ConfigError
+from sgrld_app import api as app
+from sgrld_app.api import ConfigError
 from sgrld_reproductions.isgd_uci import runs
 from sgrld_reproductions.scaffolding import (
     ISGD_METHODS,
@@ -102,7 +102,7 @@ PAPER_NLL = _paper("""
 """)
 """The paper's mean test NLL table."""
 
-COLUMNS = report.columns("""
+COLUMNS = app.columns("""
     dataset      data set
     method       method
     lr           lr
@@ -143,7 +143,7 @@ NOTES = (
 
 def _paper_cell(cell: Paper | None, fmt: str) -> str:
     if cell is None:
-        return report.MISSING
+        return app.MISSING
     failed = f" (F = {cell.failed})" if cell.failed else ""
     return f"{fmt.format(cell.mean)} ± {cell.std:.2f}{failed}"
 
@@ -164,11 +164,11 @@ def table_row(dataset: str, method: ISGDMethod, grid: list[dict[str, Any]]) -> d
     paper_rmse = PAPER_RMSE.get((method.paper, dataset))
     paper_nll = PAPER_NLL.get((method.paper, dataset))
     fmt = _format(dataset)
-    within = report.MISSING
+    within = app.MISSING
     if rmse and paper_rmse is not None:
         within = "yes" if np.mean(rmse) <= paper_rmse.mean + paper_rmse.std else "no"
     lrs = sorted({r["lr"] for r in kept if r["lr"] is not None})
-    lr = "rule" if not method.tuned else ", ".join(format(x, "g") for x in lrs) or report.MISSING
+    lr = "rule" if not method.tuned else ", ".join(format(x, "g") for x in lrs) or app.MISSING
     return {
         "dataset": dataset.removeprefix("uci_"),
         "method": method.label,
@@ -320,7 +320,7 @@ def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
 
 def progress(results: Results) -> str:
     """The last run's validation and test RMSE, status and time."""
-    r, fmt = results["runs"][-1], report.format_value
+    r, fmt = results["runs"][-1], app.format_value
     return (
         f"{r['dataset']} split {r['split']} {r['method']} lr={lr_label(r['lr'])}: val RMSE "
         f"{fmt(r['val_rmse'])}, test RMSE {fmt(r['test_rmse'])}, test NLL {fmt(r['test_nll'])} "

@@ -5,8 +5,8 @@ RMSE and NLL.
 Used by ``sgrld reproduce isgd-uci`` (:mod:`sgrld_reproductions.isgd_uci`, which describes the
 experiment). Every method shares the configuration of :func:`config_of` (data, network, prior,
 Gaussian likelihood with sampled noise, batch size, seed); the samplers run it as it is
-(:func:`sgrld_app.from_config.run_config`), the baselines of :mod:`sgrld.samplers.baselines`
-replace its sampler by theirs in the same :class:`~sgrld_app.runner.Experiment`, so every row is
+(:func:`sgrld_app.api.run_config`), the baselines of :mod:`sgrld.samplers.baselines`
+replace its sampler by theirs in the same :class:`~sgrld_app.api.Experiment`, so every row is
 scored by the runner's online ensemble, in the targets' units.
 """
 
@@ -23,9 +23,8 @@ from sgrld import bnn
 from sgrld.bnn import dropout
 from sgrld.data import load_dataset
 from sgrld.samplers import baselines
-from sgrld_app import runner
-from sgrld_app.config import PRIORS, Config, load_config
-from sgrld_app.from_config import build_experiment, run_config, run_plan_of
+from sgrld_app import api as app
+from sgrld_app.api import PRIORS, Config, build_experiment, load_config, run_config, run_plan_of
 from sgrld_reproductions.scaffolding import (
     ISGDMethod,
     data_overrides,
@@ -100,7 +99,7 @@ def _train_rows(dataset: str, split: int, data_dir: str | None, verify: bool) ->
 
 def baseline(
     method: ISGDMethod, config: Config, lr: float, num_data: int, samples: int
-) -> tuple[sgrld.Sampler, runner.RunPlan]:
+) -> tuple[sgrld.Sampler, app.RunPlan]:
     """The :mod:`sgrld.samplers.baselines` sampler of ``method`` and its runner schedule.
 
     Every baseline takes SGD steps on the MAP potential of ``config`` (its Gaussian prior is the
@@ -152,5 +151,5 @@ def run(
     else:
         experiment = build_experiment(config)
         sampler, schedule = baseline(method, config, lr, len(experiment.train[0]), plan.samples)
-        result = runner.run(dataclasses.replace(experiment, sampler=sampler), schedule)
+        result = app.run(dataclasses.replace(experiment, sampler=sampler), schedule)
     return run_summary(result, start, ("test_rmse", "test_nll", "val_rmse", "val_nll"))

@@ -27,7 +27,7 @@ mean curvature C(x) over samples on 1000 test points. A value of ours is marked 
 the paper's mean by more than twice the paper's standard deviation over its 10 runs.
 
 ``--replicates R`` runs each cell R times (seeds ``--seed`` to ``--seed + R − 1``) as the chains
-of one program (:func:`sgrld_app.sweep.run_sweep`), and the table gives our mean ± std over them, as
+of one program (:func:`sgrld_app.api.run_sweep`), and the table gives our mean ± std over them, as
 the paper's over its 10 runs; the curves are then the mean over replicates with a ±1.96 std band,
 as the paper's Fig. 3 (each replicate's ensemble is scored every epoch: the ``"groups"`` of
 ``metrics.jsonl``).
@@ -77,10 +77,8 @@ from typing import Any
 
 import numpy as np
 
-from sgrld_app import report, runner
-from sgrld_app.config import ConfigError
-from sgrld_app.report import MISSING, TEXT
-from sgrld_app.sweep import mean_std
+from sgrld_app import api as app
+from sgrld_app.api import MISSING, TEXT, ConfigError, mean_std
 from sgrld_reproductions.scaffolding import (
     METRIC_LABELS,
     MNIST_PAPER,
@@ -171,7 +169,7 @@ def _cell(
 ) -> tuple[str, str]:
     """(ours, paper) formatted; ours marked ▼ below the paper's mean − 2 standard deviations.
     ``over``: our value in each replicate, shown as mean ± std (the mean is compared)."""
-    text = report.format_value(ours)
+    text = app.format_value(ours)
     if over is not None:
         ours = float(np.mean(over)) if np.all(np.isfinite(over)) else None
         text = mean_std(over)
@@ -203,7 +201,7 @@ NOTES = (
 )
 
 
-def seconds_per_epoch(result: runner.Result) -> float:
+def seconds_per_epoch(result: app.Result) -> float:
     """A run's median sampling seconds per epoch (its records' ``sample_s``), the time source
     of ``--equal-time``.
 
@@ -268,20 +266,20 @@ def table_row(prior: str, width: int, metric: str, cell: MnistCell | None) -> di
     ll, acc = "test_log_likelihood", "test_accuracy"
     row["log p(y|X)"], row["paper log p"] = _cell(final.get(ll), paper.log_lik, over(ll))
     row["acc."], row["paper acc."] = _cell(final.get(acc), paper.accuracy, over(acc))
-    ece = report.format_value(final.get("test_ece"))
-    confidence = report.format_value(final.get("test_confidence"))
-    curvature = report.format_value(final.get("curvature"), "{:.2f}")  # pooled over all chains
+    ece = app.format_value(final.get("test_ece"))
+    confidence = app.format_value(final.get("test_confidence"))
+    curvature = app.format_value(final.get("curvature"), "{:.2f}")  # pooled over all chains
     if replicates is not None and "test_confidence" in replicates:
         confidence = mean_std(replicates["test_confidence"])
     return row | {
         "conf.": confidence,
-        "paper conf.": report.format_value(paper.confidence),
+        "paper conf.": app.format_value(paper.confidence),
         "ECE": ece if replicates is None else mean_std(replicates["test_ece"]),
         "curv.": MISSING if len(cell.learning_rates) > 1 else curvature,
-        "paper curv.": report.format_value(paper.curvature, "{:.2f}"),
-        "s/epoch": report.format_value(result.summary["sampler_seconds_per_epoch"], "{:.2f}"),
-        "paper s/epoch": report.format_value(paper.seconds, "{:.1f}"),
-        "eval s/epoch": report.format_value(result.summary["eval_seconds_per_epoch"], "{:.2f}"),
+        "paper curv.": app.format_value(paper.curvature, "{:.2f}"),
+        "s/epoch": app.format_value(result.summary["sampler_seconds_per_epoch"], "{:.2f}"),
+        "paper s/epoch": app.format_value(paper.seconds, "{:.1f}"),
+        "eval s/epoch": app.format_value(result.summary["eval_seconds_per_epoch"], "{:.2f}"),
         "epochs": str(len(result.records)),
     }
 
@@ -310,14 +308,14 @@ def equal_time_row(
     paper_ll, paper_acc = TABLE6[(prior, width)].get(metric, (None, None))
     keys = ("test_log_likelihood", "test_accuracy", "test_ece", "test_confidence")
     values = {key: cut(key) for key in keys}
-    show = lambda v: mean_std(v) if len(v) > 1 else report.format_value(float(v[0]))
+    show = lambda v: mean_std(v) if len(v) > 1 else app.format_value(float(v[0]))
     row["log p(y|X)"], row["paper log p"] = _cell(*_one(values["test_log_likelihood"], paper_ll))
     row["acc."], row["paper acc."] = _cell(*_one(values["test_accuracy"], paper_acc))
     return row | {
         "conf.": show(values["test_confidence"]),
         "ECE": show(values["test_ece"]),
-        "s/epoch": report.format_value(seconds, "{:.2f}"),
-        "paper s/epoch": report.format_value(paper.seconds, "{:.1f}"),
+        "s/epoch": app.format_value(seconds, "{:.2f}"),
+        "paper s/epoch": app.format_value(paper.seconds, "{:.1f}"),
         "epochs": str(epochs),
     }
 
@@ -440,7 +438,7 @@ def plot(results: Results, out: Path) -> list[Path]:
     """``curves_<prior>-<W>.png`` per setting: test log p(y|X) and accuracy against epochs, with
     ``--replicates`` the mean and a ±1.96 std band over replicates (the paper's Fig. 3)."""
     return [
-        report.plot_curves(
+        app.plot_curves(
             curves, out / f"curves_{prior}-{width}.png", f"MNIST, {prior} prior, W={width}"
         )
         for (prior, width), curves in results["curves"].items()

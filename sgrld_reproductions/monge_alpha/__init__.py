@@ -13,7 +13,7 @@ sweeps Monge's metric parameter α² of ``G(θ) = I + α² ∇ℓ∇ℓᵀ`` (Se
   α² = 1.25, 0.5 from 1.5 on (:data:`PAPER`); a value off their grid gets the rate of the
   nearest value of it. With ``--prior gaussian`` (not in the figure;
   the notebook's α² ∈ {0.1, 0.5, 1.0} there, every one at 0.05) every α² gets 0.05;
-* one sweep per learning rate (:func:`sgrld_app.sweep.run_sweep`): every (α², replicate) pair a
+* one sweep per learning rate (:func:`sgrld_app.api.run_sweep`): every (α², replicate) pair a
   chain of one compiled program, α² a per-chain value of the sampler state; ``--replicates R`` runs
   seeds ``--seed`` to ``--seed + R − 1``. ``--lr-grid`` chooses each α²'s rate as the authors did
   instead: one sweep of every (rate, α², replicate) over Identity's Table 4 rate and two either
@@ -50,10 +50,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from sgrld_app import report, run_folder, runner
-from sgrld_app.config import ConfigError
-from sgrld_app.report import BAND, MISSING, TEXT
-from sgrld_app.sweep import Grid, mean_std, run_sweep
+from sgrld_app import api as app
+from sgrld_app.api import BAND, MISSING, TEXT, ConfigError, Grid, mean_std, run_sweep
 from sgrld_reproductions.scaffolding import (
     METRIC_LABELS,
     MNIST_PAPER,
@@ -195,10 +193,10 @@ def _scores(values: dict[str, Any], paper_ll: Pair | None, paper_acc: Pair | Non
 
 
 def alpha2_row(
-    prior: str, alpha2: float, lr: float, scores: dict[str, Any], run: runner.Result
+    prior: str, alpha2: float, lr: float, scores: dict[str, Any], run: app.Result
 ) -> dict:
-    """The row of one α²: ``scores`` its replicates' (:attr:`sgrld_app.sweep.SweepResult.scores`),
-    ``run`` the sweep's :class:`sgrld_app.runner.Result`."""
+    """The row of one α²: ``scores`` its replicates' (:attr:`sgrld_app.api.SweepResult.scores`),
+    ``run`` the sweep's :class:`sgrld_app.api.Result`."""
     paper = PAPER[prior].get(alpha2, Point(lr))
     return {
         "metric": "Monge",
@@ -233,7 +231,7 @@ def reference_row(prior: str, metric: str, cell: MnistCell) -> dict:
 
 
 def _floats(values: Any) -> list[float | None]:
-    return [report.finite(float(v)) for v in np.asarray(values, np.float64)]
+    return [app.finite(float(v)) for v in np.asarray(values, np.float64)]
 
 
 def mark_best(rows: list[dict]) -> None:
@@ -263,7 +261,7 @@ ALPHA2_KEY = "sampler.metric_params.alpha2"
 
 
 def _best_rate(scores: list[dict[str, Any]]) -> int:
-    """Of one α²'s settings at several learning rates (:attr:`sgrld_app.sweep.SweepResult.scores`),
+    """Of one α²'s settings at several learning rates (:attr:`sgrld_app.api.SweepResult.scores`),
     the one of highest mean validation log p(y|X) with no diverged chain (else the first).
 
     Example:
@@ -361,7 +359,7 @@ def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
         cfg = mnist_config(args.prior, WIDTH, "monge", out, learning_rate=lr, **common)
         label = f"Monge lr={_text(rates)} α²={_text(values)}"
         grids = [Grid("sampler.learning_rate", rates), Grid(ALPHA2_KEY, tuple(values))]
-        existing = run_folder.existing_of(Path(cfg.out.folder), args.resume)
+        existing = app.existing_of(Path(cfg.out.folder), args.resume)
         sweep = run_sweep(
             cfg, grids, args.replicates, existing=existing, progress=True, label=label
         )
@@ -400,7 +398,7 @@ def _band(values: list[float | None]) -> tuple[float, float]:
 def plot(results: Results, out: Path) -> Path:
     """``monge_alpha.png``: test log p(y|X) and accuracy against α² (ours with ±1.96 std bars over
     replicates, the paper's beside), the other metrics as horizontal lines (the paper's dotted)."""
-    plt = report.pyplot()
+    plt = app.pyplot()
     prior = results["config"]["prior"]
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), constrained_layout=True)
     monge = [r for r in results["rows"] if r["metric"] == "Monge"]
@@ -438,7 +436,7 @@ def plot(results: Results, out: Path) -> Path:
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7)
     fig.suptitle(f"Monge's α², MNIST, {prior} prior, W={WIDTH} (dotted: paper)", fontsize=10)
-    return report.save_figure(fig, out / "monge_alpha.png", dpi=120)
+    return app.save_figure(fig, out / "monge_alpha.png", dpi=120)
 
 
 caption = mnist_caption

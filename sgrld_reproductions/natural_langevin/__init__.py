@@ -27,7 +27,7 @@ import math
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from sgrld_app import report
+from sgrld_app import api as app
 from sgrld_reproductions.natural_langevin import runs
 from sgrld_reproductions.scaffolding import (
     MNIST_FOLDER,
@@ -122,7 +122,7 @@ def select(grid: list[dict[str, Any]], view: str) -> dict[str, Any] | None:
     return max(sorted(candidates, key=lambda r: r["learning_rate"]), key=val_accuracy)
 
 
-COLUMNS = report.columns("""
+COLUMNS = app.columns("""
     row              method             {}
     lr               η                  {}
     train_nll        train NLL          {:.4f}
@@ -182,7 +182,7 @@ def table_row(row: Row, grid: list[dict[str, Any]]) -> dict[str, Any]:
     done = sum(r["status"] == "completed" for r in grid)
     return {
         "row": row.label,
-        "lr": format(best["learning_rate"], "g") if best else report.MISSING,
+        "lr": format(best["learning_rate"], "g") if best else app.MISSING,
         "train_nll": get("train", "nll"),
         "train_acc": get("train", "accuracy"),
         "test_nll": get("test", "nll"),
@@ -298,7 +298,7 @@ def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
 
 def progress(results: Results) -> str:
     """The last run's validation and test scores, status and time."""
-    run, fmt = results["runs"][-1], report.format_value
+    run, fmt = results["runs"][-1], app.format_value
     parts = [
         f"{VIEWS.get(view, 'final')}: val acc. {fmt(s['val']['accuracy'], '{:.2f}')}, "
         f"test NLL {fmt(s['test']['nll'])}"
@@ -316,7 +316,7 @@ def exit_code(results: Results) -> int:
     A diverged η of a grid is an outcome of the search, not a failure of the command.
     """
     rows = table_rows(results)
-    return exit_code_of(results, any(row["grid"] and row["lr"] == report.MISSING for row in rows))
+    return exit_code_of(results, any(row["grid"] and row["lr"] == app.MISSING for row in rows))
 
 
 REPRODUCTION = Reproduction.from_module(

@@ -27,9 +27,8 @@ from sgrld.bnn.priors.prior import gaussian_leaf
 from sgrld.chains.engine import is_kept
 from sgrld.data import DataError
 from sgrld.numerics.pytrees import PyTree
-from sgrld_app import run_folder, runner, scoring
-from sgrld_app.config import ConfigError
-from sgrld_app.report import finite
+from sgrld_app import api as app
+from sgrld_app.api import ConfigError, finite
 from sgrld_reproductions.natural_langevin import baselines
 from sgrld_reproductions.scaffolding import halving
 
@@ -149,7 +148,7 @@ def load_data(
       The :class:`Data`; an empty evaluation set is left out.
 
     Raises:
-      sgrld_app.config.ConfigError: for a ``validation_size`` the files do not allow.
+      sgrld_app.api.ConfigError: for a ``validation_size`` the files do not allow.
       sgrld.data.DataError: for missing or corrupt files.
     """
     if train_eval_size < 0:
@@ -194,7 +193,7 @@ def averaged(sampler: sgrld.Sampler, burn_in: int, thin: int) -> sgrld.Sampler:
     """``sampler`` that also keeps the mean θ̄ of the states the runner keeps.
 
     ``θ̄ ← θ̄ + (θ_{t+1} − θ̄)/n`` after the update from global step ``t`` whenever that state is
-    kept (:func:`sgrld_app.runner.sample_steps`), ``n`` the samples so far: the posterior-mean
+    kept (:func:`sgrld_app.api.sample_steps`), ``n`` the samples so far: the posterior-mean
     network of Marceau-Caron & Ollivier (2017, Alg. 1), averaged over the ensemble's samples.
 
     Example:
@@ -208,7 +207,7 @@ def averaged(sampler: sgrld.Sampler, burn_in: int, thin: int) -> sgrld.Sampler:
       >>> state.count.item(), state.mean.item()  # kept after updates 4 and 6
       (2, 5.0)
     """
-    first = runner.first_kept_window(burn_in, thin)
+    first = app.first_kept_window(burn_in, thin)
 
     def init(params):
         zeros = jax.tree.map(jnp.zeros_like, params)
@@ -266,7 +265,7 @@ def network_scores(predict, net: PyTree, eval_sets: dict[str, tuple]) -> Scores:
 
     @jax.jit
     def scores(net, x, y):
-        logits = scoring.chunked(partial(predict, net), x, scoring.EVAL_BATCH)
+        logits = app.chunked(partial(predict, net), x, app.EVAL_BATCH)
         state = evaluation.update_classification(
             evaluation.init_classification(x.shape[0], logits.shape[-1]), logits
         )
@@ -281,7 +280,7 @@ def _scores(log_likelihood: Any, accuracy: Any) -> dict[str, float | None]:
     return {"nll": nll, "accuracy": acc}
 
 
-def _ensemble_scores(result: runner.Result, sets) -> Scores:
+def _ensemble_scores(result: app.Result, sets) -> Scores:
     """The runner's ensemble scores after its last epoch (None without records or samples)."""
     final = result.records[-1] if result.records else {}
     nan = float("nan")
@@ -301,7 +300,7 @@ def _run_chain(
     burn_in, thin = (0, steps) if method.kind == "sgd" else (plan.burn_in, plan.thin)
     chain = averaged(sampler(method, learning_rate, num_data), burn_in, thin)
     apply = bnn.apply_fn(model())
-    experiment = runner.Experiment(
+    experiment = app.Experiment(
         sampler=chain,
         init_fn=lambda key: {"net": init_net(key, num_inputs)},
         predict_fn=lambda params, x: apply(params["net"], x),
@@ -314,10 +313,10 @@ def _run_chain(
             **method.hyperparameters(),
         },
     )
-    schedule = runner.RunPlan(plan.epochs, BATCH_SIZE, burn_in, thin, 1, plan.seed)
+    schedule = app.RunPlan(plan.epochs, BATCH_SIZE, burn_in, thin, 1, plan.seed)
     label = f"{method.name} η={learning_rate:g}"
-    saved = run_folder.resume_point(out, experiment.meta) if resume and out is not None else None
-    result = runner.run(experiment, schedule, out=out, progress=progress, label=label, resume=saved)
+    saved = app.resume_point(out, experiment.meta) if resume and out is not None else None
+    result = app.run(experiment, schedule, out=out, progress=progress, label=label, resume=saved)
     ensemble = _ensemble_scores(result, data.eval_sets)
     views = {"final": ensemble} if method.kind == "sgd" else {"ensemble": ensemble}
     if method.kind == "sgld" and result.state is not None and int(result.state.count[0]) > 0:
@@ -359,7 +358,7 @@ def run(
 ) -> dict[str, Any]:
     """Train ``method`` at step size η and score its predictors. With ``resume``, an SGLD or SGD
     run continues the run in ``out`` from its newest checkpoint
-    (:func:`sgrld_app.run_folder.resume_point`: the same method, η, hyperparameters and training
+    (:func:`sgrld_app.api.resume_point`: the same method, η, hyperparameters and training
     set, else ``CheckpointError``; none: it starts afresh); dropout, which writes no folder,
     runs again.
 

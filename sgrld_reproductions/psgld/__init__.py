@@ -67,8 +67,8 @@ from typing import Any
 import jax
 import numpy as np
 
-from sgrld_app import report, runner
-from sgrld_app.config import ConfigError
+from sgrld_app import api as app
+from sgrld_app.api import ConfigError
 from sgrld_reproductions.psgld import figure, runs
 from sgrld_reproductions.psgld.figure import FIGURE_STEP
 from sgrld_reproductions.scaffolding import (
@@ -113,7 +113,7 @@ QUICK_STEPS = (0.1, FIGURE_STEP)
 QUICK_NETWORK = {"train_size": 500, "epochs": 2, "burn_in": 4, "thin": 2}
 """``--quick``: short chains, and the networks on 500 images for 2 epochs, 400-400 only."""
 
-COLUMNS = report.columns("""
+COLUMNS = app.columns("""
     part       part
     data       data
     method     method
@@ -154,13 +154,13 @@ def _spread(values: list[float | None], fmt: str) -> str:
     """``mean ± std`` (ddof 0) of the values, the value alone for one, or —."""
     values = [v for v in values if v is not None]
     if not values:
-        return report.MISSING
+        return app.MISSING
     mean = fmt.format(float(np.mean(values)))
     return mean if len(values) < 2 else f"{mean} ± {fmt.format(float(np.std(values)))}"
 
 
 def _paper(value: float | None) -> str:
-    return report.MISSING if value is None else f"{value:.2f}"
+    return app.MISSING if value is None else f"{value:.2f}"
 
 
 def blr_row(data: str, method: runs.Method, noise: str, run: dict[str, Any]) -> dict[str, Any]:
@@ -209,9 +209,9 @@ def gaussian_row(method: runs.Method, step: float, run: dict[str, Any]) -> dict[
         "method": method.name,
         "noise": "correct",
         "lr": f"{step / 2:g}",
-        "error": report.MISSING,
-        "paper": report.MISSING,
-        "loglik": report.MISSING,
+        "error": app.MISSING,
+        "paper": app.MISSING,
+        "loglik": app.MISSING,
         "ms": 1e3 * run["step_seconds"],
         "ess": run.get("min_ess_per_s"),
         "spread": None,
@@ -260,7 +260,7 @@ def network_row(
       >>> network_row("fnn", "400-400", runs.METHODS[0], 1.0, "none", 1.72, run)["method"]
       'SGD'
     """
-    fmt = lambda v, f: report.MISSING if v is None else f.format(v)
+    fmt = lambda v, f: app.MISSING if v is None else f.format(v)
     return {
         "part": part,
         "data": f"{label}, σ² = {prior_var:g}",
@@ -442,7 +442,7 @@ def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
 
 def progress(results: Results) -> str:
     """The last row in a line."""
-    row, fmt = results["rows"][-1], report.format_value
+    row, fmt = results["rows"][-1], app.format_value
     return (
         f"{row['data']} {row['method']} ({row['noise']} noise): test err. {row['error']}, "
         f"log-lik. {row['loglik']}, {fmt(row['ms'], '{:.3g}')} ms/iter, min ESS/s "
@@ -463,7 +463,7 @@ def exit_code(results: Results) -> int:
     """
     statuses = {row["status"] for row in results["rows"]}
     if "interrupted" in statuses:
-        return runner.EXIT_CODES["interrupted"]
+        return app.EXIT_CODES["interrupted"]
     return int("diverged" in statuses)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sgrld_app import report
+from sgrld_app import api as app
 from sgrld_reproductions.psgld import runs
 from sgrld_reproductions.scaffolding import Results
 
@@ -39,7 +39,7 @@ def plot(results: Results, out: Path) -> list[Path]:
     draws = results["figure"]
     if not draws:
         return []
-    plt = report.pyplot()
+    plt = app.pyplot()
     fig, axes = plt.subplots(1, 4, figsize=(16, 3.8), constrained_layout=True)
     error, axes = axes[0], axes[1:]
     twin = error.twinx()
@@ -66,4 +66,4 @@ def plot(results: Results, out: Path) -> list[Path]:
             axes[2].plot(acf, style, label=f"{name}, θ{dim + 1}")
     axes[2].set(title="autocorrelation", xlabel="lag", ylim=(-0.1, 1.0))
     axes[2].legend(fontsize=8)
-    return [report.save_figure(fig, out / "psgld_gaussian.png", dpi=100)]
+    return [app.save_figure(fig, out / "psgld_gaussian.png", dpi=100)]

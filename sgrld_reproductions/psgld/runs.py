@@ -39,10 +39,8 @@ from sgrld.data.registry import DEFAULT_DATA_DIR
 from sgrld.evaluation import ensemble_log_likelihood
 from sgrld.numerics.pytrees import PyTree
 from sgrld.samplers.guarantee import guarantee
-from sgrld_app import run_folder, runner
-from sgrld_app.config import load_config
-from sgrld_app.from_config import build_experiment, run_plan_of
-from sgrld_app.report import finite
+from sgrld_app import api as app
+from sgrld_app.api import build_experiment, finite, load_config, run_plan_of
 from sgrld_reproductions.scaffolding import data_overrides, halving, sample_timed
 
 DECAY, LAMBDA = 0.99, 1e-5
@@ -443,13 +441,13 @@ def network_run(
     progress: bool = False,
     resume: bool = False,
 ) -> dict[str, Any]:
-    """Train ``network`` with ``method`` on MNIST (:func:`sgrld_app.from_config.build_experiment`,
+    """Train ``network`` with ``method`` on MNIST (:func:`sgrld_app.api.build_experiment`,
     minibatches of 100, no validation split), the step size halved every ``plan.halve_every``
     epochs, and score the online ensemble (:mod:`sgrld_app.runner`, its files in ``out`` if given,
     a progress bar if ``progress``) on the 10,000 test images. With ``noise="none"`` (the
     optimiser) the "ensemble" is the last iterate alone, as the paper's optimiser rows. With
     ``resume``, the run in ``out`` continues from its newest checkpoint
-    (:func:`sgrld_app.run_folder.resume_point`: it must have the same configuration, method, noise,
+    (:func:`sgrld_app.api.resume_point`: it must have the same configuration, method, noise,
     prior variance and step size, else ``CheckpointError``); without one it starts afresh.
 
     Returns:
@@ -483,8 +481,8 @@ def network_run(
         total = plan.epochs * (len(experiment.train[1]) // schedule.batch_size)
         schedule = dataclasses.replace(schedule, burn_in=0, thin=total)
     label = f"{network.label} {method.label(noise)} σ²={prior_var:g} {noise}"
-    saved = run_folder.resume_point(out, experiment.meta) if resume and out is not None else None
-    result = runner.run(experiment, schedule, out=out, progress=progress, label=label, resume=saved)
+    saved = app.resume_point(out, experiment.meta) if resume and out is not None else None
+    result = app.run(experiment, schedule, out=out, progress=progress, label=label, resume=saved)
     final = result.records[-1] if result.records else {}
     steps = result.summary["steps_per_epoch"]
     per_epoch = result.summary["sampler_seconds_per_epoch"]

@@ -35,8 +35,7 @@ from typing import Any
 import jax
 
 import sgrld
-import sgrld_app
-from sgrld_app import report
+from sgrld_app import api as app
 
 Results = dict[str, Any]
 OnResult = Callable[[Results], None]
@@ -66,13 +65,13 @@ def stored_rows(results: Results) -> list[dict[str, Any]]:
 
 
 def worst_run_exit_code(results: Results) -> int:
-    """The largest exit code (:data:`sgrld_app.runner.EXIT_CODES`) of the
-    :class:`sgrld_app.runner.Result` objects in ``results["runs"]``, 0 without any."""
-    return max([0] + [sgrld_app.runner.EXIT_CODES[r.status] for r in results["runs"]])
+    """The largest exit code (:data:`sgrld_app.api.EXIT_CODES`) of the
+    :class:`sgrld_app.api.Result` objects in ``results["runs"]``, 0 without any."""
+    return max([0] + [app.EXIT_CODES[r.status] for r in results["runs"]])
 
 
 def last_run_message(results: Results) -> str | None:
-    """The ``progress`` of a reproduction that keeps its runs as :class:`sgrld_app.runner.Result`
+    """The ``progress`` of a reproduction that keeps its runs as :class:`sgrld_app.api.Result`
     objects in ``results["runs"]``: the last one's message if it did not complete (None: nothing
     to print).
 
@@ -102,7 +101,7 @@ def record_run(results: Results, run: dict[str, Any], on_result: OnResult) -> bo
 
 def exit_code_of(results: Results, failed: bool) -> int:
     """The exit code of runs kept as JSON-ready dicts with a ``"status"`` in ``results["runs"]``:
-    130 (:data:`sgrld_app.runner.EXIT_CODES`' ``"interrupted"``) if one was interrupted, else 1 if
+    130 (:data:`sgrld_app.api.EXIT_CODES`' ``"interrupted"``) if one was interrupted, else 1 if
     ``failed`` (what failure means is the reproduction's), else 0.
 
     Example:
@@ -111,7 +110,7 @@ def exit_code_of(results: Results, failed: bool) -> int:
       (130, 1)
     """
     if any(r["status"] == "interrupted" for r in results["runs"]):
-        return sgrld_app.runner.EXIT_CODES["interrupted"]
+        return app.EXIT_CODES["interrupted"]
     return int(failed)
 
 
@@ -164,7 +163,7 @@ class Reproduction:
       progress: ``results -> str | None``, printed after each row (None: nothing).
       plot: ``(results, out) -> path(s)`` of the figure(s) it draws, or None.
       rows_key: key of the rows in the JSON, next to ``"config"``.
-      columns: the table's columns (:func:`sgrld_app.report.columns`).
+      columns: the table's columns (:func:`sgrld_app.api.columns`).
       rows: ``results -> rows``, one JSON-ready dict per row (the table and the JSON); default
         :func:`stored_rows`.
       caption: ``results -> str``, one line describing the run, above the table; default
@@ -186,7 +185,7 @@ class Reproduction:
     progress: Callable[[Results], str | None]
     plot: Callable[[Results, Path], Path | Sequence[Path]] | None = None
     rows_key: str = "rows"
-    columns: Sequence[report.Column]
+    columns: Sequence[app.Column]
     rows: Callable[[Results], list[dict[str, Any]]] = stored_rows
     caption: Callable[[Results], str] = paper_caption
     notes: str
@@ -205,7 +204,7 @@ class Reproduction:
 
         Example:
           >>> parts = dict(
-          ...     COLUMNS=report.columns("x  x  {:d}"), NOTES="", caption=lambda r: "toy",
+          ...     COLUMNS=app.columns("x  x  {:d}"), NOTES="", caption=lambda r: "toy",
           ...     table_rows=lambda r: [{"x": 1}], options=lambda p: None, header=lambda a: "",
           ...     compute=lambda a, on_result: {"config": {}}, progress=lambda r: None)
           >>> toy = Reproduction.from_module(
@@ -226,14 +225,14 @@ class Reproduction:
 
     def markdown(self, results: Results) -> str:
         """The table as Markdown, with its caption and notes."""
-        return report.markdown_table(
+        return app.markdown_table(
             self.caption(results), self.columns, self.rows(results), self.notes
         )
 
     def write_tables(self, results: Results, out: Path) -> tuple[Path, Path]:
         """Write ``<stem>.md`` and ``<stem>.json`` into ``out``; return their paths."""
         payload = {"config": results["config"], self.rows_key: self.rows(results)}
-        return report.write_tables(out, self.stem, self.markdown(results), payload)
+        return app.write_tables(out, self.stem, self.markdown(results), payload)
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         """Add ``--quick``, the reproduction's options, ``--seed``, ``--out`` and, if it is
@@ -249,7 +248,7 @@ class Reproduction:
 
     def run(self, args: argparse.Namespace) -> int:
         """Run from parsed arguments: compute, print, write the files; return the exit code."""
-        con = report.console()
+        con = app.console()
         out = Path(args.out)
 
         def on_result(results: Results) -> None:
@@ -268,7 +267,7 @@ class Reproduction:
         if self.plot is not None:
             figures = self.plot(results, out)
             files[:0] = [figures] if isinstance(figures, Path) else figures
-        report.print_table(self.caption(results), self.columns, self.rows(results))
+        app.print_table(self.caption(results), self.columns, self.rows(results))
         con.print(f"Wrote {', '.join(map(str, files[:-1]))} and {files[-1]}")
         return self.exit_code(results)
 
@@ -445,7 +444,7 @@ def no_verify_option(parser: argparse.ArgumentParser, help: str) -> None:
 def data_overrides(
     data_dir: str | None, train_size: int | None = None, verify: bool = True
 ) -> list[str]:
-    """The ``data.*`` configuration overrides (:func:`sgrld_app.config.load_config`) of the options
+    """The ``data.*`` configuration overrides (:func:`sgrld_app.api.load_config`) of the options
     ``--train-size``, ``--data-dir`` and ``--no-verify-checksums``; none for their defaults.
 
     Example:

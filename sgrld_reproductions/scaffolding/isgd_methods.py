@@ -13,8 +13,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from sgrld_app import report, runner
-from sgrld_app.report import finite
+from sgrld_app import api as app
+from sgrld_app.api import finite
 from sgrld_reproductions.scaffolding.driver import choices_option, positive_number
 
 
@@ -109,14 +109,14 @@ def sampler_overrides(method: ISGDMethod, lr: float | None, burn_in: int) -> lis
 
 
 def run_summary(
-    result: runner.Result, start: float, keys: Sequence[str], **extra: Any
+    result: app.Result, start: float, keys: Sequence[str], **extra: Any
 ) -> dict[str, Any]:
     """The JSON-ready account of a run: ``status``, ``message``, ``seconds`` since ``start`` (a
     :func:`time.perf_counter`), ``samples`` (the ensemble's size), ``**extra``, and the ``keys``
     of its last record (None where missing or not finite).
 
     Example:
-      >>> done = runner.Result("completed", "done", [{"samples": 5, "test_rmse": 0.5}], 0.0,
+      >>> done = app.Result("completed", "done", [{"samples": 5, "test_rmse": 0.5}], 0.0,
       ...                      None, None, {})
       >>> s = run_summary(done, time.perf_counter(), ("test_rmse", "val_rmse"), split=3)
       >>> s["status"], s["samples"], s["split"], s["test_rmse"], s["val_rmse"]
@@ -184,7 +184,7 @@ def spread(values: list[float], fmt: str, ddof: int = 1) -> str:
       ('2.00 ± 1.00', '2.0 ± 1.0', '—')
     """
     if not values:
-        return report.MISSING
+        return app.MISSING
     mean = fmt.format(float(np.mean(values)))
     return mean if len(values) < 2 else f"{mean} ± {fmt.format(float(np.std(values, ddof=ddof)))}"
 

@@ -15,10 +15,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from sgrld_app import run_folder, runner
-from sgrld_app.config import Config, from_dict
-from sgrld_app.from_config import run_config
-from sgrld_app.sweep import Grid, run_sweep
+from sgrld_app import api as app
+from sgrld_app.api import Config, Grid, from_dict, run_config, run_sweep
 from sgrld_reproductions.scaffolding.driver import (
     Results,
     choices_option,
@@ -208,12 +206,12 @@ class MnistCell(NamedTuple):
         result: the run (a sweep's, with a grid or ``--replicates R > 1``: its records give each
             (rate, replicate)'s scores under ``"groups"``, rate by rate).
         scores: per rate, the final scores of each replicate
-            (:attr:`sgrld_app.sweep.SweepResult.scores`); ``None`` for one ``sgrld run``.
+            (:attr:`sgrld_app.api.SweepResult.scores`); ``None`` for one ``sgrld run``.
         replicates: replicates per rate.
     """
 
     learning_rates: tuple[float, ...]
-    result: runner.Result
+    result: app.Result
     scores: list[dict[str, Any]] | None = None
     replicates: int = 1
 
@@ -269,7 +267,7 @@ def lr_ladder(rate: float, each_side: int = 2) -> tuple[float, ...]:
     return tuple(ladder[max(0, i - each_side) : i + each_side + 1])
 
 
-def at_epoch(result: runner.Result, key: str, epochs: int | None = None) -> np.ndarray:
+def at_epoch(result: app.Result, key: str, epochs: int | None = None) -> np.ndarray:
     """``key`` of each replicate's ensemble after ``epochs`` epochs (``None``: the last), NaN where
     missing: from the record's ``"groups"`` (a sweep's replicates), else the record's own value.
 
@@ -354,8 +352,8 @@ def run_cell(
 ) -> MnistCell:
     """Run one cell: ``sgrld run`` for one replicate at the configuration's rate, else one sweep
     of ``rates`` (default: that rate alone) × ``replicates``; with ``resume``, the run in its
-    folder continues (:func:`sgrld_app.run_folder.existing_of`)."""
-    existing = run_folder.existing_of(Path(config.out.folder), resume)
+    folder continues (:func:`sgrld_app.api.existing_of`)."""
+    existing = app.existing_of(Path(config.out.folder), resume)
     if replicates == 1 and rates is None:
         result = run_config(config, existing=existing, progress=True, label=label)
         return MnistCell((config.sampler.learning_rate,), result)

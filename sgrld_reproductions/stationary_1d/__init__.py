@@ -75,7 +75,7 @@ import jax
 import numpy as np
 
 from sgrld.samples.distances import EDGES, GROUPS, WIDTH, normal_pdf
-from sgrld_app.report import columns, finite, pyplot, save_figure
+from sgrld_app.api import columns, finite, pyplot, save_figure
 from sgrld_reproductions.scaffolding import OnResult, Reproduction, Results, ignore, subset_option
 from sgrld_reproductions.stationary_1d.rows import (
     FAMILIES,

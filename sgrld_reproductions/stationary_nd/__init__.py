@@ -78,7 +78,7 @@ from typing import Any
 
 import jax
 
-from sgrld_app.report import columns, finite
+from sgrld_app.api import columns, finite
 from sgrld_reproductions.scaffolding import OnResult, Reproduction, Results, ignore, subset_option
 from sgrld_reproductions.stationary_nd.runs import (
     FUNNEL_SIGMA2,

@@ -20,7 +20,7 @@ import sgrld
 from sgrld.chains.devices import DistributedError, initialize
 from sgrld_app import cli
 from sgrld_app.config import ConfigError, load_config
-from sgrld_app.from_config import mesh_of
+from sgrld_app.launch import mesh_of
 from tests.helpers import cpu_env
 
 pytestmark = pytest.mark.long  # its tests share a module fixture: scheduled together, first

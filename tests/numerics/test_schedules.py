@@ -152,7 +152,8 @@ TINY_RUN = [
 def test_config_cyclical_schedule_keeps_only_sampling_phase_steps():
     """``[schedule] kind = "cyclical"``: the run keeps exactly the sampling-phase steps of its
     cycles, and its learning rate follows the cosine of each cycle."""
-    from sgrld_app.from_config import build_experiment, run_config
+    from sgrld_app.from_config import build_experiment
+    from sgrld_app.launch import run_config
     from sgrld_app.sampler_from_config import cyclical_of
 
     cfg = sgrld_app.config.load_config(

@@ -40,7 +40,7 @@ def test_sweep_records_score_every_replicate_apart():
         for key in ("test_log_likelihood", "test_accuracy", "val_log_likelihood"):
             np.testing.assert_allclose(last[key][2 * i : 2 * i + 2], scores[key], rtol=1e-6)
     single = sgrld_app.config.load_config(None, [*TINY, "sampler.learning_rate=0.05"])
-    assert "groups" not in sgrld_app.from_config.run_config(single, out=None).records[0]
+    assert "groups" not in sgrld_app.launch.run_config(single, out=None).records[0]
 
 
 def _run(metric_time: dict[str, float], val: dict[tuple[str, float], float], epochs: int = 4):

@@ -18,7 +18,7 @@ import sgrld
 import sgrld_app
 from sgrld.bnn import MLP, apply_fn, dropout, init_params
 from sgrld_app import cli, report
-from sgrld_app.runner import sample_steps
+from sgrld_app.experiment import sample_steps
 from sgrld_reproductions import natural_langevin as nl
 from sgrld_reproductions.natural_langevin import baselines, runs
 from sgrld_reproductions.scaffolding import halving
@@ -248,7 +248,7 @@ def test_posterior_mean_averages_exactly_the_samples_the_runner_keeps():
     chain = runs.averaged(base, burn_in, thin)
     engine = sgrld.chains.engine.Engine(
         chain, sgrld.chains.engine.random_batches(t.batch_fn),
-        burn_in=sgrld_app.runner.first_kept_window(burn_in, thin), thin=thin,
+        burn_in=sgrld_app.experiment.first_kept_window(burn_in, thin), thin=thin,
     )  # fmt: skip
     carry = engine.init(chain.init(t.init_params), num_chains=2)
     keys = sgrld.chains.engine.chain_keys(jax.random.key(0), 2)

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.reproduction
 
 
 def _result(status="completed", log_lik=-0.07, seconds=2.0):
-    """A stand-in for :class:`sgrld_app.runner.Result` with one epoch record."""
+    """A stand-in for :class:`sgrld_app.experiment.Result` with one epoch record."""
     record = {"epoch": 1, "samples": 5, "test_log_likelihood": log_lik, "test_accuracy": 0.98}
     record |= {"test_ece": 0.01, "val_log_likelihood": math.nan}
     summary = {"sampler_seconds_per_epoch": seconds, "eval_seconds_per_epoch": 0.5}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sgrld_app import auto_rate, cli, from_config
+from sgrld_app import auto_rate, cli, launch
 from sgrld_app.config import load_config
 from tests.helpers import digits_toml
 
@@ -28,7 +28,7 @@ def _config(tmp_path: Path, *overrides: str):
 def test_auto_is_the_default_and_is_stated_with_the_guarantee(tmp_path):
     config = _config(tmp_path)
     assert config.sampler.sampler_options()["learning_rate"] == "auto"  # unset: the default
-    result = from_config.run_config(config)
+    result = launch.run_config(config)
     meta = json.loads((tmp_path / "out" / "summary.json").read_text())["meta"]
     choice = meta[auto_rate.META_KEY]
     assert result.status == "completed"
@@ -41,21 +41,21 @@ def test_auto_is_the_default_and_is_stated_with_the_guarantee(tmp_path):
 
 def test_the_same_seed_makes_the_same_choice_and_resume_reads_it_back(tmp_path, monkeypatch):
     config = _config(tmp_path, "run.checkpoint_every=1", "run.checkpoint_seconds=0")
-    first = from_config.run_config(config)
+    first = launch.run_config(config)
     chosen = first.summary["meta"][auto_rate.META_KEY]
-    again = from_config.run_config(config, out=tmp_path / "again")
+    again = launch.run_config(config, out=tmp_path / "again")
     assert again.summary["meta"][auto_rate.META_KEY] == chosen
 
     def no_search(*args, **kwargs):
         raise AssertionError("a resumed run must not search again")
 
     monkeypatch.setattr(auto_rate, "search_rate", no_search)
-    resumed = from_config.run_config(config, existing="resume")
+    resumed = launch.run_config(config, existing="resume")
     assert resumed.summary["meta"][auto_rate.META_KEY] == chosen
 
 
 def test_a_number_is_used_as_it_is(tmp_path):
-    result = from_config.run_config(_config(tmp_path, "sampler.learning_rate=0.05"))
+    result = launch.run_config(_config(tmp_path, "sampler.learning_rate=0.05"))
     assert auto_rate.META_KEY not in result.summary["meta"]
     assert {round(r["learning_rate"], 6) for r in result.records} == {0.05}
 

@@ -13,8 +13,8 @@ import pytest
 import sgrld
 from sgrld.samples.results import ResultsError
 from sgrld_app import cli
-from sgrld_app.config import load_config
-from sgrld_app.from_config import run_config, write_config
+from sgrld_app.config import load_config, write_config
+from sgrld_app.launch import run_config
 from tests.helpers import digits_toml
 
 TINY = [

@@ -208,7 +208,7 @@ def test_arviz_attributes_carry_the_guarantee():
 
 def test_summary_and_diagnose_line(tmp_path):
     from sgrld.samples.diagnostics import guarantee_line
-    from sgrld_app.from_config import run_config
+    from sgrld_app.launch import run_config
 
     overrides = [
         "data.name=digits", "model.widths=[8]", "prior.kind=gaussian", "run.epochs=4",

@@ -11,7 +11,8 @@ import pytest
 
 import sgrld
 import sgrld_app
-from sgrld_app.from_config import observed_targets, run_config
+from sgrld_app.from_config import observed_targets
+from sgrld_app.launch import run_config
 from tests.data.test_uci import FEATURES, SPLITS, TABLE, TARGET
 from tests.helpers import write_uci
 

@@ -19,6 +19,7 @@ import sgrld_app
 from sgrld import evaluation
 from sgrld.bnn import likelihoods
 from sgrld_app import from_config, report, runner
+from sgrld_app.experiment import Experiment, RunPlan, sample_steps
 from tests.helpers import write_uci
 
 N_TRAIN, BATCH, DIM, CLASSES = 40, 4, 3, 3  # 10 steps per epoch
@@ -32,7 +33,7 @@ def predict(params, x):
     return apply(params["net"], x)
 
 
-def logistic_experiment(lr: float = 0.05, kind: str = "classification") -> runner.Experiment:
+def logistic_experiment(lr: float = 0.05, kind: str = "classification") -> Experiment:
     """Softmax regression (or linear regression) on fixed synthetic data, N(0, 1) prior."""
     rng = np.random.default_rng(0)
     w_true = rng.normal(size=(DIM, CLASSES)) * 2
@@ -60,7 +61,7 @@ def logistic_experiment(lr: float = 0.05, kind: str = "classification") -> runne
             }
         }
 
-    return runner.Experiment(
+    return Experiment(
         sampler=sampler,
         init_fn=init_fn,
         predict_fn=predict_fn,
@@ -70,7 +71,7 @@ def logistic_experiment(lr: float = 0.05, kind: str = "classification") -> runne
     )
 
 
-SCHEDULE = runner.RunPlan(epochs=3, batch_size=BATCH, burn_in=7, thin=4, chains=2, seed=3)
+SCHEDULE = RunPlan(epochs=3, batch_size=BATCH, burn_in=7, thin=4, chains=2, seed=3)
 
 
 @pytest.fixture(scope="module")
@@ -81,9 +82,9 @@ def saved(tmp_path_factory):
 
 
 def test_sample_steps_rule():
-    np.testing.assert_array_equal(runner.sample_steps(30, 7, 4), [7, 11, 15, 19, 23, 27])
-    np.testing.assert_array_equal(runner.sample_steps(10, 0, 1), np.arange(10))
-    assert runner.sample_steps(1100, 1000, 100).tolist() == [1099]
+    np.testing.assert_array_equal(sample_steps(30, 7, 4), [7, 11, 15, 19, 23, 27])
+    np.testing.assert_array_equal(sample_steps(10, 0, 1), np.arange(10))
+    assert sample_steps(1100, 1000, 100).tolist() == [1099]
 
 
 def test_burn_in_and_thinning_take_exactly_the_right_steps(saved):
@@ -159,7 +160,7 @@ def test_same_seed_same_run_with_or_without_saving(saved):
 
 def test_divergence_stops_with_a_clear_message_and_keeps_results(tmp_path: Path):
     # lr/N = 2.5e4: the prior's pull alone multiplies θ by ≈ −2.5e4 per step, overflowing float32.
-    schedule = runner.RunPlan(epochs=5, batch_size=BATCH, burn_in=0, thin=1, chains=1)
+    schedule = RunPlan(epochs=5, batch_size=BATCH, burn_in=0, thin=1, chains=1)
     result = runner.run(logistic_experiment(lr=1e6), schedule, out=tmp_path)
     assert result.status == "diverged"
     m = re.search(
@@ -202,7 +203,7 @@ def test_ctrl_c_in_the_second_epoch_keeps_the_first(tmp_path: Path, monkeypatch,
 
 
 def test_regression_ensemble():
-    schedule = runner.RunPlan(epochs=2, batch_size=BATCH, burn_in=0, thin=2)
+    schedule = RunPlan(epochs=2, batch_size=BATCH, burn_in=0, thin=2)
     result = runner.run(logistic_experiment(lr=0.02, kind="regression"), schedule)
     final = result.records[-1]
     assert result.status == "completed" and final["samples"] == 10
@@ -212,16 +213,16 @@ def test_regression_ensemble():
 def test_bad_arguments():
     exp = logistic_experiment()
     with pytest.raises(ValueError, match="larger than the training set"):
-        runner.run(exp, runner.RunPlan(epochs=1, batch_size=N_TRAIN + 1))
+        runner.run(exp, RunPlan(epochs=1, batch_size=N_TRAIN + 1))
     with pytest.raises(ValueError, match="needs an out folder"):
         runner.run(exp, SCHEDULE, save_samples=True)
     with pytest.raises(ValueError, match="thin must be"):
-        runner.RunPlan(epochs=1, batch_size=1, thin=0)
+        RunPlan(epochs=1, batch_size=1, thin=0)
 
 
 def test_a_large_sample_buffer_is_warned_about(monkeypatch):
     monkeypatch.setattr(runner, "BUFFER_WARN_BYTES", 100)
-    schedule = runner.RunPlan(epochs=1, batch_size=BATCH, burn_in=0, thin=1)
+    schedule = RunPlan(epochs=1, batch_size=BATCH, burn_in=0, thin=1)
     pattern = r"sample buffer takes .*\(10 slots x 1 chain.*larger run.thin"
     with pytest.warns(UserWarning, match=pattern):
         result = runner.run(logistic_experiment(), schedule)
@@ -317,7 +318,7 @@ def test_regression_config_errors(tmp_path: Path):
         uci_config(tmp_path, "model.kind=cnn")
 
 
-def _nan_init_experiment(poisoned: bool) -> runner.Experiment:
+def _nan_init_experiment(poisoned: bool) -> Experiment:
     """The logistic experiment; with ``poisoned``, a chain whose init key says so starts at NaN."""
     base = logistic_experiment()
 
@@ -326,7 +327,7 @@ def _nan_init_experiment(poisoned: bool) -> runner.Experiment:
         bad = poisoned & (jax.random.uniform(jax.random.fold_in(key, 1)) < 0.5)
         return jax.tree.map(lambda x: jnp.where(bad, jnp.nan, x), params)
 
-    return runner.Experiment(
+    return Experiment(
         base.sampler, init_fn, base.predict_fn, base.train, base.eval_sets, base.kind
     )
 
@@ -334,7 +335,7 @@ def _nan_init_experiment(poisoned: bool) -> runner.Experiment:
 def test_a_diverged_chain_leaves_the_others_as_they_would_be():
     # Epochs run without keeping diverged chains' states; an epoch in which one diverged runs
     # again with them kept. The healthy chain must come out as in a run where nothing diverged.
-    schedule = runner.RunPlan(epochs=2, batch_size=BATCH, burn_in=0, thin=2, chains=2, seed=3)
+    schedule = RunPlan(epochs=2, batch_size=BATCH, burn_in=0, thin=2, chains=2, seed=3)
     poisoned = runner.run(_nan_init_experiment(True), schedule)
     clean = runner.run(_nan_init_experiment(False), dataclasses.replace(schedule, epochs=1))
     assert poisoned.status == "diverged", poisoned.message  # seed 3 poisons one chain of two

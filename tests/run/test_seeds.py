@@ -13,6 +13,7 @@ import pytest
 from sgrld_app import runner
 from sgrld_app.config import ConfigError, load_config
 from sgrld_app.config.validation import MAX_SEED
+from sgrld_app.experiment import RunPlan
 
 EDGES = [0, 1, 2**31 - 1, 2**31, MAX_SEED - 1, MAX_SEED]
 
@@ -32,7 +33,7 @@ def test_different_seeds_at_the_edges_give_different_chains():
     """The runner's keys (initialisation, chain, curvature) of every pair of seeds differ."""
     keys = {}
     for seed in EDGES:
-        plan = runner.RunPlan(epochs=1, batch_size=1, burn_in=0, thin=1, chains=2, seed=seed)
+        plan = RunPlan(epochs=1, batch_size=1, burn_in=0, thin=1, chains=2, seed=seed)
         roots = runner._chain_roots(plan)
         keys[seed] = np.concatenate([np.asarray(jax.random.key_data(k)).ravel() for k in roots])
     for a, b in itertools.combinations(EDGES, 2):

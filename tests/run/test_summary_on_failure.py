@@ -20,7 +20,7 @@ import pytest
 from sgrld.samples import atomic, results
 from sgrld_app import cli, records, run_end
 from sgrld_app.config import load_config
-from sgrld_app.from_config import run_config
+from sgrld_app.launch import run_config
 from tests.run.test_faults import TINY  # 3 epochs, a checkpoint each
 
 

@@ -11,7 +11,7 @@ import pytest
 import sgrld
 from sgrld_app import cli
 from sgrld_app.config import ConfigError, load_config
-from sgrld_app.from_config import run_config
+from sgrld_app.launch import run_config
 from sgrld_app.sweep import Grid, parse_grid, run_sweep
 
 TINY = [

@@ -15,7 +15,7 @@ import sgrld
 import sgrld_app
 from sgrld.samples import diagnostics
 from sgrld_app import cli, from_config
-from sgrld_app.from_config import run_config
+from sgrld_app.launch import run_config
 
 TINY = [
     "data.name=digits",
