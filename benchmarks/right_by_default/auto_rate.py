@@ -7,9 +7,11 @@ chose, the grid's best rate and errors, auto's errors, and their ratio to the gr
 acceptance: at most 1.25; at full batch also at most 0.1).
 
 Targets: the australian BLR against NUTS (``tests/data/australian_blr_nuts.npz``; full batch and
-batch 32, started from 0), a 10-D correlated Gaussian of condition number 100 (started from 0,
-its mean), and the 1-D N(0, 1) (Rensmeyer & Niggemann's stationary target). The chains start
-dispersed (``sgrld.sample``'s default jitter).
+batch 32, started from 0; ``blr_full_far``: full batch started from 10 in every coordinate, 10
+prior standard deviations away, for the robustness of the choice to the start), a 10-D
+correlated Gaussian of condition number 100 (started from 0, its mean), and the 1-D N(0, 1)
+(Rensmeyer & Niggemann's stationary target). The chains start dispersed (``sgrld.sample``'s
+default jitter).
 
     .venv/bin/python benchmarks/right_by_default/auto_rate.py [--quick] [--targets ...]
 """
@@ -44,7 +46,7 @@ METRICS = {
 }
 
 
-def blr_target(batch_size):
+def blr_target(batch_size, start=0.0):
     problem, ref = blr.load_problem(blr.DATA_FILE), np.load(blr.REFERENCE)
     data = (jnp.asarray(problem.x, jnp.float32), jnp.asarray(problem.y, jnp.float32))
     n = len(problem.y)
@@ -52,7 +54,7 @@ def blr_target(batch_size):
     return dict(
         potential=potential,
         num_data=n,
-        start=blr.as_params(np.zeros(15)),
+        start=blr.as_params(np.full(15, start, np.float32)),
         batch_fn=sgrld.minibatch_fn(data, batch_size),
         vector=blr.as_vector,
         mean=ref["mean"],
@@ -77,6 +79,7 @@ def gaussian_target(t):
 TARGETS = {
     "blr_full": lambda: blr_target(690),
     "blr_b32": lambda: blr_target(32),
+    "blr_full_far": lambda: blr_target(690, start=10.0),  # 10 prior sd from the prior's mean
     "gauss10_k100": lambda: gaussian_target(
         sgrld.samples.targets.correlated_gaussian(10, rho=0.5, condition=100.0)
     ),

@@ -1,5 +1,6 @@
-"""Does DOP frozen after a warm-up (the library's default, ``adapt_until="auto"``) stay finite on
-MNIST? The first non-finite step for each burn-in and ε (RESULTS §29).
+"""Does DOP (or QDOP, ``--methods``) frozen after a warm-up (the library's default,
+``adapt_until="auto"``) stay finite on MNIST? The first non-finite step for each burn-in and ε
+(RESULTS §29).
 
 The reproduction's DOP chain (``runs.sampler`` of ``natural-langevin``: 784-400-400-10, N(0, 0.1)
 prior, batch 100, γ_t = 1/√t) at step size ``--lr`` and seed ``--seed``, with
@@ -10,7 +11,8 @@ row: the freeze step, the first step whose gradient or parameters are not finite
 leaf), and the largest gradient norm of each 500 updates::
 
     python benchmarks/right_by_default/fisher_freeze.py --data-dir ../shared/data/mnist \\
-        [--lr 0.001] [--updates 3000] [--burn-ins 400 600 1000 2000] [--eps 1e-4 1e-3]
+        [--lr 0.001] [--updates 3000] [--burn-ins 400 600 1000 2000] [--eps 1e-4 1e-3] \\
+        [--methods dop qdop]
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ def main() -> None:
     parser.add_argument("--burn-ins", type=int, nargs="+", default=[400, 600, 1000, 2000])
     parser.add_argument("--eps", type=float, nargs="+", default=[runs.EPS, 1e-3])
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--methods", nargs="+", choices=["dop", "qdop"], default=["dop"])
     args = parser.parse_args()
     if args.updates < CHUNK or args.updates % CHUNK:
         parser.error(f"--updates must be a positive multiple of {CHUNK}, got {args.updates}")
@@ -66,20 +69,22 @@ def main() -> None:
     data = runs.load_data(args.data_dir, 10_000, None, 0)
     x, y = (jnp.asarray(a) for a in data.train)
     rows = []
-    for eps in args.eps:
-        method = method_of("dop", False, eps)
+    for name, eps in ((name, eps) for name in args.methods for eps in args.eps):
+        method = method_of(name, False, eps)
         for burn_in in args.burn_ins:
             start = time.perf_counter()
             until, bad, norms = first_nonfinite(
                 method, args.lr, burn_in, x, y, args.updates, args.seed
             )
             seconds = time.perf_counter() - start
-            print(f"  ε = {eps:g}, burn-in {burn_in}: {seconds:.0f} s, first non-finite {bad}")
+            print(f"  {name}, ε = {eps:g}, burn-in {burn_in}: {seconds:.0f} s, non-finite {bad}")
             where = "finite" if bad is None else f"step {bad[0]} (leaf {bad[1]})"
             rows.append(
-                [f"{eps:g}", str(burn_in), str(until), where, " ".join(f"{g:.3g}" for g in norms)]
+                [name, f"{eps:g}", str(burn_in), str(until), where]
+                + [" ".join(f"{g:.3g}" for g in norms)]
             )
-    head = ["ε", "burn-in", "frozen at", f"first non-finite in {args.updates}", "max ‖g‖ per 500"]
+    head = ["method", "ε", "burn-in", "frozen at", f"first non-finite in {args.updates}"]
+    head.append("max ‖g‖ per 500")
     print(table(head, rows))
 
 

@@ -15,7 +15,7 @@ from sgrld.metrics.identity import identity
 from sgrld.metrics.metric import freeze
 from sgrld.numerics.pytrees import PyTree
 from sgrld.samplers.rate_search import RateSearch
-from sgrld.samplers.sampler import gradient_fn
+from sgrld.samplers.sampler import SGRLDState, gradient_fn
 
 NUM_CANDIDATES = 7
 """Rates tried: ``9·(2/λ̂)·3^{−k}``, k = 0 … 6."""
@@ -133,3 +133,17 @@ def candidate_rates(stable: float, num: int = NUM_CANDIDATES) -> tuple[float, ..
       [9.0, 3.0, 1.0, 0.3333]
     """
     return tuple(float(stable * 3.0 ** (2 - k)) for k in range(num))
+
+
+def fit_state(sampler: Any, state: Any) -> Any:
+    """An SGRLD ``state`` (chain axis first) given the window sum its sampler's freeze carries,
+    or without one it does not: a state from an ``"auto"`` sampler's own ``init`` (which knows
+    no burn-in) continues on the resolved sampler."""
+    if not isinstance(state, SGRLDState):
+        return state
+    one = jax.tree.map(lambda x: x[0], state.params)
+    wanted = bool(jax.tree.leaves(jax.eval_shape(sampler.init, one).stat_sum))
+    if wanted == bool(jax.tree.leaves(state.stat_sum)):
+        return state
+    stat_sum = jax.tree.map(jnp.zeros_like, state.metric_state.stat) if wanted else ()
+    return state._replace(stat_sum=stat_sum)

@@ -24,6 +24,7 @@ import numpy as np
 from sgrld.chains.dispersion import Init, starts, warn_if_chains_disagree
 from sgrld.chains.divergence import ADVICE, first_divergence, leaf_names
 from sgrld.chains.engine import Chunk, Engine, chain_keys, count_kept, random_batches
+from sgrld.chains.rate_grid import fit_state
 from sgrld.chains.step_size import resolve_learning_rate
 from sgrld.numerics.pytrees import PyTree
 from sgrld.samplers.contract import Sampler
@@ -33,7 +34,6 @@ from sgrld.samplers.guarantee import (
     warn_if_adapting_on_minibatches,
     warn_if_minibatch_noise_dominates,
 )
-from sgrld.samplers.sampler import SGRLDState
 
 
 class Samples(NamedTuple):
@@ -233,7 +233,7 @@ def sample(
         adaptation = getattr(sampler, "adaptation", None)
         warn_if_adapting_on_minibatches(adaptation, batch_fn.batch_size, batch_fn.num_examples)
         warn_if_minibatch_noise_dominates(adaptation, batch_fn.batch_size, batch_fn.num_examples)
-    state = _fit_state(sampler, state)
+    state = fit_state(sampler, state)
     engine = Engine(
         sampler, random_batches(batch_fn), burn_in=start + burn_in, thin=thin, keep=keep, mesh=mesh
     )
@@ -311,20 +311,6 @@ def with_burn_in(sampler: Sampler, burn_in: int, start: int = 0) -> Sampler:
             f"least {until - start} or lower adapt_until"
         )
     return sampler
-
-
-def _fit_state(sampler: Sampler, state: Any) -> Any:
-    """An SGRLD ``state`` (chain axis first) given the window sum its sampler's freeze carries,
-    or without one it does not: a state from an ``"auto"`` sampler's own ``init`` (which knows
-    no burn-in) continues on the resolved sampler."""
-    if not isinstance(state, SGRLDState):
-        return state
-    one = jax.tree.map(lambda x: x[0], state.params)
-    wanted = bool(jax.tree.leaves(jax.eval_shape(sampler.init, one).stat_sum))
-    if wanted == bool(jax.tree.leaves(state.stat_sum)):
-        return state
-    stat_sum = jax.tree.map(jnp.zeros_like, state.metric_state.stat) if wanted else ()
-    return state._replace(stat_sum=stat_sum)
 
 
 def _check(num_samples: int, thin: int, burn_in: int, num_chains: int | None) -> int:

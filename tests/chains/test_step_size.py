@@ -200,3 +200,17 @@ def test_the_grid_moves_past_the_edge_its_choice_is_at():
     assert len(choice.candidates) == 2 * len(low) - 1  # the shared rate once
     assert choice.learning_rate > low[0] and not choice.at_edge
     assert int(states.step[0]) == 400
+
+
+@pytest.mark.parametrize("relax", [17, 100, 250])
+def test_the_virial_pilot_freezes_the_metric_where_its_window_starts(relax):
+    """``adapt_until="auto"`` resolved for the pilot: frozen from the window on, at the average
+    of the statistic just before it, as the kept samples' metric is; a number stays as it is."""
+    t = sgrld.samples.targets.standard_normal()
+    s = sgrld.sgrld(t.potential, sgrld.metrics.rmsprop(), learning_rate="auto", num_data=1)
+    a = step_size.frozen_from(s.rate_search.build(0.1), relax).adaptation
+    assert a.adapt_until == relax and a.averaged
+    fixed = sgrld.sgrld(
+        t.potential, sgrld.metrics.rmsprop(), learning_rate=0.1, num_data=1, adapt_until=None
+    )
+    assert step_size.frozen_from(fixed, relax) is fixed
