@@ -16,6 +16,7 @@ from sgrld.metrics.metric import check_decay, check_nonnegative
 from sgrld.numerics.checks import check_params
 from sgrld.numerics.pytrees import PyTree
 from sgrld.parts.correction import Estimate, none
+from sgrld.parts.gradients import gradient_estimate
 from sgrld.parts.integrators import euler_maruyama
 from sgrld.parts.preconditioning import by_metric
 from sgrld.samplers.assembly import Assembly, Options, advance, check_options
@@ -95,7 +96,8 @@ def adam_sgld(
         check_decay(decay, "decay"),
         check_nonnegative(eps, "eps"),
     )
-    return Sampler(_init, partial(_step, potential_fn, options, parts, adaptive))
+    gradients = gradient_estimate(potential_fn, "gradient")
+    return Sampler(_init, partial(_step, gradients, options, parts, adaptive))
 
 
 class _Adaptive(NamedTuple):
@@ -111,11 +113,11 @@ def _init(params: PyTree) -> AdamSGLDState:
     return AdamSGLDState(jnp.zeros((), jnp.int32), params, zeros, zeros)
 
 
-def _step(potential_fn, options: Options, parts: Assembly, o: _Adaptive, key, state, batch):
+def _step(gradients, options: Options, parts: Assembly, o: _Adaptive, key, state, batch):
     """One step: the averages m and V, the drift ``g + (a/N)·m ⊘ (eps/N + √V)`` handed to the
     identity metric's Euler–Maruyama move, uncorrected."""
     lr = jnp.asarray(options.schedule(state.step), jnp.float32)
-    value, g = jax.value_and_grad(potential_fn)(state.params, batch)
+    value, g, _ = gradients(state.params, batch)
     m = jax.tree.map(lambda m, g: o.beta * m + (1 - o.beta) * g, state.momentum, g)
     v = jax.tree.map(lambda v, g: o.decay * v + (1 - o.decay) * g**2, state.second_moment, g)
     n = options.num_data

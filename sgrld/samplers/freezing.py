@@ -24,12 +24,11 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 
-from sgrld.metrics.identity import identity
 from sgrld.metrics.metric import Metric, freeze
 from sgrld.numerics.checks import is_step
 from sgrld.numerics.over_chains import branch_over_chains
 from sgrld.parts import correction as corrections
-from sgrld.parts.gradients import gradient_fn
+from sgrld.parts.gradients import gradient_estimate
 
 
 def _frozen(key, grad_fn, params, metric, metric_state, share=()) -> corrections.Estimate:
@@ -72,9 +71,10 @@ def adapting_estimate(
     computed. With ``average_from`` the statistic is summed over the steps
     ``[average_from, adapt_until)`` and the metric frozen at their average, its cache refreshed
     (:func:`sgrld.metrics.metric.freeze`)."""
-    gradients = gradient_fn(potential_fn, prior_in_metric, metric)
-
-    frozen_gradients = gradient_fn(potential_fn, True, identity())
+    gradients = gradient_estimate(
+        potential_fn, "metric", metric=metric, prior_in_metric=prior_in_metric
+    )
+    frozen_gradients = gradient_estimate(potential_fn, "gradient")
 
     def at_average(metric_state, stat_sum):
         n = adapt_until - average_from

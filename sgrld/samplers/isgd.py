@@ -86,9 +86,10 @@ from sgrld.numerics.checks import (
     is_traced,
 )
 from sgrld.numerics.noise import normal_like
-from sgrld.numerics.per_example import at_least_float32, gradient_variance
+from sgrld.numerics.per_example import at_least_float32
 from sgrld.numerics.potential import Potential
 from sgrld.numerics.pytrees import PyTree
+from sgrld.parts.gradients import gradient_estimate
 from sgrld.samplers.assembly import COMMON_BOUNDS, check_options
 from sgrld.samplers.contract import Sampler
 from sgrld.samplers.info import ISGDInfo, step_info
@@ -276,9 +277,10 @@ def noise_estimate(potential_fn: Callable, num_data: int, kind: str = "per_examp
     if kind not in NOISE_ESTIMATES:
         raise ValueError(f"gradient_noise must be one of {NOISE_ESTIMATES}, got {kind!r}")
     if kind == "square":
+        gradients = gradient_estimate(potential_fn, "gradient")
 
         def square(params, batch):
-            value, g = jax.value_and_grad(potential_fn)(params, batch)
+            value, g, _ = gradients(params, batch)
             squares = jax.tree.map(lambda x: 0.5 * jnp.square(num_data * at_least_float32(x)), g)
             return value, g, squares
 
@@ -288,7 +290,7 @@ def noise_estimate(potential_fn: Callable, num_data: int, kind: str = "per_examp
             "gradient_noise='per_example' needs a potential built by sgrld.potential(...) "
             "(per-example log-likelihoods); gradient_noise='square' does not"
         )
-    variances = gradient_variance(potential_fn)
+    variances = gradient_estimate(potential_fn, "variance")
 
     def per_example(params, batch):
         value, g, var = variances(params, batch)

@@ -47,10 +47,9 @@ import jax.numpy as jnp
 from sgrld.metrics.identity import identity
 from sgrld.metrics.metric import DECAY, Metric, MetricState, check_decay
 from sgrld.numerics.checks import check_params
-from sgrld.numerics.per_example import gradient_variance
 from sgrld.numerics.pytrees import PyTree
 from sgrld.parts import correction as corrections
-from sgrld.parts.gradients import gradient_fn
+from sgrld.parts.gradients import gradient_estimate
 from sgrld.parts.integrators import momentum
 from sgrld.parts.preconditioning import by_metric
 from sgrld.samplers import assembly
@@ -166,11 +165,8 @@ def sghmc(
     correction = corrections.from_mode(correction, num_probes=num_probes, warmup=correction_warmup)
     if metric.statistic is None:
         correction = corrections.none()
-    gradients = (
-        gradient_variance(potential_fn)
-        if noise == "per_example"
-        else gradient_fn(potential_fn, True, metric)
-    )
+    observation = "variance" if noise == "per_example" else "metric"
+    gradients = gradient_estimate(potential_fn, observation, metric=metric)
     alpha = check_friction(friction)
     o = _Options(
         options,

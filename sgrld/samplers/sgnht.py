@@ -28,7 +28,7 @@ from sgrld.metrics.identity import identity
 from sgrld.numerics.checks import check_params
 from sgrld.numerics.pytrees import PyTree
 from sgrld.parts import correction as corrections
-from sgrld.parts.gradients import gradient_fn
+from sgrld.parts.gradients import gradient_estimate
 from sgrld.parts.integrators import Thermostat, nose_hoover
 from sgrld.parts.preconditioning import by_metric
 from sgrld.samplers.assembly import COMMON_BOUNDS, Assembly, Options, advance, check_options
@@ -101,7 +101,7 @@ def sgnht(
     )
     metric, integrator = identity(), nose_hoover(check_friction(diffusion, "diffusion"))
     parts = Assembly(metric, corrections.none(), by_metric(metric), integrator, options.num_data)
-    o = _Options(options, parts, gradient_fn(potential_fn, True, metric))
+    o = _Options(options, parts, gradient_estimate(potential_fn, "gradient"))
     return Sampler(partial(_init, o), partial(_step, o))
 
 
