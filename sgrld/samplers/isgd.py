@@ -63,6 +63,16 @@ What is approximated:
   than :data:`CLIPPED_SHARE_WARN` of the coordinates on average (no cost per step).
 * The Euler discretisation's O(h) bias, as for SGLD.
 
+Which shared parts it uses: its gradient and B̂ come from :mod:`sgrld.parts.gradients`
+(``"gradient"``, ``"variance"``), its ``info`` is a :class:`~sgrld.samplers.info.StepInfo`
+family member. Its move is its own, not an :class:`~sgrld.samplers.assembly.Assembly`'s
+:func:`~sgrld.samplers.assembly.advance`: the integrator contract moves by one learning rate,
+``lr·G⁻¹g`` and a noise ``√(2·lr·T/N)·G^{−1/2}ξ``, while i-SGD's step size 1/λ^(p) is set per
+layer from the state (λ adapts in the warm-up) and its noise is what is left of the target's,
+``√(2·max(Tλ − B̂, 0))/λ`` per coordinate, clipped: a metric G = diag(λ/N) would give the drift
+but not this noise. The learning rate is checked here because ``None`` (the rule) and a
+schedule-free float are i-SGD's only two forms.
+
 Reference: G. Franzese, D. Milios, M. Filippone, P. Michiardi, "A Scalable Bayesian Sampling
 Method Based on Stochastic Gradient Descent Isotropization", Entropy 23 (2021), Algorithms 1-2.
 """

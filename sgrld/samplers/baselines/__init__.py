@@ -11,6 +11,13 @@ run them and score them with the same ensemble evaluation as the samplers:
 MC dropout (Gal & Ghahramani 2016), which needs a network with dropout layers, is
 :func:`sgrld.bnn.dropout.mc_dropout`.
 
+They share the :class:`~sgrld.Sampler` contract and :func:`~sgrld.samplers.info.step_info`, not
+the Langevin parts (:mod:`sgrld.parts`, :func:`~sgrld.samplers.assembly.advance`): they inject no
+noise and have no metric nor Γ, and their step is an optax optimiser's (momentum, weight decay),
+with a loss that may take the step's key (MC dropout's masks), which the gradient estimate of
+:mod:`sgrld.parts.gradients` does not. :func:`sgrld.samplers.baselines.sgd.descend` is their one
+gradient step.
+
 Example:
   >>> import jax, jax.numpy as jnp, sgrld
   >>> u = sgrld.potential(lambda w, b: -0.5 * (b - w) ** 2, None, num_data=64)
