@@ -130,11 +130,11 @@ def resolve(experiment: Experiment, plan: RunPlan, saved: Any = None) -> Experim
         meta["guarantee"] = choice.clause(meta["guarantee"])
     sampler = search.build(choice.learning_rate)
     warn_if_minibatch_noise_dominates(sampler.adaptation, plan.batch_size, len(experiment.train[0]))
-    warm = partial(_warmed, search, experiment, plan)
+    warm = partial(warmed, search, experiment, plan)
     return dataclasses.replace(experiment, sampler=sampler, meta=meta, warm=warm)
 
 
-def _warmed(search: Any, experiment: Experiment, plan: RunPlan, states: Any) -> Any:
+def warmed(search: Any, experiment: Experiment, plan: RunPlan, states: Any) -> Any:
     """The run's starting ``states`` with their metrics warmed as the search's pilot chains'
     were (:func:`sgrld.chains.rate_grid.warm_start`): the rate was chosen for that start. DOP
     on the digits at its chosen 0.0096, started cold (J of one minibatch, near 0 for the
