@@ -35,7 +35,7 @@ class Source(NamedTuple):
     batch: Callable[[PyTree, jax.Array, jax.Array], PyTree]
 
 
-def _no_inputs(data: PyTree, key: jax.Array, start: int, n: int) -> jax.Array:
+def _no_inputs(data: PyTree, key: jax.Array, start: jax.Array, n: int) -> jax.Array:
     """A :attr:`Source.prepare` for a source whose steps need no per-step input."""
     return jnp.zeros((n, 0), jnp.int32)
 
