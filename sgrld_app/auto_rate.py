@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from sgrld.chains import devices
-from sgrld.chains.rate_grid import candidate_rates, stability_rate, warm_start
+from sgrld.chains.rate_grid import candidate_rates, stability_rate
 from sgrld.chains.rate_halving import halve_learning_rate
 from sgrld.chains.sampling import minibatch_fn
 from sgrld.chains.step_size import (
@@ -130,16 +130,4 @@ def resolve(experiment: Experiment, plan: RunPlan, saved: Any = None) -> Experim
         meta["guarantee"] = choice.clause(meta["guarantee"])
     sampler = search.build(choice.learning_rate)
     warn_if_minibatch_noise_dominates(sampler.adaptation, plan.batch_size, len(experiment.train[0]))
-    warm = partial(warmed, search, experiment, plan)
-    return dataclasses.replace(experiment, sampler=sampler, meta=meta, warm=warm)
-
-
-def warmed(search: Any, experiment: Experiment, plan: RunPlan, states: Any) -> Any:
-    """The run's starting ``states`` with their metrics warmed as the search's pilot chains'
-    were (:func:`sgrld.chains.rate_grid.warm_start`): the rate was chosen for that start. DOP
-    on the digits at its chosen 0.0096, started cold (J of one minibatch, near 0 for the
-    always-blank pixels' weights, so steps of lr/ε there), ended at test log-likelihood −235;
-    started warm, −0.098."""
-    batch_fn = minibatch_fn(tuple(experiment.train), plan.batch_size)
-    key = jax.random.fold_in(jax.random.key(plan.seed), PILOT_KEY)
-    return warm_start(key, search, states, batch_fn)
+    return dataclasses.replace(experiment, sampler=sampler, meta=meta)

@@ -109,7 +109,6 @@ class Experiment:
         keep: a predicate ``step -> bool`` that a kept step must also pass (``None``: burn-in
             and thinning alone), e.g. the sampling phases of a cyclical schedule
             (:attr:`sgrld.numerics.schedules.Cyclical.keep`, :class:`sgrld.chains.engine.Engine`).
-        warm: ``states -> states`` of the starting states (:func:`sgrld_app.auto_rate.resolve`).
     """
 
     sampler: Sampler
@@ -121,7 +120,6 @@ class Experiment:
     meta: Mapping[str, Any] = field(default_factory=dict)
     chain_args: tuple[Any, ...] = ()
     keep: Callable[[Any], Any] | None = None
-    warm: Callable[[Any], Any] = lambda states: states
 
 
 @dataclass

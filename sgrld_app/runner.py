@@ -89,7 +89,7 @@ def _prepare(
     k = schedule.chains
     init_keys, keys, curvature_keys = _chain_roots(schedule)
     params = jax.vmap(experiment.init_fn)(init_keys)
-    states = experiment.warm(jax.vmap(experiment.sampler.init)(params, *experiment.chain_args))
+    states = jax.vmap(experiment.sampler.init)(params, *experiment.chain_args)
     one_chain = jax.tree.map(lambda a: a[0], params)
     num_classes = None
     if experiment.kind == "classification":

@@ -48,9 +48,9 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
 import jax
 import numpy as np
@@ -157,19 +157,6 @@ def settings(grids: Sequence[Grid]) -> list[dict[str, float]]:
     return [dict(zip(keys, combo, strict=True)) for combo in combos]
 
 
-def _warm_swept(config: Config, experiment: Experiment) -> Callable[[Any], Any]:
-    """The sweep's starting states (:class:`~sgrld.samplers.swept.SweptState`) with their
-    metrics warmed as the rate searches' pilots were (:func:`sgrld_app.auto_rate.warmed`), by the
-    configuration's own metric and potential: the settings' rates were chosen for that start."""
-    search = build_experiment(config).sampler.rate_search
-    plan = run_plan_of(config)
-
-    def warm(states: Any) -> Any:
-        return states._replace(inner=auto_rate.warmed(search, experiment, plan, states.inner))
-
-    return warm
-
-
 def sweep_experiment(
     config: Config, grids: Sequence[Grid], replicates: int, rates: Sequence[float] | None = None
 ) -> tuple[Experiment, RunPlan]:
@@ -211,8 +198,6 @@ def sweep_experiment(
     )
     experiment = build_experiment(config, sampler=build_sampler)
     experiment = dataclasses.replace(experiment, chain_args=(hyper,))
-    if rates is not None:  # chosen for a warm start
-        experiment = dataclasses.replace(experiment, warm=_warm_swept(config, experiment))
     seeds = tuple(config.run.seed + r for _ in points for r in range(replicates))
     chains = len(points) * per_setting
     schedule = dataclasses.replace(run_plan_of(config), chains=chains, seeds=seeds)

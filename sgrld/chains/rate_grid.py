@@ -32,11 +32,12 @@ def warm_metric_state(
     (frozen there, :func:`sgrld.metrics.metric.freeze`, its floor included), counted as that
     many updates; ``state`` itself for a metric without a statistic.
 
-    A cold adaptive metric makes a pilot's first steps unlike the run's after its burn-in:
+    A cold adaptive metric makes a short pilot's first steps unlike the steps after them:
     RMSprop from V = 0 (no bias correction) steps ``lr/√(1 − decay^t)`` per coordinate at step
-    t, ten times its later step at first, and a short pilot at a good rate was still
-    recovering from it (digits, RMSprop: the halving chose lr 0.00016, test log-likelihood
-    −0.28, where 0.0075 reaches −0.13 once the run has recovered).
+    t, ten times its later step at first. The stability estimate and the Stein virial's pilot
+    (whose chains continue the burn-in, so the run starts as its pilot did) use a warmed metric;
+    the halving on validation data starts cold, as the run it chooses for
+    (:func:`sgrld.chains.rate_halving.halve_learning_rate`).
     """
     metric = search.metric or identity()
     if metric.statistic is None:
