@@ -1,8 +1,11 @@
 """Stochastic-gradient Riemannian Langevin dynamics (SGRLD), assembled from parts.
 
-A sampler is a NamedTuple ``(init, step)`` with ``step(key, state, batch) -> (state, info)``
-(BlackJAX's contract). :func:`riemannian_langevin` assembles one from parts, each a small pure
-piece that exists once:
+A sampler is a :class:`~sgrld.samplers.contract.Sampler`, a NamedTuple ``(init, step)`` with
+``step(key, state, batch) -> (state, info)`` (BlackJAX's contract). :func:`riemannian_langevin`
+assembles one from parts, each a small pure piece that exists once:
+
+* a **gradient estimate** (:mod:`sgrld.parts.gradients`): Û/N, its gradient and the metric's
+  observation;
 
 * a **metric** (:mod:`sgrld.metrics`): ``G⁻¹`` and ``G^{−1/2}`` from a moving average of a
   gradient statistic;
@@ -23,10 +26,12 @@ Extension points (none needs an edit of the existing samplers):
 * a new sampler: a function returning :class:`Sampler` with its own state NamedTuple, built
   from :mod:`sgrld.samplers.assembly` (the options check, an
   :class:`~sgrld.samplers.assembly.Assembly` of a correction, a preconditioner and an integrator,
-  :func:`~sgrld.samplers.assembly.advance`) and :func:`~sgrld.samplers.info.step_info`;
-  :func:`sgrld.sample` and the experiment runner run any such sampler whose ``info`` has
-  ``is_finite`` and ``nonfinite_leaf`` (:func:`sgrld.sghmc` and :func:`sgrld.sgnht` are built
-  this way);
+  :func:`~sgrld.samplers.assembly.advance`), its gradient from
+  :func:`~sgrld.parts.gradients.gradient_estimate` and its ``info`` from
+  :func:`~sgrld.samplers.info.step_info` (a type of its own starts with
+  :class:`~sgrld.samplers.info.StepInfo`'s fields); :func:`sgrld.sample` and the experiment runner
+  run any such sampler whose ``info`` has ``is_finite`` and ``nonfinite_leaf`` (:func:`sgrld.sghmc`
+  and :func:`sgrld.sgnht` are built this way);
 * a new safeguard: a wrapper of a :data:`~sgrld.parts.preconditioning.Precondition`.
 """
 
