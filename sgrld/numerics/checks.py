@@ -14,7 +14,7 @@ from sgrld.numerics.schedules import Schedule
 
 class Bound(NamedTuple):
     """Where an option's number may lie, declared once beside the factory that checks it and read
-    by the configuration's validation (:mod:`sgrld.run.config.validation`), so the two never
+    by the configuration's validation (:mod:`sgrld_app.config.validation`), so the two never
     disagree. ``high=None``: no upper bound; ``open_low``/``open_high``: the end is excluded.
 
     Example:
@@ -83,7 +83,7 @@ def check_params(params: PyTree) -> PyTree:
 def is_traced(value: Any) -> bool:
     """Whether ``value`` is traced: a per-chain hyperparameter inside a jitted, vmapped step
     (:func:`sgrld.samplers.swept.swept`), whose number Python cannot check; the configuration that
-    chose it checks it instead (:func:`sgrld.run.sweep.parse_grid`).
+    chose it checks it instead (:func:`sgrld_app.sweep.parse_grid`).
 
     Example:
         >>> import jax

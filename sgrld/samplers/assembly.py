@@ -45,7 +45,7 @@ from sgrld.parts.preconditioning import Directions, Precondition, tame_gamma
 
 COMMON_BOUNDS: dict[str, Bound] = {"learning_rate": LEARNING_RATE, "temperature": TEMPERATURE}
 """The ranges of the options every sampler takes; each sampler module's ``BOUNDS`` adds its own
-(read by the configuration's validation, :func:`sgrld.run.config.registries.sampler_bounds`)."""
+(read by the configuration's validation, :func:`sgrld_app.config.registries.sampler_bounds`)."""
 
 
 class Options(NamedTuple):

@@ -59,7 +59,7 @@ What is approximated:
   never is) the clipping is systematic: a :class:`NoiseClippingWarning` says so, once. This check
   is a host callback per step and chain (about 80 µs on CPU), compiled only with a
   ``learning_rate``. The noise can outgrow a λ fixed at the warm-up's end, under the rule too:
-  :func:`warn_if_clipped` warns once where an epoch of :func:`sgrld.run.runner.run` clipped more
+  :func:`warn_if_clipped` warns once where an epoch of :func:`sgrld_app.runner.run` clipped more
   than :data:`CLIPPED_SHARE_WARN` of the coordinates on average (no cost per step).
 * The Euler discretisation's O(h) bias, as for SGLD.
 
@@ -123,7 +123,7 @@ class NoiseClippingWarning(UserWarning):
 
 def warn_if_clipped(record: dict[str, Any]) -> bool:
     """Warn (:class:`NoiseClippingWarning`) and return True if an epoch's record
-    (:func:`sgrld.run.records.record`) after the warm-up (no ``warming_up_count``) has a mean
+    (:func:`sgrld_app.records.record`) after the warm-up (no ``warming_up_count``) has a mean
     ``clipped_share`` above :data:`CLIPPED_SHARE_WARN`: the λ fixed at the warm-up's end lies
     below the gradient noise where the chain is, so the clipped coordinates sample hotter than T.
 

@@ -37,7 +37,7 @@ def swept(build: Callable[[Mapping[str, jax.Array]], Sampler]) -> Sampler:
     ``init(params, hyper)`` stores ``hyper`` (name -> scalar) next to ``build(hyper).init(params)``;
     ``step(key, state, batch)`` runs ``build(state.hyper).step``, the hyperparameters traced, so
     under ``jax.vmap`` every chain steps with its own values in one compiled program. ``build``
-    must accept traced values (:func:`sgrld.run.sampler_from_config.sampler_of` does).
+    must accept traced values (:func:`sgrld_app.sampler_from_config.sampler_of` does).
 
     Args:
         build: ``hyper -> sampler``.

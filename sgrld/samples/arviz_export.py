@@ -20,7 +20,7 @@
   does not keep the pointwise values (n of them per draw).
 * ``observed_data`` (regression runs): ``y``, the training targets in their own units, dim
   ``y_dim_0``. For a results folder they are not stored with the samples but rebuilt from its
-  ``config.toml`` by loading the data set (:func:`sgrld.run.from_config.training_targets`; a data
+  ``config.toml`` by loading the data set (:func:`sgrld_app.from_config.training_targets`; a data
   set that cannot be found there is a warning and no group); :func:`sgrld.sample`'s output has them
   only when given (``observed_data={"y": y}``).
 
@@ -116,7 +116,7 @@ def to_arviz(
             ``run.save_samples = true``, or :func:`sgrld.load_samples` of one.
         observed_data: the variables of the ``observed_data`` group; ``None``: no group (a
             regression run's training targets, rebuilt from its folder's ``config.toml``, are
-            :func:`sgrld.run.from_config.observed_targets`, which ``sgrld export`` adds).
+            :func:`sgrld_app.from_config.observed_targets`, which ``sgrld export`` adds).
         guarantee: the run's guarantee (:func:`sgrld.samplers.guarantee.guarantee`), put in
             every group's attributes as ``guarantee``; ``None``: the source's own (a results
             folder's, from its ``summary.json``; :func:`sgrld.sample`'s ``Samples.guarantee``).

@@ -6,13 +6,13 @@ JSON is strict (no NaN: a non-finite float is written as ``null``). Every file b
 ``valid`` mask ``[S, chains]``, one array ``params/NAME`` ``[S, chains, ...]`` per parameter leaf
 and one array ``stats/FIELD`` ``[S, chains]`` per field of the sampler's ``info`` at the kept step
 and per evaluation set ``NAME``: ``stats/NAME_log_likelihood``, the draw's own mean log-likelihood
-on that set (:func:`sgrld.run.scoring.score_function`). ``samples/params.json`` names the leaves by
+on that set (:func:`sgrld_app.scoring.score_function`). ``samples/params.json`` names the leaves by
 their pytree paths, so :func:`load_samples` rebuilds the parameters with no template.
 
 Why one file per epoch and not one Zarr store appended to: the writer already streams (the engine
 hands over one epoch's samples, which are written and dropped), each file is whole or absent after a
 kill (:mod:`sgrld.samples.atomic`), and a resume cuts later epochs back by deleting their files
-(:func:`sgrld.run.run_folder.cut_back`). A Zarr append resizes the array's metadata and writes chunk
+(:func:`sgrld_app.run_folder.cut_back`). A Zarr append resizes the array's metadata and writes chunk
 files separately, so a kill between them leaves draws that read back as fill values, and cutting
 back means resizing the store. So the writer's memory does not grow with the run's length; what
 grows is on the reading side, which is therefore streamed: :func:`iter_samples` reads one epoch at a

@@ -46,7 +46,7 @@ def vsgd(
 
     Returns:
       The :class:`~sgrld.Sampler` of :func:`~sgrld.samplers.baselines.sgd`; keep its states with
-      ``burn_in`` and ``thin`` (:func:`sgrld.sample`, :class:`sgrld.run.runner.RunPlan`).
+      ``burn_in`` and ``thin`` (:func:`sgrld.sample`, :class:`sgrld_app.experiment.RunPlan`).
 
     Example:
       >>> import jax, jax.numpy as jnp, sgrld
