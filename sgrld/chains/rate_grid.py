@@ -14,8 +14,9 @@ import numpy as np
 from sgrld.metrics.identity import identity
 from sgrld.metrics.metric import freeze
 from sgrld.numerics.pytrees import PyTree
+from sgrld.parts.gradients import gradient_fn
 from sgrld.samplers.rate_search import RateSearch
-from sgrld.samplers.sampler import SGRLDState, gradient_fn
+from sgrld.samplers.sampler import SGRLDState
 
 NUM_CANDIDATES = 7
 """Rates tried: ``9·(2/λ̂)·3^{−k}``, k = 0 … 6."""

@@ -49,7 +49,6 @@ from sgrld.numerics.checks import check_params, is_zero
 from sgrld.numerics.pytrees import PyTree
 from sgrld.numerics.schedules import Schedule
 from sgrld.parts import correction as corrections
-from sgrld.parts.gradients import gradient_fn as gradient_fn  # its former home, still imported
 from sgrld.parts.integrators import Integrator, euler_maruyama
 from sgrld.parts.preconditioning import GAMMA_KICK_LIMIT, MAX_DRIFT_NORM, by_metric, limit_drift
 from sgrld.parts.share import share_init, share_mean
