@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import warnings
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -29,13 +31,12 @@ from sgrld.bnn import MLP, init_params, likelihoods
 from sgrld.bnn.dropout import DropoutMLP, dropout_loss, mc_dropout
 from sgrld.samplers import baselines
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.helpers import METRICS as TEST_METRICS  # noqa: E402
+
 N, LR = 64, 0.01
-METRICS = {
-    "identity": lambda: sgrld.metrics.identity(),
-    "rmsprop": lambda: sgrld.metrics.rmsprop(decay=0.9, eps=1e-3),
-    "wenzel": lambda: sgrld.metrics.wenzel(decay=0.9, eps=1e-3, update_every=2),
-    "monge": lambda: sgrld.metrics.monge(alpha2=0.7, decay=0.8),
-    "shampoo": lambda: sgrld.metrics.shampoo(decay=0.9, eps=1e-3, update_every=1, block_size=3),
+METRICS = {  # the tests' small metrics, and the Fisher metrics
+    **TEST_METRICS,
     "fisher_diag": lambda: sgrld.metrics.fisher_diag(decay=0.9),
     "fisher_qdiag": lambda: sgrld.metrics.fisher_qdiag(decay=0.9),
     "fisher_full": lambda: sgrld.metrics.fisher_full(decay=0.9),

@@ -12,15 +12,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sgrld.chains.rate_choice import (
-    MAX_EXTENSIONS,
-    RateChoice,
-    all_finite,
-    away_from_divergence,
-    check_some_finite,
-    chosen,
-    search_beyond_edges,
-)
+from sgrld.chains import rate_choice
+from sgrld.chains.rate_choice import MAX_EXTENSIONS, RateChoice
 from sgrld.numerics.pytrees import PyTree
 from sgrld.samplers.rate_search import RateSearch
 
@@ -137,7 +130,7 @@ def halve_learning_rate(
         run = lambda rates, current, start: advance(rates, current, keys, start)  # noqa: E731
         return _halving(run, unit, states, score_fn, pilot_steps, rates)
 
-    return search_beyond_edges(search_fn, tuple(candidates), extensions)
+    return rate_choice.search_beyond_edges(search_fn, tuple(candidates), extensions)
 
 
 def _halving(
@@ -163,7 +156,7 @@ def _halving(
         points = -np.asarray(score_fn(_pooled(snapshots)), np.float64).reshape(k, -1)
         with np.errstate(invalid="ignore"):
             value = points.mean(1)
-        value = np.where(np.isfinite(value) & all_finite(current.params), value, np.inf)
+        value = np.where(np.isfinite(value) & rate_choice.all_finite(current.params), value, np.inf)
         first = np.asarray([list(slots).index(i) for i in alive])  # each survivor's first slot
         scores[alive] = value[first]
         if len(alive) == 1 or done >= pilot_steps or not np.isfinite(value).any():
@@ -173,12 +166,12 @@ def _halving(
         refill = first[keep][np.arange(k) % len(keep)]  # survivors repeated over the slots
         slots, current = slots[refill], jax.tree.map(partial(_take, refill), current)
         length = min(done, pilot_steps - done)
-    check_some_finite(candidates, scores)
-    eligible = away_from_divergence(scores)[alive]
+    rate_choice.check_some_finite(candidates, scores)
+    eligible = rate_choice.away_from_divergence(scores)[alive]
     best = int(alive[int(np.argmin(eligible if np.isfinite(eligible).any() else scores[alive]))])
     slot = {int(i): list(slots).index(i) for i in alive}
     best = within_one_error(best, [int(i) for i in alive], points[[slot[int(i)] for i in alive]])
-    choice = chosen(candidates, scores, best, done, criterion=HALVING)
+    choice = rate_choice.chosen(candidates, scores, best, done, criterion=HALVING)
     return choice, jax.tree.map(lambda x: x[slot[best]], current)
 
 
