@@ -45,7 +45,7 @@ from sgrld_reproductions.scaffolding import (
     positive_int,
     quick_note,
     record_run,
-    run_status,
+    run_progress,
 )
 
 KEYS = ("isgd", "sghmc", "dropout", "sgd", "swag", "sgld", "vsgd")
@@ -327,19 +327,17 @@ def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
     return results
 
 
-def progress(results: Results) -> str:
-    """The last run's validation NLL, test accuracy, status and time."""
-    r, fmt = results["runs"][-1], app.format_value
-    return (
-        f"{r['method']} lr={scaffolding.lr_label(r['lr'])} replicate {r['replicate']}: val NLL "
-        f"{fmt(r['val_nll'])}, test accuracy {fmt(r['test_accuracy'])} {run_status(r)}"
-    )
+progress = run_progress(
+    lambda r: f"{r['method']} lr={scaffolding.lr_label(r['lr'])} replicate {r['replicate']}",
+    {"val NLL": "val_nll", "test accuracy": "test_accuracy"},
+)
+"""The last run's validation NLL, test accuracy, status and time."""
 
 
 def exit_code(results: Results) -> int:
     """130 if interrupted; 1 if a method that ran has no completed run; else 0."""
     done = {r["method"] for r in results["runs"] if r["status"] == "completed"}
-    return exit_code_of(results, any(r["method"] not in done for r in results["runs"]))
+    return exit_code_of(results["runs"], any(r["method"] not in done for r in results["runs"]))
 
 
 REPRODUCTION = Reproduction.from_module(

@@ -45,7 +45,7 @@ from sgrld_reproductions.scaffolding import (
     positive_int,
     quick_note,
     record_run,
-    run_status,
+    run_progress,
     select_rate,
     spread,
 )
@@ -318,20 +318,17 @@ def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
     return results
 
 
-def progress(results: Results) -> str:
-    """The last run's validation and test RMSE, status and time."""
-    r, fmt = results["runs"][-1], app.format_value
-    return (
-        f"{r['dataset']} split {r['split']} {r['method']} lr={lr_label(r['lr'])}: val RMSE "
-        f"{fmt(r['val_rmse'])}, test RMSE {fmt(r['test_rmse'])}, test NLL {fmt(r['test_nll'])} "
-        f"{run_status(r)}"
-    )
+progress = run_progress(
+    lambda r: f"{r['dataset']} split {r['split']} {r['method']} lr={lr_label(r['lr'])}",
+    {"val RMSE": "val_rmse", "test RMSE": "test_rmse", "test NLL": "test_nll"},
+)
+"""The last run's validation and test RMSE, test NLL, status and time."""
 
 
 def exit_code(results: Results) -> int:
     """130 if interrupted; 1 if a method that ran has a split where no run completed; else 0."""
     rows = table_rows(results)
-    return exit_code_of(results, any(None in row["per_split"].values() for row in rows))
+    return exit_code_of(results["runs"], any(None in row["per_split"].values() for row in rows))
 
 
 REPRODUCTION = Reproduction.from_module(

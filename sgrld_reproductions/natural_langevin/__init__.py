@@ -34,14 +34,15 @@ from sgrld_reproductions.scaffolding import (
     OnResult,
     Reproduction,
     Results,
+    RunSpec,
     choices_option,
     data_dir_option,
     exit_code_of,
     positive_int,
     positive_number,
+    progress_line,
     quick_note,
     record_run,
-    run_status,
 )
 
 EPOCHS = 100
@@ -290,7 +291,7 @@ def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
     for method in methods:
         for lr in _grid(method, args):
             out = Path(args.out) / method.key / f"lr-{lr:g}"
-            run = runs.run(method, lr, data, plan, out, progress=True, resume=args.resume)
+            run = runs.run(method, lr, data, plan, RunSpec(out, progress=True, resume=args.resume))
             if record_run(results, run, on_result):
                 return results
     return results
@@ -304,10 +305,7 @@ def progress(results: Results) -> str:
         f"test NLL {fmt(s['test']['nll'])}"
         for view, s in run["scores"].items()
     ]
-    return (
-        f"{run['method']} η={run['learning_rate']:g}: {'; '.join(parts) or 'no scores'} "
-        f"{run_status(run)}"
-    )
+    return progress_line(f"{run['method']} η={run['learning_rate']:g}", parts, run, sep="; ")
 
 
 def exit_code(results: Results) -> int:
@@ -316,7 +314,8 @@ def exit_code(results: Results) -> int:
     A diverged η of a grid is an outcome of the search, not a failure of the command.
     """
     rows = table_rows(results)
-    return exit_code_of(results, any(row["grid"] and row["lr"] == app.MISSING for row in rows))
+    failed = any(row["grid"] and row["lr"] == app.MISSING for row in rows)
+    return exit_code_of(results["runs"], failed)
 
 
 REPRODUCTION = Reproduction.from_module(

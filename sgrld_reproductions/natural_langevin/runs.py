@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 import time
 from functools import partial
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import jax
@@ -30,7 +29,7 @@ from sgrld.numerics.pytrees import PyTree
 from sgrld_app import api as app
 from sgrld_app.api import ConfigError, finite
 from sgrld_reproductions.natural_langevin import baselines
-from sgrld_reproductions.scaffolding import halving
+from sgrld_reproductions.scaffolding import RunSpec, halving
 
 SIGMA2 = 0.1
 """The prior variance of every parameter (Table 1's σ²)."""
@@ -290,9 +289,7 @@ def _ensemble_scores(result: app.Result, sets) -> Scores:
     }
 
 
-def _run_chain(
-    method, learning_rate, data: Data, plan: Plan, out, progress, resume
-) -> dict[str, Any]:
+def _run_chain(method, learning_rate, data: Data, plan: Plan, spec: RunSpec) -> dict[str, Any]:
     """An SGLD or SGD method on the runner: its status and predictors' scores."""
     num_data, num_inputs = data.train[0].shape[0], data.train[0].shape[1]
     steps = plan.epochs * (num_data // BATCH_SIZE)
@@ -314,9 +311,7 @@ def _run_chain(
         },
     )
     schedule = app.RunPlan(plan.epochs, BATCH_SIZE, burn_in, thin, 1, plan.seed)
-    label = f"{method.name} η={learning_rate:g}"
-    saved = app.resume_point(out, experiment.meta) if resume and out is not None else None
-    result = app.run(experiment, schedule, out=out, progress=progress, label=label, resume=saved)
+    result = spec.run(experiment, schedule, label=f"{method.name} η={learning_rate:g}")
     ensemble = _ensemble_scores(result, data.eval_sets)
     views = {"final": ensemble} if method.kind == "sgd" else {"ensemble": ensemble}
     if method.kind == "sgld" and result.state is not None and int(result.state.count[0]) > 0:
@@ -347,20 +342,12 @@ def _run_dropout(learning_rate, data: Data, plan: Plan) -> dict[str, Any]:
 
 
 def run(
-    method: Method,
-    learning_rate: float,
-    data: Data,
-    plan: Plan,
-    out: Path | None = None,
-    *,
-    progress: bool = False,
-    resume: bool = False,
+    method: Method, learning_rate: float, data: Data, plan: Plan, spec: RunSpec
 ) -> dict[str, Any]:
-    """Train ``method`` at step size η and score its predictors. With ``resume``, an SGLD or SGD
-    run continues the run in ``out`` from its newest checkpoint
-    (:func:`sgrld_app.api.resume_point`: the same method, η, hyperparameters and training
-    set, else ``CheckpointError``; none: it starts afresh); dropout, which writes no folder,
-    runs again.
+    """Train ``method`` at step size η and score its predictors. An SGLD or SGD run keeps its
+    files as ``spec`` says (with ``spec.resume``, it continues the run in ``spec.out``: the same
+    method, η, hyperparameters and training set, else ``CheckpointError``); dropout, which writes
+    no folder, runs again.
 
     Returns:
       A JSON-ready dict: ``method``, ``learning_rate``, ``status`` (``"completed"``,
@@ -372,6 +359,6 @@ def run(
     if method.kind == "dropout":
         outcome = _run_dropout(learning_rate, data, plan)
     else:
-        outcome = _run_chain(method, learning_rate, data, plan, out, progress, resume)
+        outcome = _run_chain(method, learning_rate, data, plan, spec)
     seconds = time.perf_counter() - start
     return {"method": method.name, "learning_rate": learning_rate, **outcome, "seconds": seconds}

@@ -75,9 +75,12 @@ from sgrld_reproductions.scaffolding import (
     OnResult,
     Reproduction,
     Results,
+    RunSpec,
     choices_option,
     data_dir_option,
+    exit_code_of,
     positive_int,
+    progress_line,
     quick_note,
 )
 
@@ -400,10 +403,8 @@ def _networks(args: argparse.Namespace, part: str, results: Results, on_result: 
                 paper = paper_error(part, key, prior_var, noise, net.label)
                 method = methods[key]
                 folder = Path(args.out) / part / f"{net.label}-{key}-var{prior_var:g}-{noise}"
-                run = runs.network_run(
-                    method, net, prior_var, noise, LR[key], plan, folder, progress=True,
-                    resume=args.resume,
-                )  # fmt: skip
+                spec = RunSpec(folder, progress=True, resume=args.resume)
+                run = runs.network_run(method, net, prior_var, noise, LR[key], plan, spec)
                 row = network_row(part, net.label, method, prior_var, noise, paper, run)
                 results["rows"].append(row)
                 on_result(results)
@@ -443,11 +444,10 @@ def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
 def progress(results: Results) -> str:
     """The last row in a line."""
     row, fmt = results["rows"][-1], app.format_value
-    return (
-        f"{row['data']} {row['method']} ({row['noise']} noise): test err. {row['error']}, "
-        f"log-lik. {row['loglik']}, {fmt(row['ms'], '{:.3g}')} ms/iter, min ESS/s "
-        f"{fmt(row['ess'], '{:.3g}')} ({row['status']}, {row['run']['seconds']:.0f} s)"
-    )
+    scores = [f"test err. {row['error']}", f"log-lik. {row['loglik']}"]
+    scores += [f"{fmt(row['ms'], '{:.3g}')} ms/iter", f"min ESS/s {fmt(row['ess'], '{:.3g}')}"]
+    head = f"{row['data']} {row['method']} ({row['noise']} noise)"
+    return progress_line(head, scores, row["run"])
 
 
 def caption(results: Results) -> str:
@@ -461,10 +461,8 @@ def exit_code(results: Results) -> int:
       >>> exit_code({"rows": [{"status": "completed"}, {"status": "diverged"}]})
       1
     """
-    statuses = {row["status"] for row in results["rows"]}
-    if "interrupted" in statuses:
-        return app.EXIT_CODES["interrupted"]
-    return int("diverged" in statuses)
+    rows = results["rows"]
+    return exit_code_of(rows, any(row["status"] == "diverged" for row in rows))
 
 
 REPRODUCTION = Reproduction.from_module(

@@ -39,9 +39,8 @@ from sgrld.data.registry import DEFAULT_DATA_DIR
 from sgrld.evaluation import ensemble_log_likelihood
 from sgrld.numerics.pytrees import PyTree
 from sgrld.samplers.guarantee import guarantee
-from sgrld_app import api as app
 from sgrld_app.api import build_experiment, finite, load_config, run_plan_of
-from sgrld_reproductions.scaffolding import data_overrides, halving, sample_timed
+from sgrld_reproductions.scaffolding import RunSpec, data_overrides, halving, sample_timed
 
 DECAY, LAMBDA = 0.99, 1e-5
 """pSGLD's α and λ (the paper's defaults)."""
@@ -436,19 +435,15 @@ def network_run(
     noise: str,
     learning_rate: float,
     plan: NetworkPlan,
-    out: Path | None = None,
-    *,
-    progress: bool = False,
-    resume: bool = False,
+    spec: RunSpec,
 ) -> dict[str, Any]:
     """Train ``network`` with ``method`` on MNIST (:func:`sgrld_app.api.build_experiment`,
     minibatches of 100, no validation split), the step size halved every ``plan.halve_every``
-    epochs, and score the online ensemble (:mod:`sgrld_app.runner`, its files in ``out`` if given,
-    a progress bar if ``progress``) on the 10,000 test images. With ``noise="none"`` (the
-    optimiser) the "ensemble" is the last iterate alone, as the paper's optimiser rows. With
-    ``resume``, the run in ``out`` continues from its newest checkpoint
-    (:func:`sgrld_app.api.resume_point`: it must have the same configuration, method, noise,
-    prior variance and step size, else ``CheckpointError``); without one it starts afresh.
+    epochs, and score the online ensemble (:mod:`sgrld_app.runner`, its files kept as ``spec``
+    says) on the 10,000 test images. With ``noise="none"`` (the optimiser) the "ensemble" is the
+    last iterate alone, as the paper's optimiser rows. With ``spec.resume``, the run in
+    ``spec.out`` continues from its newest checkpoint: it must have the same configuration,
+    method, noise, prior variance and step size, else ``CheckpointError``.
 
     Returns:
       A JSON-ready dict: ``status`` (``"completed"``, ``"diverged"``, ``"interrupted"``),
@@ -481,8 +476,7 @@ def network_run(
         total = plan.epochs * (len(experiment.train[1]) // schedule.batch_size)
         schedule = dataclasses.replace(schedule, burn_in=0, thin=total)
     label = f"{network.label} {method.label(noise)} σ²={prior_var:g} {noise}"
-    saved = app.resume_point(out, experiment.meta) if resume and out is not None else None
-    result = app.run(experiment, schedule, out=out, progress=progress, label=label, resume=saved)
+    result = spec.run(experiment, schedule, label)
     final = result.records[-1] if result.records else {}
     steps = result.summary["steps_per_epoch"]
     per_epoch = result.summary["sampler_seconds_per_epoch"]

@@ -5,6 +5,9 @@ another reproduction's modules (``tests/test_architecture.py``).
 * :mod:`~sgrld_reproductions.scaffolding.driver`: :class:`Reproduction`, the skeleton every
   ``sgrld reproduce NAME`` runs on (options, run, table, files), and the options and bookkeeping
   its reproductions have in common;
+* :mod:`~sgrld_reproductions.scaffolding.outcomes`: the runs' progress lines and exit codes;
+* :mod:`~sgrld_reproductions.scaffolding.run_spec`: :class:`RunSpec`, a run's folder, progress bar
+  and resumption (``natural-langevin``, ``psgld``);
 * :mod:`~sgrld_reproductions.scaffolding.yu_mnist`: Yu et al. (2023)'s MNIST MLP setting
   (``mnist-mlp``, ``monge-alpha``, ``cifar-resnet``; the MNIST data options also ``isgd-mnist``
   and ``natural-langevin``);
@@ -24,22 +27,17 @@ from sgrld_reproductions.scaffolding.driver import (
     data_overrides,
     epochs_option,
     equal_time_epochs,
-    exit_code_of,
     ignore,
-    last_run_message,
     no_verify_option,
     paper_caption,
     positive_int,
     positive_number,
     quick_note,
-    record_run,
     replicates_option,
     resume_option,
-    run_status,
     sample_timed,
     stored_rows,
     subset_option,
-    worst_run_exit_code,
 )
 from sgrld_reproductions.scaffolding.isgd_methods import (
     ISGD_METHODS,
@@ -56,6 +54,16 @@ from sgrld_reproductions.scaffolding.isgd_methods import (
     select_rate,
     spread,
 )
+from sgrld_reproductions.scaffolding.outcomes import (
+    exit_code_of,
+    last_run_message,
+    progress_line,
+    record_run,
+    run_progress,
+    run_status,
+    worst_run_exit_code,
+)
+from sgrld_reproductions.scaffolding.run_spec import RunSpec
 from sgrld_reproductions.scaffolding.step_sizes import (
     HALVE_EVERY,
     halving,
@@ -93,6 +101,9 @@ __all__ = [
     "record_run",
     "exit_code_of",
     "run_status",
+    "progress_line",
+    "run_progress",
+    "RunSpec",
     "quick_note",
     "paper_caption",
     "Reproduction",

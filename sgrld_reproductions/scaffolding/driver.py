@@ -64,66 +64,6 @@ def stored_rows(results: Results) -> list[dict[str, Any]]:
     return results["rows"]
 
 
-def worst_run_exit_code(results: Results) -> int:
-    """The largest exit code (:data:`sgrld_app.api.EXIT_CODES`) of the
-    :class:`sgrld_app.api.Result` objects in ``results["runs"]``, 0 without any."""
-    return max([0] + [app.EXIT_CODES[r.status] for r in results["runs"]])
-
-
-def last_run_message(results: Results) -> str | None:
-    """The ``progress`` of a reproduction that keeps its runs as :class:`sgrld_app.api.Result`
-    objects in ``results["runs"]``: the last one's message if it did not complete (None: nothing
-    to print).
-
-    Example:
-      >>> from types import SimpleNamespace
-      >>> run = SimpleNamespace(status="diverged", message="diverged at step 7")  # a Result's
-      >>> last_run_message({"runs": [run]}), last_run_message({"runs": []})
-      ('diverged at step 7', None)
-    """
-    last = results["runs"][-1] if results["runs"] else None
-    return None if last is None or last.status == "completed" else last.message
-
-
-def record_run(results: Results, run: dict[str, Any], on_result: OnResult) -> bool:
-    """Append a run kept as a JSON-ready dict with a ``"status"`` to ``results["runs"]`` and call
-    ``on_result``; return whether the run was interrupted (the computation then stops).
-
-    Example:
-      >>> results = {"runs": []}
-      >>> record_run(results, {"status": "interrupted"}, ignore), results
-      (True, {'runs': [{'status': 'interrupted'}]})
-    """
-    results["runs"].append(run)
-    on_result(results)
-    return run["status"] == "interrupted"
-
-
-def exit_code_of(results: Results, failed: bool) -> int:
-    """The exit code of runs kept as JSON-ready dicts with a ``"status"`` in ``results["runs"]``:
-    130 (:data:`sgrld_app.api.EXIT_CODES`' ``"interrupted"``) if one was interrupted, else 1 if
-    ``failed`` (what failure means is the reproduction's), else 0.
-
-    Example:
-      >>> runs = {"runs": [{"status": "completed"}, {"status": "interrupted"}]}
-      >>> exit_code_of(runs, failed=False), exit_code_of({"runs": []}, failed=True)
-      (130, 1)
-    """
-    if any(r["status"] == "interrupted" for r in results["runs"]):
-        return app.EXIT_CODES["interrupted"]
-    return int(failed)
-
-
-def run_status(run: Mapping[str, Any]) -> str:
-    """How a run ended, at the end of a progress line: ``(<status>, <seconds> s)``.
-
-    Example:
-      >>> run_status({"status": "diverged", "seconds": 12.6})
-      '(diverged, 13 s)'
-    """
-    return f"({run['status']}, {run['seconds']:.0f} s)"
-
-
 def quick_note(args: argparse.Namespace) -> str:
     """The end of a header with ``--quick``: ``" (--quick: a smoke test, not a reproduction)"``.
 

@@ -98,7 +98,7 @@ def test_quick_on_mnist_learns_with_every_method(tmp_path: Path):
 def _stub_run(accuracy):
     """A stub of ``runs.run``: val accuracy ``accuracy(method, lr, view)``; NaN means diverged."""
 
-    def run(method, lr, data, plan, out, *, progress, resume):
+    def run(method, lr, data, plan, spec):
         views = ("final",) if method.kind != "sgld" else ("ensemble", "postmean")
         accs = {view: accuracy(method.name, lr, view) for view in views}
         if any(np.isnan(a) for a in accs.values()):

@@ -18,6 +18,7 @@ from sgrld.data import MissingDataError
 from sgrld_app import cli
 from sgrld_reproductions import psgld
 from sgrld_reproductions.psgld import figure, runs
+from sgrld_reproductions.scaffolding import RunSpec
 from tests.data.test_data import write_mnist
 from tests.reproductions.test_natural_langevin import easy_mnist
 
@@ -91,7 +92,8 @@ def test_an_optimiser_row_scores_its_last_iterate_alone(tmp_path: Path):
     plan = runs.NetworkPlan(epochs=2, halve_every=1, burn_in=4, thin=2, train_size=500,
                             data_dir=str(base), seed=0)  # fmt: skip
     net = runs.Network("16-16", "mlp", (16, 16))
-    run = runs.network_run(runs.METHODS[1], net, 1.0, "none", 5e-4, plan, tmp_path / "out")
+    spec = RunSpec(tmp_path / "out")
+    run = runs.network_run(runs.METHODS[1], net, 1.0, "none", 5e-4, plan, spec)
     assert run["status"] == "completed" and run["samples"] == 1 and 0 <= run["error"] < 50
     lines = (tmp_path / "out" / "metrics.jsonl").read_text().splitlines()
     assert [json.loads(line)["samples"] for line in lines] == [0, 1]
@@ -123,7 +125,7 @@ def _stubs(monkeypatch, status: str = "completed") -> None:
     gauss = {"status": "completed", "seconds": 1.0, "step_seconds": 1e-6, "cov_error": 0.1,
              "iat": 5.0, "min_ess_per_s": 1e4}  # fmt: skip
 
-    def network(method, net, prior_var, noise, lr, plan, out, progress, resume):
+    def network(method, net, prior_var, noise, lr, plan, spec):
         bad = net.kind == "cnn" and method.key == "sgld"
         return {
             "status": status if bad else "completed",
