@@ -60,7 +60,6 @@ from sgrld_reproductions.scaffolding.outcomes import (
     progress_line,
     record_run,
     run_progress,
-    run_status,
     worst_run_exit_code,
 )
 from sgrld_reproductions.scaffolding.run_spec import RunSpec
@@ -100,7 +99,6 @@ __all__ = [
     "last_run_message",
     "record_run",
     "exit_code_of",
-    "run_status",
     "progress_line",
     "run_progress",
     "RunSpec",
