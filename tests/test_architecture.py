@@ -90,9 +90,8 @@ APP_API = f"{APP}.api"
 ``__all__``, and nothing else of the application."""
 
 MAX_MODULE_LINES = 400
-MAX_REPRODUCTION_MODULE_LINES = 500
-"""The limit of a module's lines in the library and the application, and in the reproductions
-(six of whose modules lie between 400 and 500 lines)."""
+"""The limit of a module's lines in every package: the library, the application and the
+reproductions."""
 MAX_FUNCTION_CODE_LINES = 60
 SCAFFOLDING = f"{REPRODUCTIONS}.scaffolding"
 """The one package every reproduction may share (its ``__init__`` lists what it shares);
@@ -329,16 +328,13 @@ def code_lines(node: ast.AST, lines: list[str]) -> int:
 
 
 def oversized(known: dict[str, Module]) -> list[str]:
-    """Modules over :data:`MAX_MODULE_LINES` lines (the reproductions' over
-    :data:`MAX_REPRODUCTION_MODULE_LINES`) and functions over :data:`MAX_FUNCTION_CODE_LINES`
-    lines of code."""
+    """Modules over :data:`MAX_MODULE_LINES` lines and functions over
+    :data:`MAX_FUNCTION_CODE_LINES` lines of code."""
     found = []
     for module in known.values():
         lines = module.path.read_text().splitlines()
         where = module.where
-        top = module.name.split(".")[0]
-        limit = MAX_REPRODUCTION_MODULE_LINES if top == REPRODUCTIONS else MAX_MODULE_LINES
-        if len(lines) > limit:
+        if len(lines) > MAX_MODULE_LINES:
             found.append(f"{where}: {len(lines)} lines")
         for node in ast.walk(module.tree):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):

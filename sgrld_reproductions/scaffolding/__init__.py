@@ -3,8 +3,10 @@
 another reproduction's modules (``tests/test_architecture.py``).
 
 * :mod:`~sgrld_reproductions.scaffolding.driver`: :class:`Reproduction`, the skeleton every
-  ``sgrld reproduce NAME`` runs on (options, run, table, files), and the options and bookkeeping
-  its reproductions have in common;
+  ``sgrld reproduce NAME`` runs on (options, run, table, files), and the timing its
+  reproductions have in common;
+* :mod:`~sgrld_reproductions.scaffolding.options`: the command-line options they have in common
+  (``--resume``, ``--epochs``, ``--data-dir``, ...) and the argument types they parse;
 * :mod:`~sgrld_reproductions.scaffolding.outcomes`: the runs' progress lines and exit codes;
 * :mod:`~sgrld_reproductions.scaffolding.run_spec`: :class:`RunSpec`, a run's folder, progress bar
   and resumption (``natural-langevin``, ``psgld``);
@@ -22,22 +24,12 @@ from sgrld_reproductions.scaffolding.driver import (
     OnResult,
     Reproduction,
     Results,
-    choices_option,
-    data_dir_option,
-    data_overrides,
-    epochs_option,
     equal_time_epochs,
     ignore,
-    no_verify_option,
     paper_caption,
-    positive_int,
-    positive_number,
     quick_note,
-    replicates_option,
-    resume_option,
     sample_timed,
     stored_rows,
-    subset_option,
 )
 from sgrld_reproductions.scaffolding.isgd_methods import (
     ISGD_METHODS,
@@ -53,6 +45,18 @@ from sgrld_reproductions.scaffolding.isgd_methods import (
     sampler_overrides,
     select_rate,
     spread,
+)
+from sgrld_reproductions.scaffolding.options import (
+    choices_option,
+    data_dir_option,
+    data_overrides,
+    epochs_option,
+    no_verify_option,
+    positive_int,
+    positive_number,
+    replicates_option,
+    resume_option,
+    subset_option,
 )
 from sgrld_reproductions.scaffolding.outcomes import (
     exit_code_of,

@@ -15,7 +15,7 @@ import numpy as np
 
 from sgrld_app import api as app
 from sgrld_app.api import finite
-from sgrld_reproductions.scaffolding.driver import choices_option, positive_number
+from sgrld_reproductions.scaffolding.options import choices_option, positive_number
 
 
 class ISGDMethod(NamedTuple):

@@ -17,8 +17,8 @@ import numpy as np
 
 from sgrld_app import api as app
 from sgrld_app.api import Config, Grid, from_dict, run_config, run_sweep
-from sgrld_reproductions.scaffolding.driver import (
-    Results,
+from sgrld_reproductions.scaffolding.driver import Results
+from sgrld_reproductions.scaffolding.options import (
     choices_option,
     data_dir_option,
     no_verify_option,
@@ -36,7 +36,7 @@ METRIC_LABELS = {
 
 
 MNIST_FOLDER = "folder with the four MNIST IDX files"
-"""What ``--data-dir`` holds (:func:`~sgrld_reproductions.scaffolding.driver.data_dir_option`)."""
+"""What ``--data-dir`` holds (:func:`~sgrld_reproductions.scaffolding.options.data_dir_option`)."""
 
 
 class YuPaper(NamedTuple):
