@@ -18,7 +18,7 @@ import sgrld
 from sgrld.bnn import convolutions, likelihoods, models, priors, resnet
 from sgrld_app import config as sgrld_config
 from sgrld_app.config.registries import CONVOLUTIONS
-from sgrld_app.from_config import _model
+from sgrld_app.data_and_model import _model
 
 RTOL = 1e-5
 
@@ -158,7 +158,7 @@ def test_model_conv_in_a_configuration():
     for kind, widths in (("cnn", "[8]"), ("resnet20", "[4]")):
         overrides = [f"model.kind={kind}", f"model.widths={widths}", "model.conv=im2col"]
         config = sgrld_config.load_config(None, overrides)
-        assert _model(config, 10, regression=False).conv == "im2col"
+        assert _model(config, None, 10).conv == "im2col"  # a registry set: no data needed
     with pytest.raises(sgrld_config.ConfigError, match="model.conv: unknown value 'im2co'"):
         sgrld_config.load_config(None, ["model.kind=cnn", "model.conv=im2co"])
     with pytest.raises(sgrld_config.ConfigError, match="model.conv: only a cnn or a resnet20"):
