@@ -214,3 +214,14 @@ def test_the_virial_pilot_freezes_the_metric_where_its_window_starts(relax):
         t.potential, sgrld.metrics.rmsprop(), learning_rate=0.1, num_data=1, adapt_until=None
     )
     assert step_size.frozen_from(fixed, relax) is fixed
+
+
+def test_a_choice_no_rate_of_which_came_within_the_tolerance_warns():
+    """Chains started 10⁴ standard deviations out, from one point, with a pilot of 64 steps:
+    no rate's chains reach the target's spread, and the least-bad choice says so."""
+    s = quadratic()
+    states = jax.vmap(s.init)(jnp.full((4, 2), 1e4))
+    with pytest.warns(RuntimeWarning, match="no rate tried came within"):
+        step_size.choose_learning_rate(
+            jax.random.key(0), s.rate_search, states, batch_fn, 64, extensions=0
+        )
