@@ -217,8 +217,9 @@ def _read_table(
     _check_columns(path, columns, names, target)
     x, x_names = _numeric_columns(path, frame, names)
     y, _ = _numeric_columns(path, frame, [target])
-    _check_finite(path, x, x_names)
-    _check_finite(path, y, [target])
+    missing = "an empty field, or a short row" if form == "csv" else "a missing value"
+    _check_finite(path, x, x_names, missing)
+    _check_finite(path, y, [target], missing)
     kinds = frame[target].dtype.kind
     y = y[:, 0].astype(np.int64) if kinds in "iub" else y[:, 0]
     return _float32(path, x), y, target
@@ -273,13 +274,16 @@ def _numeric_columns(path: Path, frame, names: list[str]) -> Columns:
     return frame[names].to_numpy(np.float64, na_value=np.nan), names
 
 
-def _check_finite(path: Path, values: np.ndarray, names: list[str]) -> None:
-    """Refuse a NaN or an infinite value in ``values (n, k)``, naming its column and row."""
+def _check_finite(
+    path: Path, values: np.ndarray, names: list[str], missing: str | None = None
+) -> None:
+    """Refuse a NaN or an infinite value in ``values (n, k)``, naming its column and row (and,
+    for a NaN, the ``missing`` value of a table it may come from)."""
     bad = ~np.isfinite(values.astype(np.float64, copy=False))
     if bad.any():
         row, col = np.argwhere(bad)[0]
         value = values[row, col]
-        what = "a NaN (an empty field, or a short row)" if np.isnan(value) else f"{value}"
+        what = f"{value}" if not np.isnan(value) else f"a NaN ({missing})" if missing else "a NaN"
         count = int(bad.sum())
         raise DataError(
             f"{path}: {names[col]!r} has {what} at row {row} ({count} such value"

@@ -1,7 +1,8 @@
 """``sgrld run`` on one's own data file (``data.path``: NPZ, CSV, Parquet) and model
-(``model.factory``): each format of a regression and a classification set run, one resumed after
-SIGKILL bit for bit, one swept, exported and diagnosed; every bad file or factory one line naming
-it, with nothing written (issue 51, item 3)."""
+(``model.factory``): each format of a regression and a classification set run, killed (SIGKILL)
+and resumed bit for bit, exported and swept, one diagnosed; a Linen and an Equinox factory run and
+diagnosed; every bad file (of each format) or factory one line naming it, with nothing written
+(issue 51, item 3)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 import uuid
 from pathlib import Path
 
@@ -20,12 +20,12 @@ import jax
 import numpy as np
 import pandas as pd
 import pytest
+import xarray as xr
 
 import sgrld
 from sgrld_app import checkpoint, cli
-from sgrld_app.from_config import observed_targets
 from tests.helpers import cpu_env
-from tests.run.test_checkpoint import TIMING
+from tests.run.test_checkpoint import TIMING, _kill_when
 
 ROWS = 60
 """Rows of each file: 12 test, 6 validation, 42 training (2 steps of 16 an epoch)."""
@@ -52,9 +52,12 @@ def _table(classes: bool) -> pd.DataFrame:
     return pd.DataFrame({"a": x[:, 0], "b": x[:, 1], "c": x[:, 2], "y": y})
 
 
-def _write(folder: Path, suffix: str, classes: bool) -> Path:
+def _write(folder: Path, suffix: str, classes: bool, changed: bool = False) -> Path:
+    """The file of :func:`_table` (``changed``: its first row's target changed) in a format."""
     path = folder / f"{'classes' if classes else 'targets'}{suffix}"
     frame = _table(classes)
+    if changed:
+        frame.loc[0, "y"] = 1 - frame.loc[0, "y"]
     if suffix == ".csv":
         frame.to_csv(path, index=False)
     elif suffix == ".parquet":
@@ -103,69 +106,87 @@ def test_each_format_of_each_task_runs_with_its_checksum_recorded(runs, suffix, 
     assert sgrld.load_samples(out).params["net"]["Dense_0"]["kernel"].shape[1:] == (2, 3, 8)
 
 
+def _same_run(got: Path, want: Path) -> None:
+    """The runs in ``got`` and ``want`` have the same records and the same samples, bit for bit."""
+    assert _records(got) == _records(want)
+    a, b = sgrld.load_samples(got), sgrld.load_samples(want)
+    assert a.names == b.names
+    for x, y in zip(jax.tree.leaves(a[:4]), jax.tree.leaves(b[:4]), strict=True):
+        assert x.dtype == y.dtype and np.array_equal(x, y)
+
+
 @pytest.mark.long
-def test_a_regression_file_run_is_exported_and_diagnosed_from_its_file(runs, capsys):
-    path, out = runs(".csv", False)
+@pytest.mark.parametrize(("suffix", "classes"), FORMATS)
+def test_each_file_run_killed_resumes_bit_for_bit_refuses_a_changed_file_and_exports(
+    runs, tmp_path, capsys, suffix, classes
+):
+    path, ref = runs(suffix, classes)
+    out, log = tmp_path / "out", tmp_path / "log.txt"
+    # each checkpoint's write pauses 2 s before its rename: the run is killed in the pause after
+    # epoch 1's or, on a starved poller, epoch 2's (a window of 4 s before it would end)
+    env = {**cpu_env(), checkpoint.PAUSE_ENV: "2"}
+    with log.open("w") as f:
+        cmd = [sys.executable, "-m", "sgrld", *_argv("run", path, out)]
+        proc = subprocess.Popen(cmd, stdout=f, stderr=f, env=env)
+    ready = checkpoint.path_of(out, 1).exists
+    assert _kill_when(proc, ready) == -signal.SIGKILL, log.read_text()
+    assert json.loads((out / "summary.json").read_text())["status"] == "running"
+
+    original = path.read_bytes()
+    _write(path.parent, suffix, classes, changed=True)  # the file changes under the run
+    try:
+        before = {p: p.stat().st_mtime_ns for p in out.rglob("*")}
+        capsys.readouterr()
+        assert cli.main(["run", "--resume", str(out)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"sgrld: error: {path.resolve()}: changed since the run in {out}")
+        assert "\n" not in err and {p: p.stat().st_mtime_ns for p in out.rglob("*")} == before
+    finally:
+        path.write_bytes(original)
+    assert cli.main(["run", "--resume", str(out)]) == 0
+    _same_run(out, ref)
+
     assert cli.main(["export", str(out)]) == 0
-    assert (out / "inference_data.nc").is_file()
-    y = observed_targets(out)["y"]  # the training rows' targets, rebuilt from the file
-    rows = _table(False)["y"].to_numpy()
-    assert len(y) == 42 and np.abs(y[:, None] - rows).min(axis=1).max() < 1e-5 * rows.std()
+    with xr.open_datatree(out / "inference_data.nc", engine="h5netcdf") as tree:
+        sizes = tree.posterior.sizes
+        observed = None if classes else tree.observed_data["y"].to_numpy()
+    assert (sizes["chain"], sizes["draw"]) == (2, 2)
+    if observed is not None:  # the training rows' targets, rebuilt from the file, in its units
+        rows = _table(False)["y"].to_numpy()
+        assert len(observed) == 42
+        assert np.abs(observed[:, None] - rows).min(axis=1).max() < 1e-5 * rows.std()
+
+
+@pytest.mark.long
+def test_a_regression_file_run_is_diagnosed_from_its_file(runs, capsys):
+    _, out = runs(".csv", False)
+    capsys.readouterr()
     assert cli.main(["diagnose", str(out)]) == 0
     assert "kernel Stein discrepancy (IMQ)" in capsys.readouterr().out  # the file read again
 
 
 @pytest.mark.long
-def test_a_file_run_killed_resumes_bit_for_bit_and_refuses_a_changed_file(runs, tmp_path, capsys):
-    path, ref = runs(".npz", False)
-    out, log = tmp_path / "out", tmp_path / "log.txt"
-    env = {**cpu_env(), checkpoint.PAUSE_ENV: "5"}  # time for the poller to see epoch 1's
-    with log.open("w") as f:
-        cmd = [sys.executable, "-m", "sgrld", *_argv("run", path, out)]
-        proc = subprocess.Popen(cmd, stdout=f, stderr=f, env=env)
-    deadline = time.monotonic() + 240
-    while not checkpoint.path_of(out, 1).exists():
-        assert proc.poll() is None, log.read_text()
-        assert time.monotonic() < deadline, "the first checkpoint was never written"
-        time.sleep(0.002)
-    proc.send_signal(signal.SIGKILL)
-    assert proc.wait(timeout=60) == -signal.SIGKILL
-
-    original = path.read_bytes()
-    path.write_bytes(original + b"\0")  # the file changes under the run
-    before = {p: p.stat().st_mtime_ns for p in out.rglob("*")}
-    capsys.readouterr()
-    assert cli.main(["run", "--resume", str(out)]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.startswith(f"sgrld: error: {path.resolve()}: changed since the run in {out}")
-    assert "\n" not in err and {p: p.stat().st_mtime_ns for p in out.rglob("*")} == before
-
-    path.write_bytes(original)
-    assert cli.main(["run", "--resume", str(out)]) == 0
-    assert _records(out) == _records(ref)
-    got, want = sgrld.load_samples(out), sgrld.load_samples(ref)
-    assert got.names == want.names
-    for a, b in zip(jax.tree.leaves(got[:4]), jax.tree.leaves(want[:4]), strict=True):
-        assert a.dtype == b.dtype and np.array_equal(a, b)
-
-
-@pytest.mark.long
-def test_a_file_is_swept(tmp_path: Path, capsys):
-    path = _write(tmp_path, ".parquet", True)
+@pytest.mark.parametrize(("suffix", "classes"), FORMATS)
+def test_each_file_is_swept(tmp_path: Path, capsys, suffix, classes):
+    path = _write(tmp_path, suffix, classes)
     argv = _argv("sweep", path, tmp_path / "sweep", "run.chains=1")
     assert cli.main([*argv, "--grid", "sampler.learning_rate=[0.02, 0.05]"]) == 0
     sweep = json.loads((tmp_path / "sweep" / "sweep.json").read_text())
-    assert len(sweep["rows"]) == 2 and "classes.parquet" in capsys.readouterr().out
+    assert len(sweep["rows"]) == 2 and path.name in capsys.readouterr().out
+    summary = json.loads((tmp_path / "sweep" / "summary.json").read_text())
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    assert summary["meta"]["data_file"] == {"path": str(path.resolve()), "sha256": digest}
 
 
 FACTORIES = """
-import equinox as eqx
 from flax import linen
 
 def linen_mlp(num_outputs):
     return linen.Sequential([linen.Dense(8), linen.tanh, linen.Dense(num_outputs)])
 
 def equinox_mlp(key, num_outputs, input_shape):
+    import equinox as eqx  # an optional extra, sgrld[equinox]: only this factory needs it
+
     return eqx.nn.MLP(input_shape[0], num_outputs, 8, 1, key=key)
 
 def three():
@@ -192,6 +213,8 @@ def factories(tmp_path: Path, monkeypatch) -> str:
 def test_a_factory_built_network_runs_and_is_diagnosed(
     tmp_path: Path, factories, capsys, function, leaf
 ):
+    if function == "equinox_mlp":
+        pytest.importorskip("equinox")  # installed in CI by sgrld[dev]
     path = _write(tmp_path, ".csv", True)
     argv = _argv("run", path, tmp_path / "out", f'model.factory="{factories}:{function}"')
     assert cli.main(argv) == 0
@@ -243,6 +266,61 @@ def test_a_bad_file_or_factory_is_one_line_and_nothing_is_written(
     err = _refused(_argv("run", path, tmp_path / "out", *settings), tmp_path / "out", capsys)
     for word in words:
         assert word in err, err
+
+
+def _npz(path: Path, problem: str) -> None:
+    """An NPZ file of 30 rows with ``problem``."""
+    x, y = np.arange(60.0).reshape(30, 2), np.arange(30) % 2
+    if problem == "nan":
+        x[7, 1] = np.nan
+    if problem == "ragged":
+        x = np.array([[1.0, 2.0], [3.0]] * 15, dtype=object)
+    if problem == "text":
+        y = np.array(["cat", "dog"] * 15)
+    keys = {"x": x, ("label" if problem == "missing" else "y"): y}
+    np.savez(path, **keys)
+
+
+def _parquet(path: Path, problem: str) -> None:
+    """A Parquet file of 30 rows with ``problem``."""
+    frame = pd.DataFrame({"a": np.arange(30.0), "b": np.arange(30) % 4, "y": np.arange(30) % 2})
+    if problem == "nan":
+        frame["b"] = frame["b"].astype(float).where(frame.index != 7)
+    if problem == "text":
+        frame["y"] = frame["y"].map({0: "cat", 1: "dog"})
+    frame.rename(columns={"y": "label"} if problem == "missing" else {}).to_parquet(path)
+
+
+@pytest.mark.parametrize(
+    ("suffix", "problem", "words"),
+    [
+        (".npz", "missing", ["bad.npz: no key 'y' (its keys: x, label)"]),
+        (".npz", "nan", ["bad.npz: 'x' has a NaN", "row 7"]),
+        (".npz", "ragged", ["bad.npz: key 'x' is not an array of numbers", "ragged rows?"]),
+        (".npz", "text", ["bad.npz: key 'y' is not an array of numbers: <U3 values"]),
+        (".parquet", "missing", ["bad.parquet: no column 'y' (its columns: a, b, label)"]),
+        (".parquet", "nan", ["bad.parquet: 'b' has a NaN", "row 7"]),
+        (".parquet", "text", ["bad.parquet: column 'y' is not numeric", "row 0: 'cat'"]),
+    ],
+)
+def test_a_bad_npz_or_parquet_file_is_one_line_and_nothing_is_written(
+    tmp_path: Path, capsys, suffix, problem, words
+):
+    path = tmp_path / f"bad{suffix}"
+    (_npz if suffix == ".npz" else _parquet)(path, problem)
+    target = ["data.target=y"] if suffix == ".parquet" else []
+    err = _refused(_argv("run", path, tmp_path / "out", *target), tmp_path / "out", capsys)
+    for word in words:
+        assert word in err, err
+
+
+@pytest.mark.parametrize("settings", [[], ["model.factory=nosuchmodule_51:f"]])
+def test_a_sweep_of_a_bad_file_or_factory_is_one_line_too(tmp_path, capsys, settings):
+    bad, out = tmp_path / "bad.csv", tmp_path / "out"
+    bad.write_text(GOOD + ("1,,0\n" if not settings else ""))
+    argv = _argv("sweep", bad, out, *settings, "run.chains=1")
+    err = _refused([*argv, "--grid", "sampler.learning_rate=[0.02, 0.05]"], out, capsys)
+    assert ("bad.csv: 'b' has a NaN" if not settings else "no module named") in err, err
 
 
 @pytest.mark.parametrize(
