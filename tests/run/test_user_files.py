@@ -106,6 +106,22 @@ def test_each_format_of_each_task_runs_with_its_checksum_recorded(runs, suffix, 
     assert sgrld.load_samples(out).params["net"]["Dense_0"]["kernel"].shape[1:] == (2, 3, 8)
 
 
+def _refuses_a_changed_file(argv: list[str], path: Path, classes: bool, capsys) -> None:
+    """``sgrld *argv`` (a resume of the run or sweep in ``argv[-1]``) on ``path`` changed since
+    (one target changed) is one line naming it, and touches nothing; ``path`` is then restored."""
+    out, original = Path(argv[-1]), path.read_bytes()
+    _write(path.parent, path.suffix, classes, changed=True)
+    try:
+        before = {p: p.stat().st_mtime_ns for p in out.rglob("*")}
+        capsys.readouterr()
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"sgrld: error: {path.resolve()}: changed since the run in {out}")
+        assert "\n" not in err and {p: p.stat().st_mtime_ns for p in out.rglob("*")} == before
+    finally:
+        path.write_bytes(original)
+
+
 def _same_run(got: Path, want: Path) -> None:
     """The runs in ``got`` and ``want`` have the same records and the same samples, bit for bit."""
     assert _records(got) == _records(want)
@@ -132,17 +148,7 @@ def test_each_file_run_killed_resumes_bit_for_bit_refuses_a_changed_file_and_exp
     assert _kill_when(proc, ready) == -signal.SIGKILL, log.read_text()
     assert json.loads((out / "summary.json").read_text())["status"] == "running"
 
-    original = path.read_bytes()
-    _write(path.parent, suffix, classes, changed=True)  # the file changes under the run
-    try:
-        before = {p: p.stat().st_mtime_ns for p in out.rglob("*")}
-        capsys.readouterr()
-        assert cli.main(["run", "--resume", str(out)]) == 2
-        err = capsys.readouterr().err.strip()
-        assert err.startswith(f"sgrld: error: {path.resolve()}: changed since the run in {out}")
-        assert "\n" not in err and {p: p.stat().st_mtime_ns for p in out.rglob("*")} == before
-    finally:
-        path.write_bytes(original)
+    _refuses_a_changed_file(["run", "--resume", str(out)], path, classes, capsys)
     assert cli.main(["run", "--resume", str(out)]) == 0
     _same_run(out, ref)
 
@@ -167,7 +173,9 @@ def test_a_regression_file_run_is_diagnosed_from_its_file(runs, capsys):
 
 @pytest.mark.long
 @pytest.mark.parametrize(("suffix", "classes"), FORMATS)
-def test_each_file_is_swept(tmp_path: Path, capsys, suffix, classes):
+def test_each_file_is_swept_and_its_resume_refuses_a_changed_file(
+    tmp_path: Path, capsys, suffix, classes
+):
     path = _write(tmp_path, suffix, classes)
     argv = _argv("sweep", path, tmp_path / "sweep", "run.chains=1")
     assert cli.main([*argv, "--grid", "sampler.learning_rate=[0.02, 0.05]"]) == 0
@@ -176,6 +184,10 @@ def test_each_file_is_swept(tmp_path: Path, capsys, suffix, classes):
     summary = json.loads((tmp_path / "sweep" / "summary.json").read_text())
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     assert summary["meta"]["data_file"] == {"path": str(path.resolve()), "sha256": digest}
+    grid = ["--grid", "sampler.learning_rate=[0.02, 0.05]"]  # a resume reads the file again
+    _refuses_a_changed_file(
+        ["sweep", *grid, "--resume", str(tmp_path / "sweep")], path, classes, capsys
+    )
 
 
 FACTORIES = """
