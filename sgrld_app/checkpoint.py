@@ -13,7 +13,8 @@ A checkpoint is ``OUT/checkpoints/epoch_EEEE.npz``, written atomically
   warning).
 
 The trees are rebuilt (:func:`restore`) on templates, the freshly initialised states of the same
-run, so NamedTuples, key types and dtypes come back exactly and a changed model is refused.
+run, so NamedTuples, key types and dtypes come back exactly and a changed model is refused. A
+checkpoint of an earlier layout of the same leaves (:data:`EARLIER_LAYOUTS`) is still read.
 
 Why not ``orbax-checkpoint`` (0.12.8, already installed with flax, so no new dependencies; measured
 on this machine's CPU with a 784x400 float32 tree plus NamedTuple state and typed PRNG keys): it
@@ -36,13 +37,14 @@ Example:
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import json
 import os
 import time
 import warnings
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -51,6 +53,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from sgrld.numerics.pytrees import PyTree
+from sgrld.samplers.adam_sgld import AdamSGLDState
+from sgrld.samplers.sgnht import SGNHTState
 from sgrld.samples import atomic
 from sgrld.samples.results import ResultsError
 
@@ -200,15 +204,58 @@ def latest(out: str | Path) -> Saved | None:
     return None
 
 
+# The states as they were before the samplers kept their integrator's state in one field.
+_SGNHT_BEFORE = collections.namedtuple("SGNHTState", "step params momentum thermostat")
+_ADAM_SGLD_BEFORE = collections.namedtuple("AdamSGLDState", "step params momentum second_moment")
+
+
+def _integrator_spread(tree: PyTree) -> PyTree:
+    """``tree`` as checkpoints wrote it before every sampler kept its integrator's state whole in
+    its state's field ``integrator`` (:mod:`sgrld.parts.integrators`): SGNHT's
+    :class:`~sgrld.parts.integrators.Thermostat` as two fields of its state, ``momentum`` and
+    ``thermostat``, and Adam-SGLD's state without the field (Euler–Maruyama's ``()``). SGHMC's
+    field only changed its name (``momentum``), which the structure does not record."""
+
+    def spread(x: Any) -> Any:
+        if isinstance(x, SGNHTState):
+            return _SGNHT_BEFORE(x.step, x.params, *x.integrator)
+        if isinstance(x, AdamSGLDState):
+            return _ADAM_SGLD_BEFORE(*x[:-1])
+        return x
+
+    return jax.tree.map(spread, tree, is_leaf=lambda x: isinstance(x, SGNHTState | AdamSGLDState))
+
+
+EARLIER_LAYOUTS: tuple[Callable[[PyTree], PyTree], ...] = (_integrator_spread,)
+"""Earlier layouts of the trees that :func:`restore` still reads: each maps a template to its
+earlier layout, the same leaves in the same order under another structure."""
+
+
+def _in_earlier_layout(stored: str | None, template: PyTree) -> bool:
+    """Whether ``stored`` is the structure of ``template`` in one of :data:`EARLIER_LAYOUTS`
+    with its leaves, the same objects, in the same order."""
+    leaves = jax.tree.leaves(template)
+    for layout in EARLIER_LAYOUTS:
+        before = layout(template)
+        if str(jax.tree.structure(before)) == stored:
+            same = jax.tree.leaves(before)
+            if len(same) != len(leaves):
+                return False
+            return all(a is b for a, b in zip(same, leaves, strict=True))
+    return False
+
+
 def restore(saved: Saved, name: str, template: PyTree) -> PyTree:
     """The tree ``name`` of a checkpoint, rebuilt on ``template`` (same structure, shapes and
-    dtypes; typed PRNG keys wrapped with the template's implementation).
+    dtypes; typed PRNG keys wrapped with the template's implementation). A tree stored in one of
+    :data:`EARLIER_LAYOUTS` is rebuilt on the template the same way, leaf by leaf.
 
     Raises:
         CheckpointError: the checkpoint's tree does not match the template.
     """
     leaves, treedef = jax.tree.flatten(template)
-    if saved.info["trees"].get(name) != str(treedef):
+    stored = saved.info["trees"].get(name)
+    if stored != str(treedef) and not _in_earlier_layout(stored, template):
         raise CheckpointError(
             f"checkpoint {saved.path}: its {name} has another structure than this run's (a "
             "different model, metric or sampler)"

@@ -8,6 +8,14 @@ README's conventions: with ``lr = h·N`` and temperature ``T``, Langevin's noise
 ``√(2·lr·T/N)·G^{−1/2}ξ`` and Γ̂ enters as ``c·(lr/N)·T·Γ̂`` (:func:`langevin_scales`); a
 momentum's noise is ``√(2·α·lr·T/N)·G^{−1/2}ξ`` for the friction α (:func:`momentum_scales`).
 
+The integrator's state is stored one way: each sampler that moves through an integrator
+(:class:`~sgrld.samplers.sampler.SGRLDState`, :class:`~sgrld.samplers.sghmc.SGHMCState`,
+:class:`~sgrld.samplers.sgnht.SGNHTState`, :class:`~sgrld.samplers.adam_sgld.AdamSGLDState`)
+keeps it whole in its state's field ``integrator``, as :attr:`Integrator.init` made it and
+:attr:`Integrator.move` returns it (:func:`sgrld.samplers.assembly.advance` hands it over); names
+such as ``SGHMCState.momentum`` or ``SGNHTState.thermostat`` are read-only views of that field.
+i-SGD and the baselines have no integrator: their modules say why.
+
 Example:
   >>> import jax, jax.numpy as jnp
   >>> em = euler_maruyama()

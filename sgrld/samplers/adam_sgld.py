@@ -26,12 +26,21 @@ from sgrld.samplers.rate_search import searchable
 
 
 class AdamSGLDState(NamedTuple):
-    """State of an Adam-SGLD chain: step count, sample, gradient EMA ``m`` and squared EMA ``V``."""
+    """State of an Adam-SGLD chain.
+
+    Attributes:
+      step: int32 number of steps taken.
+      params: the sample θ_t.
+      momentum: Adam's gradient average ``m`` (part of the drift, not a dynamics' momentum).
+      second_moment: the squared-gradient average ``V``.
+      integrator: the Euler–Maruyama integrator's state, ``()``.
+    """
 
     step: jax.Array
     params: PyTree
     momentum: PyTree
     second_moment: PyTree
+    integrator: PyTree = ()
 
 
 @searchable(lambda arguments: None)
@@ -97,7 +106,7 @@ def adam_sgld(
         check_nonnegative(eps, "eps"),
     )
     gradients = gradient_estimate(potential_fn, "gradient")
-    return Sampler(_init, partial(_step, gradients, options, parts, adaptive))
+    return Sampler(partial(_init, parts), partial(_step, gradients, options, parts, adaptive))
 
 
 class _Adaptive(NamedTuple):
@@ -107,10 +116,11 @@ class _Adaptive(NamedTuple):
     eps: float
 
 
-def _init(params: PyTree) -> AdamSGLDState:
+def _init(parts: Assembly, params: PyTree) -> AdamSGLDState:
     params = check_params(params)
     zeros = jax.tree.map(jnp.zeros_like, params)
-    return AdamSGLDState(jnp.zeros((), jnp.int32), params, zeros, zeros)
+    moving = parts.integrator.init(params)
+    return AdamSGLDState(jnp.zeros((), jnp.int32), params, zeros, zeros, moving)
 
 
 def _step(gradients, options: Options, parts: Assembly, o: _Adaptive, key, state, batch):
@@ -124,5 +134,5 @@ def _step(gradients, options: Options, parts: Assembly, o: _Adaptive, key, state
     drift = jax.tree.map(lambda g, m, v: g + (o.a / n) * m / (o.eps / n + jnp.sqrt(v)), g, m, v)
     est = Estimate(value, drift, parts.metric.init(state.params), None)
     temperature = options.temperature(state.step)
-    params, _, _ = advance(parts, key, state.params, (), est, lr, temperature)
-    return AdamSGLDState(state.step + 1, params, m, v), step_info(value, g, lr, params)
+    params, moved, _ = advance(parts, key, state.params, state.integrator, est, lr, temperature)
+    return AdamSGLDState(state.step + 1, params, m, v, moved), step_info(value, g, lr, params)

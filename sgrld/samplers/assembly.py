@@ -134,7 +134,8 @@ def advance(
     temperature: jax.Array,
     noise: PyTree | None = None,
 ) -> tuple[PyTree, PyTree, Directions]:
-    """One move of ``params`` and the integrator's state ``moving`` from a correction's
+    """One move of ``params`` and the integrator's state ``moving`` (the sampler state's field
+    ``integrator``, :mod:`sgrld.parts.integrators`) from a correction's
     :class:`~sgrld.parts.correction.Estimate` (``gamma=None``: no correction): the integrator's
     noise drawn with ``key``, drift and noise preconditioned at the estimate's metric state, the
     integrator's scales (``noise`` replaces their noise scale, e.g. SGHMC's ``α·T − β̂``), Γ̂

@@ -70,7 +70,8 @@ family member. Its move is its own, not an :class:`~sgrld.samplers.assembly.Asse
 ``lr·G⁻¹g`` and a noise ``√(2·lr·T/N)·G^{−1/2}ξ``, while i-SGD's step size 1/λ^(p) is set per
 layer from the state (λ adapts in the warm-up) and its noise is what is left of the target's,
 ``√(2·max(Tλ − B̂, 0))/λ`` per coordinate, clipped: a metric G = diag(λ/N) would give the drift
-but not this noise. The learning rate is checked here because ``None`` (the rule) and a
+but not this noise. So it has no integrator, and no integrator state: λ and B̄ are its own
+(:class:`ISGDState`). The learning rate is checked here because ``None`` (the rule) and a
 schedule-free float are i-SGD's only two forms.
 
 Reference: G. Franzese, D. Milios, M. Filippone, P. Michiardi, "A Scalable Bayesian Sampling

@@ -26,7 +26,8 @@ Extension points (none needs an edit of the existing samplers):
 * a new sampler: a function returning :class:`Sampler` with its own state NamedTuple, built
   from :mod:`sgrld.samplers.assembly` (the options check, an
   :class:`~sgrld.samplers.assembly.Assembly` of a correction, a preconditioner and an integrator,
-  :func:`~sgrld.samplers.assembly.advance`), its gradient from
+  :func:`~sgrld.samplers.assembly.advance`; the integrator's state whole in the state's field
+  ``integrator``), its gradient from
   :func:`~sgrld.parts.gradients.gradient_estimate` and its ``info`` from
   :func:`~sgrld.samplers.info.step_info` (a type of its own starts with
   :class:`~sgrld.samplers.info.StepInfo`'s fields); :func:`sgrld.sample` and the experiment runner

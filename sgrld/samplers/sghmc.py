@@ -77,7 +77,8 @@ class SGHMCState(NamedTuple):
     Attributes:
       step: int32 number of steps taken.
       params: the sample θ_t.
-      momentum: v = h·r, shaped like ``params`` (starts at 0).
+      integrator: the state of the :func:`~sgrld.parts.integrators.momentum` integrator, the
+        momentum v = h·r, shaped like ``params`` (starts at 0); :attr:`momentum` reads it.
       metric_state: the metric's state.
       noise_variance: the moving average V̂ of the minibatch gradient's per-coordinate variance
         (``gradient_noise="per_example"``), else ``()``.
@@ -85,9 +86,14 @@ class SGHMCState(NamedTuple):
 
     step: jax.Array
     params: PyTree
-    momentum: PyTree
+    integrator: PyTree
     metric_state: MetricState
     noise_variance: PyTree
+
+    @property
+    def momentum(self) -> PyTree:
+        """v = h·r, the integrator's state (stored once, as ``integrator``)."""
+        return self.integrator
 
 
 class _Options(NamedTuple):
@@ -197,9 +203,9 @@ def _check_noise(gradient_noise) -> str | float | None:
 def _init(o: _Options, params: PyTree) -> SGHMCState:
     params = check_params(params)
     variance = jax.tree.map(jnp.zeros_like, params) if o.noise == "per_example" else ()
-    momentum_ = o.parts.integrator.init(params)
+    moving = o.parts.integrator.init(params)
     return SGHMCState(
-        jnp.zeros((), jnp.int32), params, momentum_, o.parts.metric.init(params), variance
+        jnp.zeros((), jnp.int32), params, moving, o.parts.metric.init(params), variance
     )
 
 
@@ -232,7 +238,7 @@ def _step(o: _Options, key, state: SGHMCState, batch) -> tuple[SGHMCState, Momen
     clipped = jnp.any(jnp.stack([jnp.any(e < 0) for e in jax.tree.leaves(excess)]))
     noise = jax.tree.map(lambda e: jnp.sqrt(2.0 * lr / n * jnp.maximum(e, 0.0)), excess)
     params, v, _ = assembly.advance(
-        o.parts, noise_key, state.params, state.momentum, est, lr, temp, noise
+        o.parts, noise_key, state.params, state.integrator, est, lr, temp, noise
     )
     kept = variance if o.noise == "per_example" else state.noise_variance
     ms = est.metric_state

@@ -46,14 +46,25 @@ class SGNHTState(NamedTuple):
     Attributes:
       step: int32 number of steps taken.
       params: the sample θ_t.
-      momentum: v = h·p, shaped like ``params`` (starts at 0).
-      thermostat: float32 ξ, one per chain (starts at α).
+      integrator: the state of the :func:`~sgrld.parts.integrators.nose_hoover` integrator, a
+        :class:`~sgrld.parts.integrators.Thermostat`: the momentum v = h·p, shaped like
+        ``params`` (starts at 0), and the float32 thermostat ξ, one per chain (starts at α);
+        :attr:`momentum` and :attr:`thermostat` read them.
     """
 
     step: jax.Array
     params: PyTree
-    momentum: PyTree
-    thermostat: jax.Array
+    integrator: Thermostat
+
+    @property
+    def momentum(self) -> PyTree:
+        """v = h·p, the integrator's momentum."""
+        return self.integrator.momentum
+
+    @property
+    def thermostat(self) -> jax.Array:
+        """ξ, the integrator's thermostat."""
+        return self.integrator.thermostat
 
 
 class _Options(NamedTuple):
@@ -107,7 +118,7 @@ def sgnht(
 
 def _init(o: _Options, params: PyTree) -> SGNHTState:
     params = check_params(params)
-    return SGNHTState(jnp.zeros((), jnp.int32), params, *o.parts.integrator.init(params))
+    return SGNHTState(jnp.zeros((), jnp.int32), params, o.parts.integrator.init(params))
 
 
 def _step(o: _Options, key, state: SGNHTState, batch) -> tuple[SGNHTState, MomentumInfo]:
@@ -117,12 +128,11 @@ def _step(o: _Options, key, state: SGNHTState, batch) -> tuple[SGNHTState, Momen
     temp, metric = o.options.temperature(state.step), o.parts.metric
     grad_fn = partial(o.gradients, batch=batch, key=key)
     est = o.parts.correction.estimate(key, grad_fn, state.params, metric, metric.init(state.params))
-    moving = Thermostat(state.momentum, state.thermostat)
     params, moved, _ = advance(
-        o.parts, key, state.params, moving, est._replace(gamma=None), lr, temp
+        o.parts, key, state.params, state.integrator, est._replace(gamma=None), lr, temp
     )
     info = momentum_info(
         est.value, est.grad, lr, params, moved.momentum, thermostat=moved.thermostat,
         num_data=o.options.num_data,
     )  # fmt: skip
-    return SGNHTState(state.step + 1, params, *moved), info
+    return SGNHTState(state.step + 1, params, moved), info

@@ -53,3 +53,30 @@ def test_nose_hoover_thermostat_tracks_the_kinetic_energy():
     np.testing.assert_allclose(state.momentum, -0.5 * g)
     np.testing.assert_allclose(params, -0.5 * g)
     np.testing.assert_allclose(state.thermostat, 0.1 + (0.25 + 2.25) / 2)
+
+
+def test_every_sampler_keeps_its_integrators_state_whole_in_one_field():
+    """SGRLD (Euler–Maruyama, the momentum integrator), SGHMC, SGNHT and Adam-SGLD store the
+    integrator's state one way: whole, as its ``init`` makes it, in the state's ``integrator``;
+    ``momentum`` and ``thermostat`` read that field."""
+    u, options = quartic_potential(), dict(learning_rate=0.05, num_data=10)
+    identity = sgrld.metrics.identity()
+    samplers = {
+        "sgrld": (sgrld.sgrld(u, identity, **options), integrators.euler_maruyama()),
+        "sgrld-momentum": (
+            sgrld.riemannian_langevin(u, identity, integrator=integrators.momentum(0.2), **options),
+            integrators.momentum(0.2),
+        ),
+        "sghmc": (sgrld.sghmc(u, friction=0.2, **options), integrators.momentum(0.2)),
+        "sgnht": (sgrld.sgnht(u, **options), integrators.nose_hoover(0.1)),
+        "adam_sgld": (sgrld.adam_sgld(u, **options), integrators.euler_maruyama()),
+    }
+    for name, (sampler, integrator) in samplers.items():
+        state = _run(sampler, steps=2)
+        fresh = integrator.init(init_params())
+        assert jax.tree.structure(state.integrator) == jax.tree.structure(fresh), name
+    sghmc, sgnht = _run(samplers["sghmc"][0], 2), _run(samplers["sgnht"][0], 2)
+    assert sghmc.momentum is sghmc.integrator
+    assert isinstance(sgnht.integrator, integrators.Thermostat)
+    assert sgnht.momentum is sgnht.integrator.momentum
+    assert sgnht.thermostat is sgnht.integrator.thermostat
