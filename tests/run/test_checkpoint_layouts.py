@@ -55,6 +55,7 @@ def _metrics(out: Path) -> list[dict]:
     return [{k: v for k, v in json.loads(line).items() if k not in TIMING} for line in lines]
 
 
+@pytest.mark.long
 @pytest.mark.filterwarnings("ignore::sgrld.chains.dispersion.ChainsDisagreeWarning")
 @pytest.mark.parametrize("name", sorted(SAMPLERS))
 def test_a_checkpoint_in_the_layout_before_one_integrator_field_resumes(
