@@ -32,6 +32,7 @@ from sgrld.chains.step_size import (
     pilot_steps_of,
 )
 from sgrld.samplers.guarantee import warn_if_minibatch_noise_dominates
+from sgrld.samples.results import ResultsError
 from sgrld_app import scoring
 from sgrld_app.config import ConfigError
 from sgrld_app.experiment import Experiment, RunPlan
@@ -45,7 +46,26 @@ def saved_choice(saved: Any) -> RateChoice | None:
     if saved is None:
         return None
     stored = saved.info.get("meta", {}).get(META_KEY)
-    return None if stored is None else RateChoice.from_dict(stored)
+    return None if stored is None else stored_choices(stored, False)[0]
+
+
+def stored_choices(stored: Any, many: bool) -> list[RateChoice]:
+    """The choices of ``meta.learning_rate_search`` as a checkpoint stores them: one
+    (``many=False``) or a sweep's list.
+
+    Raises:
+      ResultsError: they are not stored choices (a hand-edited or corrupt checkpoint), in one
+        line.
+    """
+    try:
+        if many and not isinstance(stored, list):
+            raise ValueError(f"a {type(stored).__name__}, not a list of choices")
+        return [RateChoice.from_dict(d) for d in (stored if many else [stored])]
+    except ValueError as err:
+        raise ResultsError(
+            f"the checkpoint's meta.{META_KEY} cannot be read ({err}); resume from another "
+            "checkpoint or start the run again"
+        ) from None
 
 
 def validation_score(experiment: Experiment) -> Callable[[Any], np.ndarray] | None:

@@ -26,6 +26,8 @@ from sgrld_app import scoring
 Status = Literal["completed", "diverged", "interrupted"]
 EXIT_CODES = {"completed": 0, "diverged": 1, "interrupted": 130}
 """The ``sgrld`` command's exit code for each :class:`Result` status."""
+
+
 def first_kept_window(burn_in: int, thin: int) -> int:
     """The engine's burn-in (:func:`sgrld.chains.engine.is_kept`) for the authors' rule.
 

@@ -34,7 +34,7 @@ def setting_rates(
     saved = None if folder is None else checkpoint.latest(folder)
     stored = None if saved is None else saved.info.get("meta", {}).get(auto_rate.META_KEY)
     if stored is not None:
-        return [RateChoice.from_dict(d) for d in stored]
+        return auto_rate.stored_choices(stored, True)
     plan = run_plan_of(config)
     steps = config.run.epochs
 

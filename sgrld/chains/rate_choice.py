@@ -84,17 +84,41 @@ class RateChoice(NamedTuple):
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RateChoice:
-        """The inverse of :meth:`to_dict` (a resumed run reads its choice back)."""
+        """The inverse of :meth:`to_dict` (a resumed run reads its choice back).
+
+        Raises:
+          ValueError: ``d`` is not a stored choice (a key missing or a value of the wrong kind,
+            e.g. a hand-edited ``summary.json``), naming what is wrong.
+
+        Example:
+          >>> RateChoice.from_dict({"learning_rate": 0.1})
+          Traceback (most recent call last):
+          ...
+          ValueError: not a learning-rate choice: 'candidates' missing
+        """
         floats = lambda xs: tuple(float("inf") if x is None else float(x) for x in xs)  # noqa: E731
-        return cls(
-            float(d["learning_rate"]),
-            floats(d["candidates"]),
-            floats(d["scores"]),
-            int(d["pilot_steps"]),
-            bool(d["at_edge"]),
-            floats(d.get("errors", ())),
-            str(d.get("criterion", CRITERION)),
-        )
+        if not isinstance(d, dict):
+            raise ValueError(f"not a learning-rate choice: a {type(d).__name__}, not a mapping")
+        try:
+            choice = cls(
+                float(d["learning_rate"]),
+                floats(d["candidates"]),
+                floats(d["scores"]),
+                int(d["pilot_steps"]),
+                bool(d["at_edge"]),
+                floats(d.get("errors", ())),
+                str(d.get("criterion", CRITERION)),
+            )
+        except KeyError as err:
+            raise ValueError(f"not a learning-rate choice: {err} missing") from None
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"not a learning-rate choice: {err}") from None
+        if not (choice.learning_rate > 0 and len(choice.scores) == len(choice.candidates)):
+            raise ValueError(
+                "not a learning-rate choice: the rate is not positive or the scores do not "
+                "match the rates tried"
+            )
+        return choice
 
 
 def check_some_finite(candidates: tuple[float, ...], scores: np.ndarray) -> None:

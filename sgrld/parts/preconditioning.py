@@ -2,7 +2,8 @@
 
 A :data:`Precondition` maps ``(metric_state, g, ξ, Γ̂)`` to :class:`Directions`. The plain one,
 :func:`by_metric`, applies the metric; a safeguard wraps it (:func:`limit_drift`), so a sampler
-needs no code of its own for either. :func:`tame_gamma` bounds Γ̂'s kick by the step's noise.
+needs no code of its own for either. :func:`tame_gamma` bounds Γ̂'s kick by the step's noise, and
+:func:`clip_drift` a frozen metric's drift.
 
 Example:
   >>> import jax.numpy as jnp, sgrld
@@ -46,6 +47,8 @@ MAX_DRIFT_NORM = Bound(0, open_low=True)
 """``max_drift_norm`` (or ``None``)."""
 GAMMA_KICK_LIMIT = Bound(0, open_low=True)
 """``gamma_kick_limit`` (or ``None``)."""
+FROZEN_DRIFT_LIMIT = Bound(0, open_low=True)
+"""``frozen_drift_limit`` (or ``None``)."""
 
 Precondition = Callable[[Any, PyTree, PyTree, PyTree | None], Directions]
 """``(metric_state, g, ξ, Γ̂) -> Directions``."""
@@ -118,12 +121,56 @@ def tame_gamma(gamma: PyTree, spread: PyTree, kick: jax.Array, noise: Any, limit
       >>> [round(x, 3) for x in (0.01 * g).tolist()]  # kicks 0.01 and 1 against a noise sd of 1
       [0.01, 0.5]
     """
-    if jax.tree.structure(noise) != jax.tree.structure(gamma):
-        noise = jax.tree.map(lambda _: noise, gamma)
 
-    def leaf(g, r, s):
-        bound = (limit * s * jnp.abs(r)).astype(g.dtype)
+    def leaf(g, bound):
         k = jnp.abs(kick * g).astype(g.dtype)
         return jnp.where(k > 0, g * bound / (bound + k), g)
 
-    return jax.tree.map(leaf, gamma, spread, noise)
+    return jax.tree.map(leaf, gamma, _bounds(spread, noise, limit, gamma))
+
+
+def clip_drift(
+    drift: PyTree, spread: PyTree, lr: jax.Array, noise: Any, limit: jax.Array | float
+) -> tuple[PyTree, jax.Array]:
+    """``(drift, clipped)``: each coordinate's drift step ``k = lr·d_i`` clipped to at most
+    ``limit`` noise sds, and whether any was::
+
+        k ↦ sign(k)·min(|k|, limit·σ_i),     σ_i = noise·|(G^{−1/2}r)_i|,
+
+    with ``spread = G^{−1/2}r`` as in :func:`tame_gamma`. Below the bound the step is unchanged
+    (a hard clip, not a taming: the steps of a chain in its typical set are left alone). As the
+    step h → 0, k/σ = O(√h), so the clip stops binding and the dynamics are the same. A frozen
+    metric has no feedback: a coordinate whose statistic was small at the freeze (a dead unit's
+    bias, say) steps ``lr·g_i/√V_i`` when its gradient grows, where an adapting RMSprop would
+    have folded ``g_i²`` into ``V_i`` first. Clipped, such a step moves θ at most ``limit``
+    noise sds, and the chain cannot blow up in one step. Where σ_i = 0 (T = 0) or ``limit`` is
+    ``inf``, nothing is clipped.
+
+    Args:
+      drift: ``G⁻¹g``.
+      spread: ``G^{−1/2}r``, shaped like ``drift``.
+      lr: the learning rate on the drift.
+      noise: the scale of ``G^{−1/2}ξ`` (a scalar, or one per leaf).
+      limit: the drift step's bound in noise sds (> 0; ``inf``: none).
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> d, clipped = clip_drift(jnp.array([1.0, -1000.0]), jnp.ones(2), 0.01, 1.0, 3.0)
+      >>> (0.01 * d).tolist(), bool(clipped)  # steps 0.01 and -10 against a noise sd of 1
+      ([0.009999999776482582, -3.0], True)
+    """
+    bounds = _bounds(spread, noise, limit, drift)
+    over = jax.tree.map(lambda d, b: (jnp.abs(lr * d) > b) & (b > 0), drift, bounds)
+    clip = lambda d, b, o: jnp.where(o, jnp.sign(d) * b / lr, d).astype(d.dtype)
+    anywhere = [jnp.any(o) for o in jax.tree.leaves(over)]
+    return jax.tree.map(clip, drift, bounds, over), jnp.any(jnp.stack(anywhere))
+
+
+def _bounds(spread: PyTree, noise: Any, limit: jax.Array | float, like: PyTree) -> PyTree:
+    """``limit·σ_i`` per coordinate, ``σ_i = noise·|spread_i|`` (``noise`` a scalar or one per
+    leaf), in the dtypes of ``like``'s leaves."""
+    if jax.tree.structure(noise) != jax.tree.structure(like):
+        noise = jax.tree.map(lambda _: noise, like)
+    return jax.tree.map(
+        lambda r, s, x: (limit * s * jnp.abs(r)).astype(x.dtype), spread, noise, like
+    )

@@ -41,7 +41,7 @@ from sgrld.numerics.pytrees import PyTree
 from sgrld.numerics.schedules import Schedule
 from sgrld.parts.correction import Correction, Estimate
 from sgrld.parts.integrators import Forces, Integrator
-from sgrld.parts.preconditioning import Directions, Precondition, tame_gamma
+from sgrld.parts.preconditioning import Directions, Precondition, clip_drift, tame_gamma
 
 COMMON_BOUNDS: dict[str, Bound] = {"learning_rate": LEARNING_RATE, "temperature": TEMPERATURE}
 """The ranges of the options every sampler takes; each sampler module's ``BOUNDS`` adds its own
@@ -133,13 +133,16 @@ def advance(
     lr: jax.Array,
     temperature: jax.Array,
     noise: PyTree | None = None,
+    drift_limit: jax.Array | None = None,
 ) -> tuple[PyTree, PyTree, Directions]:
     """One move of ``params`` and the integrator's state ``moving`` (the sampler state's field
     ``integrator``, :mod:`sgrld.parts.integrators`) from a correction's
     :class:`~sgrld.parts.correction.Estimate` (``gamma=None``: no correction): the integrator's
     noise drawn with ``key``, drift and noise preconditioned at the estimate's metric state, the
     integrator's scales (``noise`` replaces their noise scale, e.g. SGHMC's ``α·T − β̂``), Γ̂
-    tamed where ``parts.gamma_kick_limit`` is set (the directions returned hold the tamed Γ̂).
+    tamed where ``parts.gamma_kick_limit`` is set (the directions returned hold the tamed Γ̂), the
+    drift clipped to ``drift_limit`` noise sds where it is given
+    (:func:`~sgrld.parts.preconditioning.clip_drift`; ``fallback`` True where it bound).
 
     Returns:
       ``(params, moving, directions)``, the :class:`~sgrld.parts.preconditioning.Directions` for
@@ -156,11 +159,16 @@ def advance(
     )
     if noise is not None:
         scales = scales._replace(noise=noise)
-    if parts.gamma_kick_limit is not None and d.gamma is not None:
+    tame = parts.gamma_kick_limit is not None and d.gamma is not None
+    if tame or drift_limit is not None:
         rademacher = jax.tree.map(lambda x: jnp.where(x < 0, -1.0, 1.0).astype(x.dtype), xi)
         spread = parts.metric.inv_sqrt(ms, rademacher)
+    if tame:
         limit = parts.gamma_kick_limit
         d = d._replace(gamma=tame_gamma(d.gamma, spread, scales.gamma, scales.noise, limit))
+    if drift_limit is not None:
+        drift, clipped = clip_drift(d.drift, spread, scales.lr, scales.noise, drift_limit)
+        d = d._replace(drift=drift, fallback=d.fallback | clipped)
     forces = Forces(est.grad, d.drift, d.noise, d.gamma, partial(parts.metric.inv, ms))
     params, moving = parts.integrator.move(params, moving, forces, scales)
     return params, moving, d

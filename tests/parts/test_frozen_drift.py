@@ -1,0 +1,96 @@
+"""A frozen metric's drift clipped to the step's noise (``frozen_drift_limit``): the formula per
+coordinate, nothing clipped without noise or with no limit, the argument's errors, the clip only
+after the freeze, and a freeze that blows a chain up unclipped and keeps it bounded clipped."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import sgrld
+from sgrld.metrics.metric import freeze
+from sgrld.parts.preconditioning import clip_drift
+from sgrld.samplers.sampler import FROZEN_DRIFT_SDS
+
+
+def test_drift_step_is_clipped_at_the_limit_times_the_noise():
+    """Per leaf noise scales (SGHMC's); a zero noise (T = 0) and an infinite limit clip nothing."""
+    drift = {"a": jnp.array([1e6, -1e6, 0.5]), "b": jnp.array([5.0])}
+    spread = {"a": jnp.array([2.0, 0.5, 1.0]), "b": jnp.array([1.0])}
+    noise = {"a": jnp.float32(0.1), "b": jnp.float32(0.0)}
+    out, clipped = clip_drift(drift, spread, jnp.float32(0.01), noise, 3.0)
+    np.testing.assert_allclose(0.01 * out["a"], [0.6, -0.15, 0.005], rtol=1e-5)
+    assert float(out["b"][0]) == 5.0 and bool(clipped)
+    same, clipped = clip_drift(drift, spread, jnp.float32(0.01), noise, jnp.inf)
+    assert not bool(clipped)
+    np.testing.assert_array_equal(same["a"], drift["a"])
+
+
+def _frozen_tiny(limit, steps=200):
+    """A standard normal target (N = 1) sampled by RMSprop frozen at step 0 with V = 10⁻¹²: the
+    unclipped step θ − lr·θ/√(V + ε) overshoots a thousandfold; returns θ's path."""
+    potential = sgrld.potential(lambda w, b: 0.0 * b, lambda w: -0.5 * jnp.sum(w**2), 1)
+    metric = sgrld.metrics.rmsprop(eps=1e-8)
+    s = sgrld.sgrld(
+        potential,
+        metric,
+        learning_rate=0.1,
+        num_data=1,
+        adapt_until=0,
+        frozen_drift_limit=limit,
+    )
+    state = s.init(jnp.ones(3))
+    state = state._replace(
+        metric_state=freeze(metric, state.metric_state, jnp.full(3, 1e-12, jnp.float32))
+    )
+    step = jax.jit(s.step)
+    path, fallbacks = [], 0
+    for t in range(steps):
+        state, info = step(jax.random.key(t), state, jnp.zeros(1))
+        path.append(np.asarray(state.params))
+        fallbacks += int(info.drift_fallback)
+    sigma = np.sqrt(2 * 0.1) * np.asarray(metric.inv_sqrt(state.metric_state, jnp.ones(3)))
+    return np.array(path), fallbacks, sigma
+
+
+def test_a_freeze_at_a_tiny_statistic_blows_up_unclipped_and_stays_bounded_clipped():
+    """Clipped at 3 noise sds σ (σ = √(2·lr)·G^{−1/2} ≈ 450), θ stays within 10σ of 0 (each
+    step moves it 3σ back to 0 and σ at random); unclipped, the step multiplies θ by about
+    −10⁵ and θ is not finite within 200 steps."""
+    path, _, _ = _frozen_tiny(None)
+    assert not np.all(np.isfinite(path))
+    path, fallbacks, sigma = _frozen_tiny(FROZEN_DRIFT_SDS)
+    assert np.all(np.isfinite(path)) and np.all(np.abs(path) < 10 * sigma)
+    assert fallbacks > 100  # the clip bound, and info says so
+
+
+def test_clip_acts_only_after_the_freeze():
+    """Frozen after 3 steps, a tight limit leaves the first 3 steps bit-identical and changes the
+    later ones."""
+    potential = sgrld.potential(lambda w, b: -0.5 * jnp.sum((b - w) ** 2, -1), None, 4)
+    kw = dict(learning_rate=0.5, num_data=4, adapt_until=3)
+    paths = []
+    for limit in (None, 1e-3):
+        s = sgrld.sgrld(potential, sgrld.metrics.rmsprop(), frozen_drift_limit=limit, **kw)
+        state, path = s.init(jnp.zeros(2)), []
+        for t in range(5):
+            state, _ = s.step(jax.random.key(t), state, jnp.ones((2, 2)))
+            path.append(np.asarray(state.params))
+        paths.append(np.array(path))
+    np.testing.assert_array_equal(paths[0][:3], paths[1][:3])
+    assert np.all(paths[0][3:] != paths[1][3:])
+
+
+def test_frozen_drift_limit_errors():
+    potential = sgrld.potential(lambda w, b: -0.5 * (b - w) ** 2, None, 4)
+    for bad in (0.0, -1.0, "1", True, float("nan")):
+        with pytest.raises(ValueError, match="frozen_drift_limit must be"):
+            sgrld.sgrld(
+                potential,
+                sgrld.metrics.rmsprop(),
+                learning_rate=0.1,
+                num_data=4,
+                frozen_drift_limit=bad,
+            )
