@@ -108,3 +108,20 @@ def test_a_search_where_every_rate_diverges_is_one_line(tmp_path, capsys, monkey
     err = capsys.readouterr().err
     assert "sampler.learning_rate = 'auto': " in err and "every rate tried diverged" in err
     assert "Traceback" not in err and not (out / "summary.json").exists()
+
+
+@pytest.mark.parametrize(
+    "stored, many",
+    [({"learning_rate": 0.1}, False), ({"learning_rate": "x"}, False), ({}, True), ([1], True)],
+)
+def test_a_corrupt_stored_choice_is_one_line(stored, many):
+    """A hand-edited ``meta.learning_rate_search`` (a key missing, a value of the wrong kind, a
+    sweep's list that is not one) is named in one line, not a traceback from ``--resume``."""
+    with pytest.raises(auto_rate.ResultsError, match="learning_rate_search cannot be read") as e:
+        auto_rate.stored_choices(stored, many)
+    assert "\n" not in str(e.value)
+
+
+def test_a_stored_choice_reads_back():
+    choice = auto_rate.RateChoice(0.1, (0.3, 0.1), (0.2, 0.01), 64, False, (0.01, 0.01))
+    assert auto_rate.stored_choices(choice.to_dict(), False) == [choice]
