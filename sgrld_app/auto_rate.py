@@ -98,8 +98,9 @@ def search_rate(experiment: Experiment, plan: RunPlan) -> RateChoice:
     validation split (:func:`sgrld.chains.rate_halving.halve_learning_rate`), else the Stein
     virial over its first quarter (:func:`sgrld.chains.step_size.choose_learning_rate`).
 
-    The pilot chains start where the run's chains start (``experiment.init_fn`` of keys from
-    ``plan.seed``, as many as ``plan.chains``) and draw minibatches of ``plan.batch_size``.
+    The pilot chains start where the run's chains start and as they start (``experiment.init_fn``
+    of keys from ``plan.seed``, as many as ``plan.chains``, their metrics not warmed: the run
+    starts again from there) and draw minibatches of ``plan.batch_size``.
     """
     search = experiment.sampler.rate_search
     key = jax.random.fold_in(jax.random.key(plan.seed), PILOT_KEY)
@@ -112,7 +113,9 @@ def search_rate(experiment: Experiment, plan: RunPlan) -> RateChoice:
     score = validation_score(experiment)
     if score is None:
         steps = pilot_steps_of(plan.burn_in)
-        return choose_learning_rate(pilot_key, search, states, batch_fn, steps, candidates)[0]
+        return choose_learning_rate(
+            pilot_key, search, states, batch_fn, steps, candidates, warm=False
+        )[0]
     steps = 2 * pilot_steps_of(plan.burn_in)
     return halve_learning_rate(pilot_key, search, states, batch_fn, score, steps, candidates)[0]
 

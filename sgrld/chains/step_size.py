@@ -251,6 +251,7 @@ def choose_learning_rate(
     pilot_steps: int,
     candidates: tuple[float, ...] | None = None,
     extensions: int = MAX_EXTENSIONS,
+    warm: bool = True,
 ) -> tuple[RateChoice, Any]:
     """Choose the rate of a ``learning_rate="auto"`` sampler (module docstring).
 
@@ -263,6 +264,11 @@ def choose_learning_rate(
       candidates: the rates to try (``None``: :func:`candidate_rates` of :func:`stability_rate`).
       extensions: grids searched past an edge of ``candidates`` where the choice is there
         (:func:`~sgrld.chains.rate_choice.search_beyond_edges`; 0: ``candidates`` only).
+      warm: warm the chains' metrics at their start first (:func:`warm_start`), where the run
+        continues from the pilot's states (:func:`resolve_learning_rate`); ``False`` where the
+        run starts again from ``states`` as they are (``sgrld run``), so that the pilot takes
+        the run's first steps. Cold, an unwarmed Wenzel metric (G = I) on the australian MLP
+        made the warmed pilot's choice, 1.88, diverge at the run's second step.
 
     Returns:
       ``(choice, states)``: the :class:`RateChoice` and its chains' states after the pilot.
@@ -278,7 +284,8 @@ def choose_learning_rate(
         candidates = candidate_rates(stability_rate(stable_key, search, first, batch_fn))
     chains = jax.tree.leaves(states.params)[0].shape[0]
     warm_key, pilot_key = jax.random.split(pilot_key)
-    states = warm_start(warm_key, search, states, batch_fn)
+    if warm:
+        states = warm_start(warm_key, search, states, batch_fn)
     states = fit_state(frozen_from(search.build(candidates[0]), _window(pilot_steps)[0]), states)
     keys = jax.random.split(pilot_key, chains)
     pilot = _pilot_fn(search, batch_fn, pilot_steps)  # compiled once for every grid
