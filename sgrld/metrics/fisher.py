@@ -52,6 +52,9 @@ def _metric(kind, labels, eps, decay, examples, init_stat, inv, inv_sqrt, **extr
     if labels not in per_example.LABELS:
         raise ValueError(f"labels must be one of {per_example.LABELS}, got {labels!r}")
     eps = check_nonnegative(eps, "eps")
+    if extra.get("whiten") is not None:
+        whiten = extra["whiten"]
+        extra["whiten"] = lambda stat, cache, v: whiten(eps, stat, cache, v)
     return ema_metric(
         statistic=lambda observation: observation,
         init_stat=init_stat,
@@ -160,6 +163,19 @@ def _qd_inv_sqrt(eps, stat, cache, xi):
     return jax.tree.unflatten(jax.tree.structure(xi), out)
 
 
+def _qd_whiten(eps, stat, cache, v):
+    """``Aᵀv`` for :func:`_qd_inv_sqrt`'s factor A (:attr:`~sgrld.metrics.Metric.whiten`):
+    ``A_ii·(v_i − u_i·v_0)`` for a weight, ``A_00·v_0`` for its bias; ``A(Aᵀv)`` is
+    :func:`_qd_inv`'s ``G⁻¹v``."""
+    leaves = jax.tree.leaves(v)
+    diag = jax.tree.leaves(stat.diag)
+    out = [x * jax.lax.rsqrt(j + eps) for j, x in zip(diag, leaves, strict=True)]
+    for k, b, inv_m00, u, a_ii in _qd_blocks(eps, stat, v):
+        out[k] = (leaves[k] - u * leaves[b]) * a_ii
+        out[b] = jnp.sqrt(inv_m00) * leaves[b]
+    return jax.tree.unflatten(jax.tree.structure(v), out)
+
+
 def fisher_qdiag(
     labels: str = "empirical",
     eps: float = 1e-4,
@@ -194,7 +210,16 @@ def fisher_qdiag(
       Marceau-Caron & Ollivier (2017), Alg. 4; Ollivier (2015); the authors' ``metriclinear.lua``.
     """
     return _metric(
-        "qdiag", labels, eps, decay, examples, _qd_init, _qd_inv, _qd_inv_sqrt, floor=_qd_floor
+        "qdiag",
+        labels,
+        eps,
+        decay,
+        examples,
+        _qd_init,
+        _qd_inv,
+        _qd_inv_sqrt,
+        floor=_qd_floor,
+        whiten=_qd_whiten,
     )
 
 
@@ -211,6 +236,9 @@ _cholesky = one_matrix_at_a_time(jnp.linalg.cholesky)
 _cho_solve = one_matrix_at_a_time(lambda low, b: jax.scipy.linalg.cho_solve((low, True), b))
 _solve_lower_transposed = one_matrix_at_a_time(
     lambda low, b: jax.scipy.linalg.solve_triangular(low, b, lower=True, trans="T")
+)
+_solve_lower = one_matrix_at_a_time(
+    lambda low, b: jax.scipy.linalg.solve_triangular(low, b, lower=True)
 )
 
 
@@ -265,6 +293,11 @@ def fisher_full(
         out = _solve_lower_transposed(low, flat.astype(stat.dtype))
         return unravel(out.astype(flat.dtype))
 
+    def whiten(eps, stat, cache, v):  # Aᵀv = L⁻¹v for A = L⁻ᵀ
+        flat, unravel = ravel_pytree(v)
+        out = _solve_lower(factor(eps, stat, cache), flat.astype(stat.dtype))
+        return unravel(out.astype(flat.dtype))
+
     def init_stat(params):
         size = ravel_pytree(params)[0].size
         return jnp.eye(size, dtype=jnp.float32)
@@ -291,6 +324,7 @@ def fisher_full(
         init_cache=init_cache,
         refresh=refresh,
         floor=_full_floor,
+        whiten=whiten,
     )
 
 

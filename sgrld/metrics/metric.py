@@ -71,6 +71,11 @@ class Metric(NamedTuple):
       floor: ``floor(stat, share) -> stat`` raised to at least ``share`` times its scale (e.g.
         :func:`leaf_mean_floor`), for a statistic whose small values make large steps (RMSprop's
         g², the Fisher metrics' J); :func:`freeze` applies it. ``None``: no floor.
+      whiten: ``whiten(state, v) -> Aᵀv`` for a metric whose ``inv_sqrt`` applies a factor A
+        that is not symmetric (``A Aᵀ = G⁻¹``: QDOP's, the full Fisher's), so that
+        ``inv_sqrt(whiten(v)) = inv(v)`` and ``whiten`` maps a gradient to the coordinates
+        where the noise is white (:func:`sgrld.parts.preconditioning.clip_drift`). ``None``:
+        ``inv_sqrt`` is the symmetric root, and whitens.
     """
 
     init: Callable[[PyTree], Any]
@@ -85,6 +90,7 @@ class Metric(NamedTuple):
     statistic_order: int = 1
     with_stat: Callable[[Any, PyTree], Any] | None = None
     floor: Callable[[PyTree, Any], PyTree] | None = None
+    whiten: Callable[[Any, PyTree], PyTree] | None = None
 
 
 class MetricState(NamedTuple):
@@ -178,6 +184,7 @@ def ema_metric(
     skip_nonfinite: bool = False,
     statistic_order: int = 1,
     floor: Callable[[PyTree, Any], PyTree] | None = None,
+    whiten: Callable[[PyTree, PyTree, PyTree], PyTree] | None = None,
 ) -> Metric:
     """Build a :class:`Metric` whose state is an EMA of ``statistic``.
 
@@ -198,6 +205,8 @@ def ema_metric(
         counts one fallback (``state.fallbacks``), instead of poisoning the average.
       statistic_order: :attr:`Metric.statistic_order`.
       floor: :attr:`Metric.floor`.
+      whiten: ``(stat, cache, v) -> Aᵀv`` (:attr:`Metric.whiten`; ``None``: ``inv_sqrt`` is
+        symmetric).
 
     Returns:
       The metric.
@@ -224,6 +233,7 @@ def ema_metric(
         statistic_order=int(statistic_order),
         with_stat=functools.partial(_ema_with_stat, refresh),
         floor=floor,
+        whiten=None if whiten is None else lambda state, v: whiten(state.stat, state.cache, v),
     )
 
 

@@ -121,56 +121,63 @@ def tame_gamma(gamma: PyTree, spread: PyTree, kick: jax.Array, noise: Any, limit
       >>> [round(x, 3) for x in (0.01 * g).tolist()]  # kicks 0.01 and 1 against a noise sd of 1
       [0.01, 0.5]
     """
+    if jax.tree.structure(noise) != jax.tree.structure(gamma):
+        noise = jax.tree.map(lambda _: noise, gamma)
 
-    def leaf(g, bound):
+    def leaf(g, r, s):
+        bound = (limit * s * jnp.abs(r)).astype(g.dtype)
         k = jnp.abs(kick * g).astype(g.dtype)
         return jnp.where(k > 0, g * bound / (bound + k), g)
 
-    return jax.tree.map(leaf, gamma, _bounds(spread, noise, limit, gamma))
+    return jax.tree.map(leaf, gamma, spread, noise)
 
 
 def clip_drift(
-    drift: PyTree, spread: PyTree, lr: jax.Array, noise: Any, limit: jax.Array | float
+    metric: Metric, metric_state: Any, drift: PyTree, g: PyTree, lr: jax.Array, noise: Any, limit
 ) -> tuple[PyTree, jax.Array]:
-    """``(drift, clipped)``: each coordinate's drift step ``k = lr·d_i`` clipped to at most
-    ``limit`` noise sds, and whether any was::
+    """``(drift, clipped)``: the drift ``d = G⁻¹g`` with its step clipped to at most ``limit``
+    noise sds along every whitened direction, and whether it was. In the coordinates
+    ``z = G^{1/2}θ`` the step's noise is ``s·ξ`` (``s = noise``, the same sd in every direction)
+    and its drift ``lr·w``, ``w = Aᵀg`` for the noise's factor A (``A Aᵀ = G⁻¹``,
+    :attr:`~sgrld.metrics.Metric.whiten`; A = G^{−1/2} where it is symmetric); each ``lr·w_i``
+    is clipped to ``±limit·s``::
 
-        k ↦ sign(k)·min(|k|, limit·σ_i),     σ_i = noise·|(G^{−1/2}r)_i|,
+        d ↦ A·clip(w, ±limit·s/lr)    where some |lr·w_i| > limit·s,  else d itself.
 
-    with ``spread = G^{−1/2}r`` as in :func:`tame_gamma`. Below the bound the step is unchanged
-    (a hard clip, not a taming: the steps of a chain in its typical set are left alone). As the
-    step h → 0, k/σ = O(√h), so the clip stops binding and the dynamics are the same. A frozen
-    metric has no feedback: a coordinate whose statistic was small at the freeze (a dead unit's
-    bias, say) steps ``lr·g_i/√V_i`` when its gradient grows, where an adapting RMSprop would
-    have folded ``g_i²`` into ``V_i`` first. Clipped, such a step moves θ at most ``limit``
-    noise sds, and the chain cannot blow up in one step. Where σ_i = 0 (T = 0) or ``limit`` is
-    ``inf``, nothing is clipped.
+    Below the bound the drift is ``d`` as it was, bit for bit (a clip, not a taming: the steps of
+    a chain in its typical set are left alone). As the step h → 0, ``lr·w`` is O(h) and ``s``
+    O(√h), so the clip stops binding and the dynamics are the same. A frozen metric has no
+    feedback: a coordinate whose statistic was small at the freeze (a dead unit's bias, say)
+    steps ``lr·g_i/√V_i`` when its gradient grows, where an adapting RMSprop would have folded
+    ``g_i²`` into ``V_i`` first. Clipped, one step moves θ by at most ``limit`` noise sds in
+    each whitened direction, and a chain cannot blow up in a step. For a diagonal metric it
+    clips each coordinate's step at ``limit`` times its own noise sd. Where ``s = 0`` (T = 0)
+    nothing is clipped.
 
     Args:
+      metric: the :class:`~sgrld.metrics.Metric`.
+      metric_state: its state.
       drift: ``G⁻¹g``.
-      spread: ``G^{−1/2}r``, shaped like ``drift``.
+      g: the gradient.
       lr: the learning rate on the drift.
-      noise: the scale of ``G^{−1/2}ξ`` (a scalar, or one per leaf).
-      limit: the drift step's bound in noise sds (> 0; ``inf``: none).
+      noise: the scale ``s`` of ``G^{−1/2}ξ`` (a scalar, or one per leaf).
+      limit: the bound in noise sds (> 0).
 
     Example:
-      >>> import jax.numpy as jnp
-      >>> d, clipped = clip_drift(jnp.array([1.0, -1000.0]), jnp.ones(2), 0.01, 1.0, 3.0)
+      >>> import jax.numpy as jnp, sgrld
+      >>> m = sgrld.metrics.identity()
+      >>> g = jnp.array([1.0, -1000.0])
+      >>> d, clipped = clip_drift(m, m.init(g), g, g, 0.01, 1.0, 3.0)
       >>> (0.01 * d).tolist(), bool(clipped)  # steps 0.01 and -10 against a noise sd of 1
       ([0.009999999776482582, -3.0], True)
     """
-    bounds = _bounds(spread, noise, limit, drift)
-    over = jax.tree.map(lambda d, b: (jnp.abs(lr * d) > b) & (b > 0), drift, bounds)
-    clip = lambda d, b, o: jnp.where(o, jnp.sign(d) * b / lr, d).astype(d.dtype)
-    anywhere = [jnp.any(o) for o in jax.tree.leaves(over)]
-    return jax.tree.map(clip, drift, bounds, over), jnp.any(jnp.stack(anywhere))
-
-
-def _bounds(spread: PyTree, noise: Any, limit: jax.Array | float, like: PyTree) -> PyTree:
-    """``limit·σ_i`` per coordinate, ``σ_i = noise·|spread_i|`` (``noise`` a scalar or one per
-    leaf), in the dtypes of ``like``'s leaves."""
-    if jax.tree.structure(noise) != jax.tree.structure(like):
-        noise = jax.tree.map(lambda _: noise, like)
-    return jax.tree.map(
-        lambda r, s, x: (limit * s * jnp.abs(r)).astype(x.dtype), spread, noise, like
-    )
+    if jax.tree.structure(noise) != jax.tree.structure(g):
+        noise = jax.tree.map(lambda _: noise, g)
+    w = (metric.whiten or metric.inv_sqrt)(metric_state, g)
+    bounds = jax.tree.map(lambda x, s: jnp.asarray(limit * s, x.dtype), w, noise)
+    over = jax.tree.map(lambda x, b: (jnp.abs(lr * x) > b) & (b > 0), w, bounds)
+    clip = lambda x, b: jnp.clip(x, -b / lr, b / lr).astype(x.dtype)  # noqa: E731
+    clipped = jax.tree.map(lambda x, b, o: jnp.where(o, clip(x, b), x), w, bounds, over)
+    anywhere = jnp.any(jnp.stack([jnp.any(o) for o in jax.tree.leaves(over)]))
+    redone = metric.inv_sqrt(metric_state, clipped)
+    return jax.tree.map(lambda a, b: jnp.where(anywhere, a, b), redone, drift), anywhere

@@ -159,15 +159,17 @@ def advance(
     )
     if noise is not None:
         scales = scales._replace(noise=noise)
-    tame = parts.gamma_kick_limit is not None and d.gamma is not None
-    if tame or drift_limit is not None:
+    if parts.gamma_kick_limit is not None and d.gamma is not None:
         rademacher = jax.tree.map(lambda x: jnp.where(x < 0, -1.0, 1.0).astype(x.dtype), xi)
         spread = parts.metric.inv_sqrt(ms, rademacher)
-    if tame:
         limit = parts.gamma_kick_limit
         d = d._replace(gamma=tame_gamma(d.gamma, spread, scales.gamma, scales.noise, limit))
     if drift_limit is not None:
-        drift, clipped = clip_drift(d.drift, spread, scales.lr, scales.noise, drift_limit)
+        drift, clipped = clip_drift(
+            parts.metric, ms, d.drift, est.grad, scales.lr, scales.noise, drift_limit
+        )
+        clipped = clipped & ~d.fallback  # max_drift_norm's identity step is not the metric's
+        drift = jax.tree.map(partial(jnp.where, clipped), drift, d.drift)
         d = d._replace(drift=drift, fallback=d.fallback | clipped)
     forces = Forces(est.grad, d.drift, d.noise, d.gamma, partial(parts.metric.inv, ms))
     params, moving = parts.integrator.move(params, moving, forces, scales)

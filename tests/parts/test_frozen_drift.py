@@ -16,16 +16,31 @@ from sgrld.samplers.sampler import FROZEN_DRIFT_SDS
 
 
 def test_drift_step_is_clipped_at_the_limit_times_the_noise():
-    """Per leaf noise scales (SGHMC's); a zero noise (T = 0) and an infinite limit clip nothing."""
-    drift = {"a": jnp.array([1e6, -1e6, 0.5]), "b": jnp.array([5.0])}
-    spread = {"a": jnp.array([2.0, 0.5, 1.0]), "b": jnp.array([1.0])}
+    """Per leaf noise scales (SGHMC's) on the identity metric; a zero noise (T = 0) clips
+    nothing."""
+    m = sgrld.metrics.identity()
+    g = {"a": jnp.array([1e6, -1e6, 0.5]), "b": jnp.array([5.0])}
     noise = {"a": jnp.float32(0.1), "b": jnp.float32(0.0)}
-    out, clipped = clip_drift(drift, spread, jnp.float32(0.01), noise, 3.0)
-    np.testing.assert_allclose(0.01 * out["a"], [0.6, -0.15, 0.005], rtol=1e-5)
+    out, clipped = clip_drift(m, m.init(g), g, g, jnp.float32(0.01), noise, 3.0)
+    np.testing.assert_allclose(0.01 * out["a"], [0.3, -0.3, 0.005], rtol=1e-5)
     assert float(out["b"][0]) == 5.0 and bool(clipped)
-    same, clipped = clip_drift(drift, spread, jnp.float32(0.01), noise, jnp.inf)
+
+
+def test_a_dense_metric_is_clipped_along_its_whitened_directions():
+    """Monge (rank one, not diagonal): the clipped drift is ``G^{−1/2}·clip(G^{−1/2}g)``, its
+    whitened step within the bound; a loose limit returns ``G⁻¹g`` bit for bit."""
+    m = sgrld.metrics.monge(alpha2=4.0, decay=0.0)
+    g = jnp.array([3.0, -1.0, 0.5, 2.0])
+    state = m.update(m.init(g), g)
+    drift = m.inv(state, g)
+    same, clipped = clip_drift(m, state, drift, g, 1.0, 1.0, 1e6)
     assert not bool(clipped)
-    np.testing.assert_array_equal(same["a"], drift["a"])
+    np.testing.assert_array_equal(same, drift)
+    out, clipped = clip_drift(m, state, drift, g, 1.0, 1.0, 0.1)
+    w = np.asarray(m.inv_sqrt(state, g))
+    assert bool(clipped) and np.abs(w).max() > 0.1 > np.abs(w).min()  # binds on some only
+    expected = m.inv_sqrt(state, jnp.asarray(np.clip(w, -0.1, 0.1)))
+    np.testing.assert_allclose(out, expected, rtol=1e-6)
 
 
 def _frozen_tiny(limit, steps=200):
