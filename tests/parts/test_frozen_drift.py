@@ -4,6 +4,8 @@ after the freeze, and a freeze that blows a chain up unclipped and keeps it boun
 
 from __future__ import annotations
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -100,12 +102,7 @@ def test_clip_acts_only_after_the_freeze():
 
 def test_frozen_drift_limit_errors():
     potential = sgrld.potential(lambda w, b: -0.5 * (b - w) ** 2, None, 4)
+    build = partial(sgrld.sgrld, potential, sgrld.metrics.rmsprop(), learning_rate=0.1, num_data=4)
     for bad in (0.0, -1.0, "1", True, float("nan")):
         with pytest.raises(ValueError, match="frozen_drift_limit must be"):
-            sgrld.sgrld(
-                potential,
-                sgrld.metrics.rmsprop(),
-                learning_rate=0.1,
-                num_data=4,
-                frozen_drift_limit=bad,
-            )
+            build(frozen_drift_limit=bad)
