@@ -84,7 +84,7 @@ BOUNDS = {
 """The ranges of :func:`sgrld`'s numeric options, as its parts check them."""
 FROZEN_DRIFT_SDS = 3.0
 """:func:`sgrld`'s ``frozen_drift_limit``: a frozen metric's drift step is clipped at 3 noise sds
-per coordinate. On the australian 400-400 MLP (RMSprop frozen at lr 0.028), 1 in 10⁴
+along each whitened direction (each coordinate, for a diagonal metric). On the australian 400-400 MLP (RMSprop frozen at lr 0.028), 1 in 10⁴
 coordinate-steps exceeded 3 sds and 1 in 10⁵ 10 sds, but each stretch of 250 steps had one of
 30 to 170 sds; unclipped, one of 700 sds took a dead unit's bias from 18 to 321 and the chain
 diverged (RESULTS §33)."""
@@ -233,8 +233,9 @@ def riemannian_langevin(
         ``[average_from, adapt_until)`` (cache refreshed), not at its last value; ``None``: last.
       gamma_kick_limit: tame Γ̂'s kick to this many noise sds per coordinate
         (:func:`~sgrld.parts.preconditioning.tame_gamma`); needs a correction.
-      frozen_drift_limit: once the metric is frozen (``adapt_until``), clip each coordinate's
-        drift step to this many noise sds (:func:`~sgrld.parts.preconditioning.clip_drift`);
+      frozen_drift_limit: once the metric is frozen (``adapt_until``), clip the drift step to
+        this many noise sds along each whitened direction
+        (:func:`~sgrld.parts.preconditioning.clip_drift`);
         ``None``, no ``adapt_until`` or a metric that does not adapt: never.
 
     Returns:
@@ -340,8 +341,9 @@ def sgrld(
         (:func:`~sgrld.parts.preconditioning.tame_gamma`): unchanged where Γ's kick is small
         against the noise, bounded where Γ is stiff (a Fisher metric at small ε); the same
         dynamics as the step → 0. ``info.gamma_norm`` is then the tamed Γ̂'s. Needs a correction.
-      frozen_drift_limit: once an adapting metric is frozen, each coordinate's drift step is
-        clipped to this many noise sds (:func:`~sgrld.parts.preconditioning.clip_drift`;
+      frozen_drift_limit: once an adapting metric is frozen, the drift step is clipped to this
+        many noise sds along each whitened direction (each coordinate for a diagonal metric;
+        :func:`~sgrld.parts.preconditioning.clip_drift`;
         default :data:`FROZEN_DRIFT_SDS`): a freeze cannot blow up a chain, and the steps of a
         chain in its typical set are unchanged; the same dynamics as the step → 0. Steps where
         it bound are counted in ``info.drift_fallback``. ``None`` or ``inf``: never clipped.
