@@ -86,8 +86,8 @@ FROZEN_DRIFT_SDS = 3.0
 """:func:`sgrld`'s ``frozen_drift_limit``: a frozen metric's drift step is clipped at 3 noise sds
 along each whitened direction (each coordinate, for a diagonal metric). On the australian 400-400
 MLP (RMSprop frozen at lr 0.028), 1 in 10⁴ coordinate-steps exceeded 3 sds and 1 in 10⁵ 10 sds,
-but each stretch of 250 steps had one of 30 to 170 sds; unclipped, one of 700 sds took a dead unit's bias from 18 to 321 and the chain
-diverged (RESULTS §33)."""
+but each stretch of 250 steps had one of 30 to 170 sds; unclipped, one of 700 sds took a dead
+unit's bias from 18 to 321 and the chain diverged (RESULTS §33)."""
 
 
 class SGRLDState(NamedTuple):
