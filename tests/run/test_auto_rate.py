@@ -125,3 +125,18 @@ def test_a_corrupt_stored_choice_is_one_line(stored, many):
 def test_a_stored_choice_reads_back():
     choice = auto_rate.RateChoice(0.1, (0.3, 0.1), (0.2, 0.01), 64, False, (0.01, 0.01))
     assert auto_rate.stored_choices(choice.to_dict(), False) == [choice]
+
+
+def test_without_a_validation_split_the_search_holds_out_training_rows(tmp_path):
+    """The digits without their validation split: the search scores on 10 % of the training rows
+    held out (stated in the criterion and the guarantee), and the run steps over every row."""
+    result = launch.run_config(_config(tmp_path, "data.validation_size=0", "run.epochs=7"))
+    choice = result.summary["meta"][auto_rate.META_KEY]
+    assert result.status == "completed"
+    assert "training rows held out" in choice["criterion"]
+    assert "training rows held out" in result.summary["meta"]["guarantee"]
+    held = int(choice["criterion"].split(" on ")[1].split(" ")[0])  # 10 % of the n rows
+    every_row = {
+        (10 * held + extra) // 64 for extra in range(10)
+    }  # n // batch, n in 10·held + [0, 10)
+    assert result.records[0]["steps"] in every_row and held >= 100
