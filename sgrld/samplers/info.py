@@ -35,7 +35,9 @@ class StepInfo(NamedTuple):
       learning_rate: the learning rate used.
       gamma_norm: ‖Γ̂(θ_t)‖ as applied (0 without a correction or once the metric is frozen; the
         tamed Γ̂ with ``gamma_kick_limit``).
-      drift_fallback: True where ``max_drift_norm`` replaced the metric by a scaled identity.
+      drift_fallback: True where a safeguard changed the drift: ``max_drift_norm`` replaced the
+        metric by a scaled identity, or a frozen metric's drift was clipped
+        (``frozen_drift_limit``).
       metric_fallbacks: cumulative count of metric refreshes that kept their previous value.
       is_finite: True if θ_{t+1} and the gradient are finite (and ‖∇Û/N‖² fits in the float:
         a gradient norm over about 1.8e19 in float32 counts as a divergence).
