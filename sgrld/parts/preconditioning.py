@@ -49,6 +49,12 @@ GAMMA_KICK_LIMIT = Bound(0, open_low=True)
 """``gamma_kick_limit`` (or ``None``)."""
 FROZEN_DRIFT_LIMIT = Bound(0, open_low=True)
 """``frozen_drift_limit`` (or ``None``)."""
+FROZEN_DRIFT_SDS = 3.0
+""":func:`sgrld.sgrld`'s default ``frozen_drift_limit``: a frozen metric's drift step clipped at 3
+noise sds along each whitened direction (each coordinate, for a diagonal metric). On the
+australian 400-400 MLP (RMSprop frozen at lr 0.028), 1 in 10⁴ coordinate-steps exceeded 3 sds
+and 1 in 10⁵ 10 sds, but each stretch of 250 steps had one of 30 to 170 sds; unclipped, one of
+700 sds took a dead unit's bias from 18 to 321 and the chain diverged (RESULTS §33)."""
 
 Precondition = Callable[[Any, PyTree, PyTree, PyTree | None], Directions]
 """``(metric_state, g, ξ, Γ̂) -> Directions``."""

@@ -53,6 +53,7 @@ from sgrld.parts import correction as corrections
 from sgrld.parts.integrators import Integrator, euler_maruyama
 from sgrld.parts.preconditioning import (
     FROZEN_DRIFT_LIMIT,
+    FROZEN_DRIFT_SDS,
     GAMMA_KICK_LIMIT,
     MAX_DRIFT_NORM,
     by_metric,
@@ -82,12 +83,6 @@ BOUNDS = {
     "frozen_drift_limit": FROZEN_DRIFT_LIMIT,
 }
 """The ranges of :func:`sgrld`'s numeric options, as its parts check them."""
-FROZEN_DRIFT_SDS = 3.0
-""":func:`sgrld`'s ``frozen_drift_limit``: a frozen metric's drift step is clipped at 3 noise sds
-along each whitened direction (each coordinate, for a diagonal metric). On the australian 400-400
-MLP (RMSprop frozen at lr 0.028), 1 in 10⁴ coordinate-steps exceeded 3 sds and 1 in 10⁵ 10 sds,
-but each stretch of 250 steps had one of 30 to 170 sds; unclipped, one of 700 sds took a dead
-unit's bias from 18 to 321 and the chain diverged (RESULTS §33)."""
 
 
 class SGRLDState(NamedTuple):
@@ -343,10 +338,11 @@ def sgrld(
         dynamics as the step → 0. ``info.gamma_norm`` is then the tamed Γ̂'s. Needs a correction.
       frozen_drift_limit: once an adapting metric is frozen, the drift step is clipped to this
         many noise sds along each whitened direction (each coordinate for a diagonal metric;
-        :func:`~sgrld.parts.preconditioning.clip_drift`;
-        default :data:`FROZEN_DRIFT_SDS`): a freeze cannot blow up a chain, and the steps of a
-        chain in its typical set are unchanged; the same dynamics as the step → 0. Steps where
-        it bound are counted in ``info.drift_fallback``. ``None`` or ``inf``: never clipped.
+        :func:`~sgrld.parts.preconditioning.clip_drift`; default
+        :data:`~sgrld.parts.preconditioning.FROZEN_DRIFT_SDS`): a freeze cannot blow up a chain,
+        and the steps of a chain in its typical set are unchanged; the same dynamics as the step
+        → 0. Steps where it bound are counted in ``info.drift_fallback``. ``None`` or ``inf``:
+        never clipped.
 
     Returns:
       A :class:`Sampler` with ``init(params) -> SGRLDState`` and

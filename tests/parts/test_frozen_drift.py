@@ -13,8 +13,7 @@ import pytest
 
 import sgrld
 from sgrld.metrics.metric import freeze
-from sgrld.parts.preconditioning import clip_drift
-from sgrld.samplers.sampler import FROZEN_DRIFT_SDS
+from sgrld.parts.preconditioning import FROZEN_DRIFT_SDS, clip_drift
 
 
 def test_drift_step_is_clipped_at_the_limit_times_the_noise():
