@@ -89,6 +89,13 @@ def chain_keys(key: jax.Array, num_chains: int) -> jax.Array:
     return jax.random.split(key, num_chains)
 
 
+def _signature(*trees: Any) -> tuple:
+    """What a compiled program is specific to: the trees' structure and each leaf's type (shape,
+    dtype, weak type) and placement."""
+    leaves, treedef = jax.tree.flatten(trees)
+    return treedef, tuple((jax.typeof(x), getattr(x, "sharding", None)) for x in leaves)
+
+
 class Engine:
     """Runs a sampler's chains in chunks (see the module docstring).
 
@@ -131,7 +138,7 @@ class Engine:
             raise TypeError(f"keep must be None or a callable step -> bool, got {keep!r}")
         self.burn_in, self.thin, self.keep = int(burn_in), int(thin), keep
         self.mesh, self.compile_s, self.device_bytes = mesh, 0.0, None
-        self._compiled: dict[tuple[int, int, bool], Any] = {}
+        self._compiled: dict[tuple, Any] = {}
 
     def init(self, state: Any, num_chains: int | None = None) -> Carry:
         """The carry of chains starting at ``state`` (broadcast to ``num_chains`` if given;
@@ -182,12 +189,14 @@ class Engine:
         freeze: bool = False,
     ) -> Any:
         """The compiled chunk function for ``num_steps`` steps (cached; time in ``compile_s``),
-        for the carry and keys as :meth:`place` puts them."""
-        key = (num_steps, slots, freeze)
+        for the carry and keys as :meth:`place` puts them. The cache is keyed by the chunk's
+        sizes and the arguments' types (tree, shapes, dtypes, shardings), so an engine used again
+        on other shapes compiles again rather than calling a program made for others."""
+        carry, keys = self.place(carry, keys)
+        key = (num_steps, slots, freeze, _signature(carry, keys, data))
         if key not in self._compiled:
             rule = (self.burn_in, self.thin, self.keep)
-            fn = chunk_fn(self.sampler, self.source, rule, *key, devices.constrain(self.mesh))
-            carry, keys = self.place(carry, keys)
+            fn = chunk_fn(self.sampler, self.source, rule, *key[:3], devices.constrain(self.mesh))
             tic = time.perf_counter()
             compiled = self._jit(fn).lower(carry, self._start(0), keys, data).compile()
             self.compile_s += time.perf_counter() - tic

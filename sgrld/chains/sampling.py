@@ -8,10 +8,17 @@ state; after the run a :class:`DivergenceError` names the chain, step and parame
 the samples taken so far. With a device ``mesh`` (:func:`sgrld.chains.devices.make_mesh`) the chains
 are sharded over its devices and each minibatch over its ``data`` axis, with the same samples
 (:mod:`sgrld.chains.devices`).
+
+A run's chunks are compiled once per setting: a later call with the same sampler, ``batch_fn`` and
+``keep`` (the same objects, as ``jax.jit`` knows a function), the same burn-in, thinning, start and
+mesh, and arguments of the same shapes compiles nothing (the last :data:`ENGINES_KEPT` settings are
+kept). As under ``jax.jit``, what these functions read from outside when first traced stays in the
+compiled program.
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import math
 from collections.abc import Callable
@@ -222,6 +229,7 @@ def sample(
       True
     """
     chains = _check(num_samples, thin, burn_in, num_chains)
+    given = sampler  # the caller's sampler, which names the compiled chunks (_engine)
     if state is None:  # each chain's start, leading axis the chains
         params = starts(key, params, chains, init if num_chains is not None else "shared")
     start = 0 if state is None else int(np.asarray(state.step).reshape(-1)[0])
@@ -234,9 +242,8 @@ def sample(
         warn_if_adapting_on_minibatches(adaptation, batch_fn.batch_size, batch_fn.num_examples)
         warn_if_minibatch_noise_dominates(adaptation, batch_fn.batch_size, batch_fn.num_examples)
     state = fit_state(sampler, state)
-    engine = Engine(
-        sampler, random_batches(batch_fn), burn_in=start + burn_in, thin=thin, keep=keep, mesh=mesh
-    )
+    rate = None if choice is None else choice.learning_rate
+    engine = _engine((given, batch_fn, keep, mesh, start + burn_in, thin, rate), sampler)
     kept: list[Chunk] = []
 
     def collect(i, carry, chunk, seconds):
@@ -263,6 +270,38 @@ def sample(
     if num_chains is not None and "potential" in getattr(out.info, "_fields", ()):
         warn_if_chains_disagree(out.info.potential)
     return out
+
+
+ENGINES_KEPT = 8
+"""How many settings' engines :func:`sample` keeps, each with its compiled chunks (least recently
+used first out)."""
+
+_engines: collections.OrderedDict[tuple, tuple[tuple, Engine]] = collections.OrderedDict()
+
+
+def _engine(setting: tuple, sampler: Sampler) -> Engine:
+    """The engine of a run's ``setting`` ``(sampler, batch_fn, keep, mesh, burn_in, thin,
+    learning_rate)``: the one made for the same setting before (its chunks compiled), else a new
+    one running ``sampler``. The setting's sampler, ``batch_fn`` and ``keep`` are the caller's
+    own objects, compared by identity, as ``jax.jit`` compares functions; ``sampler`` is the
+    caller's resolved for the burn-in from its start (:func:`with_burn_in`) and, with
+    ``learning_rate="auto"``, at the rate chosen, both in the setting. The engine's own cache
+    tells the arguments' shapes apart (:meth:`Engine.compile`). The last :data:`ENGINES_KEPT`
+    settings are kept, holding the objects they name."""
+    named, rest = setting[:3], setting[3:]
+    key = (*map(id, named), *rest)
+    held = _engines.get(key)
+    if held is not None and all(a is b for a, b in zip(held[0], named, strict=True)):
+        _engines.move_to_end(key)
+        return held[1]
+    _, batch_fn, keep, mesh, burn_in, thin, _ = setting
+    engine = Engine(
+        sampler, random_batches(batch_fn), burn_in=burn_in, thin=thin, keep=keep, mesh=mesh
+    )
+    _engines[key] = (named, engine)
+    while len(_engines) > ENGINES_KEPT:
+        _engines.popitem(last=False)
+    return engine
 
 
 def _samples(
