@@ -90,10 +90,12 @@ def chain_keys(key: jax.Array, num_chains: int) -> jax.Array:
 
 
 def _signature(*trees: Any) -> tuple:
-    """What a compiled program is specific to: the trees' structure and each leaf's type (shape,
-    dtype, weak type) and placement."""
+    """What a compiled program is specific to: the trees' structure and each leaf's shape and
+    dtype. Not weak types or placements: a chunk's carry comes back from the program with other
+    ones than it went in with, and keyed by them a sweep compiled its chunk twice
+    (``tests/run/test_sweep.py``); :meth:`Engine.place` puts every call's arguments alike."""
     leaves, treedef = jax.tree.flatten(trees)
-    return treedef, tuple((jax.typeof(x), getattr(x, "sharding", None)) for x in leaves)
+    return treedef, tuple((jnp.shape(x), jnp.result_type(x)) for x in leaves)
 
 
 class Engine:
