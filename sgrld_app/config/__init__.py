@@ -50,8 +50,8 @@ minibatches, a sample every 100 minibatches, 400 epochs.
     # prior_in_metric = true    # the prior's gradient enters the metric's statistic
     # max_drift_norm = 1000.0   # identity fallback when |G⁻¹g| exceeds it (default: none)
     # gamma_kick_limit = 1.0    # Γ's kick tamed to this many noise sds (default: none)
-    # frozen_drift_limit = 3.0  # a frozen metric's drift step clipped at this many noise sds
-                                # (inf: never)
+    # frozen_drift_limit = 10.0 # a frozen metric's drift step clipped at this many noise sds
+                                # (1e30: in effect never; a file takes no inf)
     # friction = 0.1            # sghmc: α ∈ (0, 1]; gradient_noise = "per_example", noise_decay
     # diffusion = 0.1           # sgnht: α ∈ (0, 1]
     # warmup = 100              # isgd (learning_rate = "rule" for its λ rule): margin,
