@@ -1,5 +1,5 @@
 """``sgrld reproduce isgd-mnist``: the MNIST ConvNet table of Franzese et al. (2021), "A Scalable
-Bayesian Sampling ISGDMethod Based on Stochastic Gradient Descent Isotropization" (Entropy 23, 1426;
+Bayesian Sampling Method Based on Stochastic Gradient Descent Isotropization" (Entropy 23, 1426;
 App. C.2): test accuracy (correct out of 10,000), summed test NLL and ECE of i-SGD, the samplers
 and the baselines, mean ± std over replicates, beside the paper's numbers.
 
@@ -32,21 +32,6 @@ import numpy as np
 from sgrld_app import api as app
 from sgrld_reproductions import scaffolding
 from sgrld_reproductions.isgd_mnist.runs import Plan, run
-from sgrld_reproductions.scaffolding import (
-    ISGD_METHODS,
-    MNIST_FOLDER,
-    ISGDMethod,
-    OnResult,
-    Reproduction,
-    Results,
-    data_dir_option,
-    exit_code_of,
-    no_verify_option,
-    positive_int,
-    quick_note,
-    record_run,
-    run_progress,
-)
 
 KEYS = ("isgd", "sghmc", "dropout", "sgd", "swag", "sgld", "vsgd")
 """The methods run, in the paper's row order (``--methods`` names)."""
@@ -55,7 +40,10 @@ GRIDS = {"sghmc": (0.003, 0.01, 0.03), "isgd": ()}
 GRID = (0.01, 0.03, 0.1)
 """The grid of SGLD, vSGD, SGD, SWAG and MC dropout."""
 METHODS = tuple(
-    m._replace(grid=GRIDS.get(m.key, GRID)) for key in KEYS for m in ISGD_METHODS if m.key == key
+    m._replace(grid=GRIDS.get(m.key, GRID))
+    for key in KEYS
+    for m in scaffolding.ISGD_METHODS
+    if m.key == key
 )
 """The methods: :data:`~sgrld_reproductions.scaffolding.isgd_methods.ISGD_METHODS`' rows with
 MNIST's grids."""
@@ -165,7 +153,7 @@ def _paper_row(paper: Paper) -> dict[str, str]:
     }
 
 
-def table_row(method: ISGDMethod, runs: list[dict[str, Any]]) -> dict[str, Any]:
+def table_row(method: scaffolding.ISGDMethod, runs: list[dict[str, Any]]) -> dict[str, Any]:
     """One row from a method's runs: the grid of replicate 0, then the other replicates at the
     learning rate chosen on validation (the chosen run of replicate 0 counts as a replicate),
     marked where it is the grid's largest or smallest.
@@ -213,7 +201,7 @@ def table_row(method: ISGDMethod, runs: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _rate_label(method: ISGDMethod, lr: float | None, grid: list[float]) -> str:
+def _rate_label(method: scaffolding.ISGDMethod, lr: float | None, grid: list[float]) -> str:
     """The ``lr`` column: the chosen rate, marked where it is the largest or smallest of a grid
     of two or more (one beyond it may do better); ``"rule"`` for i-SGD."""
     if not method.tuned:
@@ -225,7 +213,7 @@ def _rate_label(method: ISGDMethod, lr: float | None, grid: list[float]) -> str:
     return format(lr, "g") + (f" (grid's {edge})" if edge and len(rates) > 1 else "")
 
 
-def table_rows(results: Results) -> list[dict[str, Any]]:
+def table_rows(results: scaffolding.Results) -> list[dict[str, Any]]:
     """The methods asked for, then the paper's rows that are not run here."""
     runs: dict[str, list] = {}
     for r in results["runs"]:
@@ -258,7 +246,7 @@ def options(parser: argparse.ArgumentParser) -> None:
     scaffolding.method_options(parser, METHODS, method_lr)
     parser.add_argument(
         "--replicates",
-        type=positive_int,
+        type=scaffolding.positive_int,
         help=f"runs per method at the chosen learning rate (default {REPLICATES}; 1 with --quick)",
     )
     sizes = {
@@ -271,9 +259,11 @@ def options(parser: argparse.ArgumentParser) -> None:
         f"{VALIDATION:,}; {QUICK['validation']} with --quick)",
     }
     for flag, help in sizes.items():
-        parser.add_argument(flag, type=positive_int, help=help)
-    data_dir_option(parser, MNIST_FOLDER)
-    no_verify_option(parser, "skip the SHA-256 check of the IDX files (files of one's own)")
+        parser.add_argument(flag, type=scaffolding.positive_int, help=help)
+    scaffolding.data_dir_option(parser, scaffolding.MNIST_FOLDER)
+    scaffolding.no_verify_option(
+        parser, "skip the SHA-256 check of the IDX files (files of one's own)"
+    )
 
 
 def _settings(args: argparse.Namespace) -> tuple[Plan, int]:
@@ -299,25 +289,25 @@ def header(args: argparse.Namespace) -> str:
         f"Franzese et al. (2021) MNIST ConvNet (dense {list(plan.widths)}): {images} training "
         f"images after {plan.validation_size:,} held out for validation, {plan.epochs} "
         f"epoch(s), S = {plan.samples}, {replicates} replicate(s){scaffolding.lr_note(args)}"
-        f"{quick_note(args)}"
+        f"{scaffolding.quick_note(args)}"
     )
 
 
-def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
+def compute(args: argparse.Namespace, on_result: scaffolding.OnResult) -> scaffolding.Results:
     """Each method's grid on replicate 0, then replicates 1, ..., R − 1 at the chosen rate."""
     plan, replicates = _settings(args)
     methods = [m for m in METHODS if m.key in args.methods]
     config = {"title": header(args), "quick": args.quick, "replicates": replicates}
     config |= plan._asdict() | {"methods": [m.key for m in methods]}
     config["grids"] = {m.key: scaffolding.grid_of(m, args) for m in methods}
-    results: Results = {"config": config, "runs": []}
+    results: scaffolding.Results = {"config": config, "runs": []}
     for method in methods:
         jobs = [(lr, 0) for lr in config["grids"][method.key]]
         while jobs:
             lr, replicate = jobs.pop(0)
             r = run(method, lr, plan, replicate)
             record = {"method": method.key, "lr": lr, "replicate": replicate, **r}
-            if record_run(results, record, on_result):
+            if scaffolding.record_run(results, record, on_result):
                 return results
             if not jobs and replicate == 0:
                 grid = [x for x in results["runs"] if x["method"] == method.key]
@@ -327,20 +317,22 @@ def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
     return results
 
 
-progress = run_progress(
+progress = scaffolding.run_progress(
     lambda r: f"{r['method']} lr={scaffolding.lr_label(r['lr'])} replicate {r['replicate']}",
     {"val NLL": "val_nll", "test accuracy": "test_accuracy"},
 )
 """The last run's validation NLL, test accuracy, status and time."""
 
 
-def exit_code(results: Results) -> int:
+def exit_code(results: scaffolding.Results) -> int:
     """130 if interrupted; 1 if a method that ran has no completed run; else 0."""
     done = {r["method"] for r in results["runs"] if r["status"] == "completed"}
-    return exit_code_of(results["runs"], any(r["method"] not in done for r in results["runs"]))
+    return scaffolding.exit_code_of(
+        results["runs"], any(r["method"] not in done for r in results["runs"])
+    )
 
 
-REPRODUCTION = Reproduction.from_module(
+REPRODUCTION = scaffolding.Reproduction.from_module(
     globals(),
     summary="Franzese et al. (2021) App. C.2: i-SGD, samplers and baselines, MNIST ConvNet",
     quick_help="a smoke test in about 2.5 minutes on a CPU: the first 2,000 training images, 1 "

@@ -28,22 +28,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from sgrld_app import api as app
+from sgrld_reproductions import scaffolding
 from sgrld_reproductions.natural_langevin import runs
-from sgrld_reproductions.scaffolding import (
-    MNIST_FOLDER,
-    OnResult,
-    Reproduction,
-    Results,
-    RunSpec,
-    choices_option,
-    data_dir_option,
-    exit_code_of,
-    positive_int,
-    positive_number,
-    progress_line,
-    quick_note,
-    record_run,
-)
 
 EPOCHS = 100
 """Default passes over the 50 000 training images: 50 000 updates (the paper does not say)."""
@@ -196,7 +182,7 @@ def table_row(row: Row, grid: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def table_rows(results: Results) -> list[dict[str, Any]]:
+def table_rows(results: scaffolding.Results) -> list[dict[str, Any]]:
     """Every row of the table (rows without runs show only the paper's numbers)."""
     by_method: dict[str, list] = {}
     for run in results["runs"]:
@@ -208,10 +194,10 @@ def options(parser: argparse.ArgumentParser) -> None:
     keys = [m.key for m in runs.METHODS]
     parser.add_argument(
         "--epochs",
-        type=positive_int,
+        type=scaffolding.positive_int,
         help=f"epochs of 500 updates per run (default {EPOCHS}, {QUICK['epochs']} with --quick)",
     )
-    choices_option(
+    scaffolding.choices_option(
         parser, "--methods", keys, f"methods to run (default: all): {', '.join(keys)}", "METHOD"
     )
     parser.add_argument(
@@ -235,7 +221,7 @@ def options(parser: argparse.ArgumentParser) -> None:
         default=TRAIN_EVAL_SIZE,
         help="score the training set on its first N images (default: %(default)s; 0: none)",
     )
-    data_dir_option(parser, MNIST_FOLDER)
+    scaffolding.data_dir_option(parser, scaffolding.MNIST_FOLDER)
 
 
 def _plan(args: argparse.Namespace) -> runs.Plan:
@@ -254,7 +240,7 @@ def step_size(text: str) -> tuple[str | None, float]:
     keys = [m.key for m in runs.METHODS]
     if "=" in text and key not in keys:
         raise argparse.ArgumentTypeError(f"unknown method {key!r} in {text!r}: one of {keys}")
-    return (key or None), positive_number(text, eta, "η")
+    return (key or None), scaffolding.positive_number(text, eta, "η")
 
 
 def _grid(method: runs.Method, args: argparse.Namespace) -> tuple[float, ...]:
@@ -273,11 +259,11 @@ def header(args: argparse.Namespace) -> str:
     return (
         f"Natural Langevin dynamics (Marceau-Caron & Ollivier 2017, Table 1): MNIST 784-400-400-10,"
         f" {plan.epochs} epochs, burn-in {plan.burn_in}, a sample every {plan.thin}"
-        f"{quick_note(args)}"
+        f"{scaffolding.quick_note(args)}"
     )
 
 
-def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
+def compute(args: argparse.Namespace, on_result: scaffolding.OnResult) -> scaffolding.Results:
     """Run every selected method at every η of its grid in turn."""
     plan = _plan(args)
     train_size = QUICK["train_size"] if args.quick else None
@@ -287,17 +273,19 @@ def compute(args: argparse.Namespace, on_result: OnResult) -> Results:
     config |= {"train_size": len(data.train[0]), "validation_size": args.validation_size}
     config["train_eval_size"] = args.train_eval_size
     config["methods"] = {m.name: m.hyperparameters() | {"grid": _grid(m, args)} for m in methods}
-    results: Results = {"config": config, "runs": []}
+    results: scaffolding.Results = {"config": config, "runs": []}
     for method in methods:
         for lr in _grid(method, args):
             out = Path(args.out) / method.key / f"lr-{lr:g}"
-            run = runs.run(method, lr, data, plan, RunSpec(out, progress=True, resume=args.resume))
-            if record_run(results, run, on_result):
+            run = runs.run(
+                method, lr, data, plan, scaffolding.RunSpec(out, progress=True, resume=args.resume)
+            )
+            if scaffolding.record_run(results, run, on_result):
                 return results
     return results
 
 
-def progress(results: Results) -> str:
+def progress(results: scaffolding.Results) -> str:
     """The last run's validation and test scores, status and time."""
     run, fmt = results["runs"][-1], app.format_value
     parts = [
@@ -305,20 +293,22 @@ def progress(results: Results) -> str:
         f"test NLL {fmt(s['test']['nll'])}"
         for view, s in run["scores"].items()
     ]
-    return progress_line(f"{run['method']} η={run['learning_rate']:g}", parts, run, sep="; ")
+    return scaffolding.progress_line(
+        f"{run['method']} η={run['learning_rate']:g}", parts, run, sep="; "
+    )
 
 
-def exit_code(results: Results) -> int:
+def exit_code(results: scaffolding.Results) -> int:
     """130 if interrupted; 1 if a method that ran has a predictor with no completed run; else 0.
 
     A diverged η of a grid is an outcome of the search, not a failure of the command.
     """
     rows = table_rows(results)
     failed = any(row["grid"] and row["lr"] == app.MISSING for row in rows)
-    return exit_code_of(results["runs"], failed)
+    return scaffolding.exit_code_of(results["runs"], failed)
 
 
-REPRODUCTION = Reproduction.from_module(
+REPRODUCTION = scaffolding.Reproduction.from_module(
     globals(),
     summary="Marceau-Caron & Ollivier (2017) Table 1: Fisher-preconditioned SGLD on MNIST",
     quick_help="a smoke test in a few minutes on a CPU: the first 10 000 training images, 5 "
