@@ -300,7 +300,7 @@ def fisher_full(
 
     def init_stat(params):
         size = ravel_pytree(params)[0].size
-        return jnp.eye(size, dtype=jnp.float32)
+        return jnp.eye(size, dtype=per_example.full_dtype(params))
 
     eps_value = check_nonnegative(eps, "eps")
 

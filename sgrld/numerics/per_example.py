@@ -21,7 +21,8 @@ minibatch gradient of the potential:
   layer's diagonal is then ``(a²)ᵀ(δ²)/B`` and its bias–weight row ``aᵀ(δ²)/B``, and a layer at
   several positions (a convolution, on its patches) forms its ``[B, *kernel.shape]`` per-example
   gradients in one product of the weight gradient's FLOPs
-  (:mod:`sgrld.numerics.tap_statistics`).
+  (:mod:`sgrld.numerics.tap_statistics`). The full statistic forms every such leaf's
+  per-example gradients so and multiplies them.
 * **Every other leaf (fallback):** ``jax.vmap(jax.grad)`` of the per-example log-likelihood with
   respect to those leaves only: B per-example gradients in memory (B × the leaves' size) and about
   B single-example backward passes. A metric that falls back says so once, naming the leaves
@@ -59,7 +60,7 @@ import jax.numpy as jnp
 
 from sgrld.numerics.jaxpr_taps import find_taps, signals, trace
 from sgrld.numerics.pytrees import PyTree
-from sgrld.numerics.tap_statistics import at_least_float32, tap_terms
+from sgrld.numerics.tap_statistics import at_least_float32, tap_grads, tap_terms
 
 KINDS = ("diag", "qdiag", "full")
 LABELS = ("empirical", "model")
@@ -174,9 +175,9 @@ def _fallback_terms(kind, grads, w, indices, pairs):
     return diag, cross
 
 
-def _warn_fallback(params, indices, kind) -> None:
+def _warn_fallback(params, indices) -> None:
     """Say once which leaves the fast path could not see."""
-    if kind == "full" or not indices:
+    if not indices:
         return
     paths = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(params)[0]]
     names = ", ".join(paths[i] for i in indices)
@@ -303,9 +304,7 @@ def _first(batch, examples):
 def _fast_taps(kind, loglik_fn, params, batch, pairs):
     """The traced program and its taps (:mod:`sgrld.numerics.jaxpr_taps`) whose parameters the
     statistic takes from ``a`` and δ; for QDOP, only those that hold their whole bias–kernel
-    pair; none for the full statistic."""
-    if kind == "full":
-        return None, []
+    pair."""
     size = jax.tree.leaves(batch)[0].shape[0]
     program = trace(loglik_fn, params, batch)
     taps = find_taps(program, len(jax.tree.leaves(params)), size)
@@ -327,7 +326,7 @@ def _observe(kind, potential, params, batch, examples, computed=None):
     covered = {t.leaf for t in taps}
     unseen = unused_leaves(loglik_fn, params, batch) - covered
     rest = [i for i in range(len(leaves)) if i not in covered | unseen]
-    _warn_fallback(params, rest, kind)
+    _warn_fallback(params, rest)
     model = computed is not None
     sig = None
     if taps:
@@ -341,11 +340,13 @@ def _observe(kind, potential, params, batch, examples, computed=None):
     size = jax.tree.leaves(stat_batch)[0].shape[0]
     w = jnp.ones((size,), jnp.float32) if w is None else w[:size]
     grads = _per_example_grads(loglik_fn, params, stat_batch, rest) if rest else []
+    full_size = jax.tree.leaves(batch)[0].shape[0]
     if kind == "full":
-        return value, g, _full(params, grads, w, rest)
+        by_leaf = dict(zip(rest, grads, strict=True))
+        by_leaf.update(tap_grads(program, taps, sig, full_size, size))
+        return value, g, _full(params, by_leaf, w)
     diag, cross = ({}, {})
     if taps:
-        full_size = jax.tree.leaves(batch)[0].shape[0]
         diag, cross = tap_terms(kind == "qdiag", program, taps, sig, w, full_size, size, pairs)
     more_diag, more_cross = _fallback_terms(kind, grads, w, rest, pairs)
     diag.update(more_diag)
@@ -357,12 +358,12 @@ def _observe(kind, potential, params, batch, examples, computed=None):
     return value, g, _assemble(kind, params, diag, cross, pairs)
 
 
-def _full(params, grads, w, indices):
-    """``(1/B) Σᵢ wᵢ gᵢ gᵢᵀ`` over the flattened parameters; leaves not in ``indices`` (unseen by
-    the likelihood) get the identity's rows and columns."""
+def _full(params, by_leaf, w):
+    """``(1/B) Σᵢ wᵢ gᵢ gᵢᵀ`` over the flattened parameters from the per-example gradients
+    ``[B, *leaf]`` by leaf index (taps' and fallback's); leaves not in ``by_leaf`` (unseen by the
+    likelihood) get the identity's rows and columns."""
     leaves = jax.tree.leaves(params)
     size = w.shape[0]
-    by_leaf = dict(zip(indices, grads, strict=True))
     cols = [
         at_least_float32(by_leaf[i].reshape(size, -1))
         if i in by_leaf
@@ -371,4 +372,16 @@ def _full(params, grads, w, indices):
     ]
     flat = jnp.concatenate(cols, axis=1)
     seen = jnp.concatenate([jnp.full(c.shape[1], i in by_leaf) for i, c in enumerate(cols)])
-    return jnp.einsum("b,bi,bj->ij", w, flat, flat) / size + jnp.diag(jnp.where(seen, 0.0, 1.0))
+    stat = jnp.einsum("b,bi,bj->ij", w, flat, flat) / size + jnp.diag(jnp.where(seen, 0.0, 1.0))
+    return stat.astype(full_dtype(params))
+
+
+def full_dtype(params: PyTree) -> jnp.dtype:
+    """The full statistic's dtype: the flattened parameters', at least float32.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> full_dtype({"a": jnp.ones(2, jnp.bfloat16), "b": jnp.ones(1, jnp.float16)})
+      dtype('float32')
+    """
+    return jnp.promote_types(jnp.result_type(*jax.tree.leaves(params)), jnp.float32)

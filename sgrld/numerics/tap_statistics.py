@@ -8,6 +8,8 @@
   on its patches: :func:`sgrld.numerics.im2col.im2col_patches`): ``gᵢ[W] = Σₚ aᵢₚ δᵢₚᵀ``, whose
   cross terms count, so the per-example kernel gradients ``[B, *kernel.shape]`` are formed, in
   one product of the weight gradient's FLOPs.
+* **The full statistic** ``(1/B) Σᵢ gᵢ gᵢᵀ`` takes every example's whole gradient: each tap's
+  ``[B, *leaf]`` per-example gradients (:func:`tap_grads`), ``aᵢ δᵢᵀ`` summed over positions.
 * **A shift or scale** (``out = x + b``, ``out = x·s``, ``b`` and ``s`` broadcast): ``gᵢ[b]`` sums
   δᵢ over the axes ``b`` is broadcast along, ``gᵢ[s]`` sums ``xᵢ·δᵢ``.
 
@@ -136,20 +138,43 @@ def _operand_grads(program: Program, tap: Tap, sig: Signals, size: int) -> jax.A
     return pull(program, tap.chain, g, 1)
 
 
+def _canonical(program: Program, tap: Tap, sig: Signals, size: int, cut: int):
+    """``(a [cut, P, K], δ [cut, P, F], to_param)`` of a ``dot``/``conv`` tap (the first ``cut``
+    of the minibatch's ``size`` examples), in at least float32."""
+    canonical = _canonical_conv if tap.kind == "conv" else _canonical_dot
+    a, d, to_param = canonical(program, tap, sig.inputs[tap.node], sig.deltas[tap.delta], size)
+    return at_least_float32(a[:cut]), at_least_float32(d[:cut]), to_param
+
+
+def _product_grads(program: Program, tap: Tap, a, d, to_param) -> jax.Array:
+    """``[B, *leaf]``: the per-example gradients ``gᵢ = Σₚ aᵢₚ δᵢₚᵀ`` of a product's leaf."""
+    return pull(program, tap.chain, to_param(jnp.einsum("bpk,bpf->bkf", a, d), 1), 1)
+
+
+def tap_grads(program: Program, taps, sig: Signals, size: int, cut: int) -> dict:
+    """``[cut, *leaf]``: the per-example gradients of every tap's leaf, by leaf index, for the
+    first ``cut`` of the minibatch's ``size`` examples (the full statistic's columns)."""
+    grads = {}
+    for t in taps:
+        if t.kind in ("dot", "conv"):
+            grads[t.leaf] = _product_grads(program, t, *_canonical(program, t, sig, size, cut))
+        else:
+            grads[t.leaf] = _operand_grads(program, t, sig, size)[:cut]
+    return grads
+
+
 def _product_terms(program, tap, sig, w, size, cut, cross):
     """``(diag, per-example grads or None, cross row or None)`` of a ``dot``/``conv`` tap: DOP's
     diagonal of its leaf; its ``[B, *leaf]`` gradients at several positions or for
     ``cross="grads"``; the bias–weight row ``aᵀ(δ²)`` at one position for ``cross="fast"``. The
     first ``cut`` of the minibatch's ``size`` examples enter the statistic."""
-    canonical = _canonical_conv if tap.kind == "conv" else _canonical_dot
-    a, d, to_param = canonical(program, tap, sig.inputs[tap.node], sig.deltas[tap.delta], size)
-    a, d = at_least_float32(a[:cut]), at_least_float32(d[:cut])
+    a, d, to_param = _canonical(program, tap, sig, size, cut)
     if a.shape[1] == 1 and cross != "grads":  # one position: products of squares
         a, d2 = a[:, 0], w[:, None] * jnp.square(d[:, 0])
         diag = pull(program, tap.chain, to_param(jnp.einsum("bk,bf->kf", a * a, d2) / cut, 0), 0)
         row = to_param(jnp.einsum("bk,bf->kf", a, d2) / cut, 0) if cross == "fast" else None
         return diag, None, row
-    g = pull(program, tap.chain, to_param(jnp.einsum("bpk,bpf->bkf", a, d), 1), 1)
+    g = _product_grads(program, tap, a, d, to_param)
     return _mean(w, jnp.square(g)), g, None
 
 
@@ -179,7 +204,7 @@ def tap_terms(qdiag: bool, program, taps, sig, w, size, cut, pairs):
                 program, t, sig, w, size, cut, mode.get(t.leaf)
             )
         else:
-            grads[t.leaf] = _operand_grads(program, t, sig, size)[:cut]
+            grads.update(tap_grads(program, [t], sig, size, cut))
             diag[t.leaf] = _mean(w, jnp.square(grads[t.leaf]))
     cross = {}
     for k, b in pairs:
