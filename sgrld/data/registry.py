@@ -85,7 +85,8 @@ class DatasetInfo:
             classification set: ``<name>`` and, if it has an official test split, ``<name>.t``).
         num_classes: Number of classes; 0 for a regression data set.
         image_shape: ``(height, width, channels)`` of one input; ``None`` for tabular data.
-        validation_size: Default number of training examples held out for validation.
+        validation_size: Default number of training examples held out for validation (none for
+            the tabular sets, which are scored on their test split).
         standardize: Whether inputs (and regression targets) are standardised by default.
         files: File names (without a ``.gz`` suffix) that must be present.
         gzip: Whether each file may also be stored gzipped, as ``<name>.gz``.
@@ -101,8 +102,8 @@ class DatasetInfo:
     name: str
     format: Literal["idx", "cifar", "sklearn", "uci", "libsvm"]
     num_classes: int
-    image_shape: tuple[int, int, int] | None
-    validation_size: int
+    image_shape: tuple[int, int, int] | None = None
+    validation_size: int = 0
     standardize: bool = False
     files: tuple[str, ...] = ()
     gzip: bool = False
@@ -162,8 +163,6 @@ def _uci(name: str, folder: str) -> DatasetInfo:
         name=name,
         format="uci",
         num_classes=0,
-        image_shape=None,
-        validation_size=0,
         standardize=True,
         files=tuple(checksums),
         subdirs=(f"uci/{folder}", folder, f"uci/{folder}/data", f"{folder}/data"),
@@ -191,8 +190,6 @@ def _libsvm(name: str, num_features: int, standardize: bool, test_size: int = 0)
         name=name,
         format="libsvm",
         num_classes=2,
-        image_shape=None,
-        validation_size=0,
         standardize=standardize,
         files=files,
         subdirs=(f"libsvm_{name}", "libsvm"),

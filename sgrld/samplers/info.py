@@ -2,22 +2,27 @@
 :class:`StepInfo` from the step's gradient and new parameters.
 
 The ``info`` types are one family, declared here: :class:`StepInfo`, the fields every sampler
-reports, and the ``NamedTuple`` types that start with its fields, in its order, and add a
-sampler's own: :class:`SGRLDShareInfo` (SGRLD with ``correction_scale="auto"``),
-:class:`MomentumInfo` (SGHMC, SGNHT), :class:`ISGDInfo` (i-SGD). So the engine and the records
-treat every sampler alike, and a type checker knows every field. A ``NamedTuple`` cannot inherit
-fields, so each declares them all; the contract test checks the common prefix.
+reports, and its subclasses, which add a sampler's own after them: :class:`SGRLDShareInfo` (SGRLD
+with ``correction_scale="auto"``), :class:`MomentumInfo` (SGHMC, SGNHT), :class:`ISGDInfo`
+(i-SGD). So the engine and the records treat every sampler alike, and a type checker knows every
+field. Each is a frozen dataclass registered as a pytree (its leaves are its fields, in order) that
+reads as a ``NamedTuple``: ``_fields``, ``_asdict()``, ``_replace(...)`` and unpacking.
 
 Example:
   >>> import jax.numpy as jnp
   >>> info = step_info(jnp.float32(1.0), jnp.array([3.0, 4.0]), jnp.float32(0.1), jnp.zeros(2))
   >>> float(info.grad_norm), bool(info.is_finite)
   (5.0, True)
+  >>> more = ISGDInfo(*info, noise_clipped=False, clipped_share=0.0, warming_up=False)
+  >>> isinstance(more, StepInfo), more._fields[-3:], len(jax.tree.leaves(more))
+  (True, ('noise_clipped', 'clipped_share', 'warming_up'), 11)
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import dataclasses
+from collections.abc import Iterator
+from typing import Any, Self
 
 import jax
 import jax.numpy as jnp
@@ -26,7 +31,16 @@ from sgrld.numerics.checks import checked_squares, first_nonfinite
 from sgrld.numerics.pytrees import PyTree, tree_vdot
 
 
-class StepInfo(NamedTuple):
+class _FieldNames:
+    """A dataclass's field names, in order, read from the class (a ``NamedTuple``'s ``_fields``)."""
+
+    def __get__(self, obj: object, owner: type) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(owner))
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class StepInfo:
     """Diagnostics of one step, every sampler's (returned, never stored in the state).
 
     Attributes:
@@ -53,77 +67,67 @@ class StepInfo(NamedTuple):
     is_finite: jax.Array
     nonfinite_leaf: jax.Array
 
+    _fields = _FieldNames()
+
+    def _asdict(self) -> dict[str, Any]:
+        """The fields by name, in order."""
+        return {name: getattr(self, name) for name in self._fields}
+
+    def _replace(self, **changes: Any) -> Self:
+        """A copy with ``changes``."""
+        return dataclasses.replace(self, **changes)
+
+    def __iter__(self) -> Iterator[Any]:
+        """The fields in order: ``Subclass(*info, ...)`` extends an ``info``."""
+        return iter(self._asdict().values())
+
 
 SGRLDInfo = StepInfo
 """SGRLD's ``info`` without ``correction_scale="auto"``: :class:`StepInfo` (its former name)."""
 
 
-class SGRLDShareInfo(NamedTuple):
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class SGRLDShareInfo(StepInfo):
     """SGRLD's ``info`` with ``correction_scale="auto"``: :class:`StepInfo` and ``share_mean``.
 
     Attributes:
-      potential, grad_norm, learning_rate, gamma_norm, drift_fallback, metric_fallbacks,
-      is_finite, nonfinite_leaf: as in :class:`StepInfo`.
       share_mean: the mean over coordinates of the share ĉ applied.
     """
 
-    potential: jax.Array
-    grad_norm: jax.Array
-    learning_rate: jax.Array
-    gamma_norm: jax.Array
-    drift_fallback: jax.Array
-    metric_fallbacks: jax.Array
-    is_finite: jax.Array
-    nonfinite_leaf: jax.Array
     share_mean: jax.Array
 
 
-class MomentumInfo(NamedTuple):
-    """Diagnostics of one momentum-sampler step (returned, never stored in the state).
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class MomentumInfo(StepInfo):
+    """Diagnostics of one momentum-sampler step: :class:`StepInfo` and the momentum's own.
 
     Attributes:
-      potential, grad_norm, learning_rate, gamma_norm, drift_fallback, metric_fallbacks,
-      is_finite, nonfinite_leaf: as in :class:`StepInfo`.
       kinetic: ``‖v‖²/(D·lr/N)``, the kinetic temperature (D coordinates): T at equilibrium.
       noise_clipped: True where the minibatch-noise estimate β̂ exceeded α·T in some coordinate
         and was clipped (SGHMC's ``gradient_noise``).
       thermostat: SGNHT's ξ (SGHMC: its constant friction α).
     """
 
-    potential: jax.Array
-    grad_norm: jax.Array
-    learning_rate: jax.Array
-    gamma_norm: jax.Array
-    drift_fallback: jax.Array
-    metric_fallbacks: jax.Array
-    is_finite: jax.Array
-    nonfinite_leaf: jax.Array
     kinetic: jax.Array
     noise_clipped: jax.Array
     thermostat: jax.Array
 
 
-class ISGDInfo(NamedTuple):
-    """Diagnostics of one i-SGD step (returned, never stored in the state).
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class ISGDInfo(StepInfo):
+    """Diagnostics of one i-SGD step: :class:`StepInfo` (Γ = 0, no metric, ``learning_rate`` the
+    largest layer's ``N/λ^(p)``) and i-SGD's own.
 
     Attributes:
-      potential, grad_norm, gamma_norm, drift_fallback, metric_fallbacks, is_finite,
-      nonfinite_leaf: as in :class:`StepInfo` (Γ = 0, no metric).
-      learning_rate: the largest layer's ``N/λ^(p)``.
       noise_clipped: True where some coordinate's B̂ exceeded T·λ^(p) (clipped to C = 0).
       clipped_share: the share of coordinates clipped.
       warming_up: True while the rule's λ still adapts (during the warm-up, without a
         ``learning_rate``).
     """
 
-    potential: jax.Array
-    grad_norm: jax.Array
-    learning_rate: jax.Array
-    gamma_norm: jax.Array
-    drift_fallback: jax.Array
-    metric_fallbacks: jax.Array
-    is_finite: jax.Array
-    nonfinite_leaf: jax.Array
     noise_clipped: jax.Array
     clipped_share: jax.Array
     warming_up: jax.Array

@@ -36,9 +36,9 @@ def momentum_info(
     base = step_info(value, grads, lr, new_params, gamma=gamma)
     size = sum(x.size for x in jax.tree.leaves(momentum))
     return MomentumInfo(
-        *base._replace(
+        **base._replace(
             metric_fallbacks=base.metric_fallbacks if metric_fallbacks is None else metric_fallbacks
-        ),
+        )._asdict(),
         kinetic=tree_vdot(momentum, momentum) / size / (lr / num_data),
         noise_clipped=jnp.zeros((), bool) if noise_clipped is None else noise_clipped,
         thermostat=jnp.asarray(thermostat, jnp.float32),
