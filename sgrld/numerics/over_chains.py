@@ -28,7 +28,9 @@ def any_chain(pred: jax.Array) -> jax.Array:
 def _any_chain_vmap(axis_size, in_batched, pred):
     del axis_size
     (batched,) = in_batched
-    return (jnp.any(pred) if batched else pred), False
+    # any_chain again: under nested vmaps (rates × chains) the reduced predicate is still mapped
+    # over the outer axes, and each level reduces its own
+    return (any_chain(jnp.any(pred)) if batched else pred), False
 
 
 def branch_over_chains(pred: jax.Array, true_fn: Callable, false_fn: Callable, *operands: Any):
