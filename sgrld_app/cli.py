@@ -30,7 +30,7 @@ from sgrld.chains import devices
 from sgrld.data import DataError
 from sgrld.samples import arviz_export, atomic, diagnostics, stein
 from sgrld.samples.results import ResultsError, draws_per_epoch, load_samples
-from sgrld_app import demo, report, run_end, run_folder, sweep_resume
+from sgrld_app import demo, from_config, report, run_end, run_folder, sweep_resume
 from sgrld_app import sweep as sgrld_sweep
 from sgrld_app.argument_types import device_count
 from sgrld_app.arguments import KSD_MAX_DIM, KSD_MAX_DRAWS, build_parser, device_arguments
@@ -126,9 +126,9 @@ def run_command(args: argparse.Namespace) -> int:
     console = report.console()
     name = _what(path, config)
     verb = "Resuming" if args.resume else "Running"
-    console.print(f"{verb} {name} -> {config.out.folder}", soft_wrap=True)
+    header = f"{verb} {name} -> {config.out.folder}"
     existing = "resume" if args.resume else "overwrite" if args.overwrite else "refuse"
-    result = run_config(config, existing=existing, progress=True)
+    result = run_config(config, existing=existing, progress=True, build=_built(console, header))
     if result.records and result.out is not None:  # another process of a multi-process run
         report.plot_curves({config.sampler.metric: result.records}, result.out / "curves.png")
         row = report.summary_row(result, metric=config.sampler.metric)
@@ -136,6 +136,20 @@ def run_command(args: argparse.Namespace) -> int:
         console.print(report.rich_table(caption, report.summary_columns(row), [row]))
     console.print(result.message)
     return EXIT_CODES[result.status]
+
+
+def _built(console, header: str) -> Callable[[Config], tuple]:
+    """:func:`~sgrld_app.launch.run_config`'s ``build`` that prints ``header`` once the data set
+    is read and checked, the model built and the schedule checked: bad input (a data file's
+    missing column or NaN, a model factory that fails) is then the error's one line alone."""
+
+    def build(config: Config) -> tuple:
+        experiment = from_config.build_experiment(config)
+        from_config.check_schedule(config, len(experiment.train[0]))
+        console.print(header, soft_wrap=True)
+        return experiment, from_config.run_plan_of(config)
+
+    return build
 
 
 def _what(path: Path | None, config: Config) -> str:

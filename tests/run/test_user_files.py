@@ -239,12 +239,15 @@ def test_a_factory_built_network_runs_and_is_diagnosed(
 
 def _refused(argv: list[str], out: Path, capsys) -> str:
     """The one line ``sgrld`` printed for ``argv`` (exit code 2), after checking that nothing
-    was written."""
+    was written and, for ``sgrld run``, that stdout is empty (its "Running … -> OUT" comes once
+    the data and the model are built)."""
     capsys.readouterr()
     code = cli.main(argv)
-    err = capsys.readouterr().err.strip()
+    printed = capsys.readouterr()
+    err = printed.err.strip()
     assert code == 2, err
     assert err.startswith("sgrld: error: ") and "\n" not in err and "Traceback" not in err
+    assert argv[0] != "run" or printed.out == "", printed.out
     assert not out.exists()
     return err
 
