@@ -30,7 +30,7 @@ from sgrld.chains import devices
 from sgrld.data import DataError
 from sgrld.samples import arviz_export, atomic, diagnostics, stein
 from sgrld.samples.results import ResultsError, draws_per_epoch, load_samples
-from sgrld_app import demo, from_config, report, run_end, run_folder, sweep_resume
+from sgrld_app import demo, report, run_end, run_folder, sweep_resume
 from sgrld_app import sweep as sgrld_sweep
 from sgrld_app.argument_types import device_count
 from sgrld_app.arguments import KSD_MAX_DIM, KSD_MAX_DRAWS, build_parser, device_arguments
@@ -54,7 +54,7 @@ def sweep_command(args: argparse.Namespace) -> int:
     _writing(_kept_results(Path(config.out.folder), "sweep"))
     console = report.console()
     verb = "Resuming" if args.resume else "Sweeping"
-    console.print(f"{verb} {_what(path, config)} -> {config.out.folder}", soft_wrap=True)
+    header = _header(console, f"{verb} {_what(path, config)} -> {config.out.folder}")
     existing = "resume" if args.resume else "overwrite" if args.overwrite else "refuse"
     replicates = 1 if replicates is None else replicates
     out = sgrld_sweep.run_sweep(
@@ -65,6 +65,7 @@ def sweep_command(args: argparse.Namespace) -> int:
         progress=True,
         devices=None if args.devices is None else device_count(args.devices),
         data_parallel=args.data_parallel,
+        checked=header,
     )
     console.print(report.rich_table(out.caption, out.columns, out.rows))
     console.print(out.result.message)
@@ -126,9 +127,9 @@ def run_command(args: argparse.Namespace) -> int:
     console = report.console()
     name = _what(path, config)
     verb = "Resuming" if args.resume else "Running"
-    header = f"{verb} {name} -> {config.out.folder}"
+    header = _header(console, f"{verb} {name} -> {config.out.folder}")
     existing = "resume" if args.resume else "overwrite" if args.overwrite else "refuse"
-    result = run_config(config, existing=existing, progress=True, build=_built(console, header))
+    result = run_config(config, existing=existing, progress=True, checked=header)
     if result.records and result.out is not None:  # another process of a multi-process run
         report.plot_curves({config.sampler.metric: result.records}, result.out / "curves.png")
         row = report.summary_row(result, metric=config.sampler.metric)
@@ -138,18 +139,12 @@ def run_command(args: argparse.Namespace) -> int:
     return EXIT_CODES[result.status]
 
 
-def _built(console, header: str) -> Callable[[Config], tuple]:
-    """:func:`~sgrld_app.launch.run_config`'s ``build`` that prints ``header`` once the data set
-    is read and checked, the model built and the schedule checked: bad input (a data file's
-    missing column or NaN, a model factory that fails) is then the error's one line alone."""
-
-    def build(config: Config) -> tuple:
-        experiment = from_config.build_experiment(config)
-        from_config.check_schedule(config, len(experiment.train[0]))
-        console.print(header, soft_wrap=True)
-        return experiment, from_config.run_plan_of(config)
-
-    return build
+def _header(console, line: str) -> Callable[[], None]:
+    """``line`` printed when called: the header of ``sgrld run`` and ``sgrld sweep``, printed
+    once the input is read and checked (:func:`~sgrld_app.launch.run_config`'s ``checked``), so
+    that bad input (a data file's missing column or NaN, a model factory that fails, a resumed
+    run's data file that changed) is the error's one line alone, stdout empty."""
+    return lambda: console.print(line, soft_wrap=True)
 
 
 def _what(path: Path | None, config: Config) -> str:

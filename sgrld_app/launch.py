@@ -76,6 +76,8 @@ def run_config(
     progress: bool = False,
     label: str | None = None,
     build: Callable[[Config], tuple[Experiment, RunPlan]] | None = None,
+    resolve: Callable[[Experiment, RunPlan, Any], Experiment] = auto_rate.resolve,
+    checked: Callable[[], object] | None = None,
     stop_on_divergence: bool = True,
     mesh: jax.sharding.Mesh | None | Literal["config"] = "config",
 ) -> Result:
@@ -95,6 +97,12 @@ def run_config(
         label: the progress bar's description (default: the metric's name).
         build: ``config -> (experiment, schedule)`` in place of :func:`build_experiment` and
             :func:`run_plan_of` (a sweep's chains, :func:`sgrld_app.sweep.sweep_experiment`).
+        resolve: ``(experiment, schedule, checkpoint or None) -> experiment`` with its learning
+            rate chosen, run once the input is checked (a sweep's: one rate per setting).
+        checked: called once the input is read and checked (the data set, the model, a resumed
+            run's data file, the schedule), before the learning rate is chosen and anything is
+            written: ``sgrld run`` and ``sgrld sweep`` print their header there, so that bad
+            input is the error's one line alone.
         stop_on_divergence: see :func:`sgrld_app.runner.run`.
         mesh: the device mesh (``"config"``: :func:`mesh_of` the configuration; a sweep's chains
             are not ``run.chains``, :func:`sgrld_app.sweep.sweep_mesh`).
@@ -117,7 +125,9 @@ def run_config(
     if saved is not None:
         data_and_model.check_same_data(saved.info["meta"], experiment.meta, folder)
     from_config.check_schedule(config, len(experiment.train[0]))
-    experiment = auto_rate.resolve(experiment, schedule, saved)  # learning_rate = "auto"
+    if checked is not None:
+        checked()
+    experiment = resolve(experiment, schedule, saved)  # learning_rate = "auto"
     if folder is not None and existing != "resume" and writer:
         folder.mkdir(parents=True, exist_ok=True)
         run_folder.clear(folder, existing, files)

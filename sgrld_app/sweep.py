@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal, NamedTuple
 
@@ -158,12 +158,12 @@ def settings(grids: Sequence[Grid]) -> list[dict[str, float]]:
 
 
 def sweep_experiment(
-    config: Config, grids: Sequence[Grid], replicates: int, rates: Sequence[float] | None = None
+    config: Config, grids: Sequence[Grid], replicates: int
 ) -> tuple[Experiment, RunPlan]:
     """The experiment and schedule of a sweep: ``S·R·K`` chains for ``S`` settings, ``R``
     replicates and ``K = run.chains`` (chain order and seeds: the module docstring); the swept
-    values are ``experiment.chain_args[0]``, one per chain; ``rates``: each setting's learning
-    rate, where ``learning_rate = "auto"`` chose them (:mod:`sgrld_app.sweep_rates`).
+    values are ``experiment.chain_args[0]``, one per chain (where ``learning_rate = "auto"``,
+    :func:`run_sweep` adds each setting's, :mod:`sgrld_app.sweep_rates`).
 
     Example:
         >>> from sgrld_app.config import load_config
@@ -182,8 +182,6 @@ def sweep_experiment(
         )
         for key in (g.key for g in grids)
     }
-    if rates is not None:
-        hyper["learning_rate"] = np.repeat(np.asarray(rates, np.float32), per_setting)
     steps = lambda n: config.run.epochs * (n // config.data.batch_size)
     build_sampler = lambda potential, n: swept(
         lambda h: sampler_of(
@@ -231,6 +229,7 @@ def run_sweep(
     label: str = "sweep",
     devices: int | str | None = None,
     data_parallel: int | None = None,
+    checked: Callable[[], object] | None = None,
 ) -> SweepResult:
     """Run a sweep (see the module docstring) and write its table.
 
@@ -246,6 +245,8 @@ def run_sweep(
         label: the progress bar's description.
         devices, data_parallel: shard the sweep's chains over a device mesh (:func:`sweep_mesh`;
             ``None``: ``run.devices`` and ``run.data_parallel``).
+        checked: called once the input is read and checked, before the learning rates are
+            chosen and anything is written (:func:`sgrld_app.launch.run_config`).
 
     Returns:
         The :class:`SweepResult`.
@@ -267,21 +268,25 @@ def run_sweep(
     built: dict[str, Experiment] = {}
 
     def build(config: Config) -> tuple[Experiment, RunPlan]:
-        choices = None
-        if sweep_rates.needs_search(config, list(grid)):
-            resumed = folder if existing == "resume" else None
-            choices = sweep_rates.setting_rates(config, points, resumed)
-        rates = None if choices is None else [c.learning_rate for c in choices]
-        for point, rate in zip(points, rates or (), strict=False):  # the table's lr column
-            point[sweep_rates.KEY] = rate
-        experiment, schedule = sweep_experiment(config, grids, replicates, rates)
+        experiment, schedule = sweep_experiment(config, grids, replicates)
         if not len(experiment.eval_sets["val"][0]):
             raise ConfigError(_NO_VALIDATION.format(name=config.data.source()))
         meta = {**experiment.meta, "sweep": {"grid": grid, "replicates": replicates}}
-        if choices is not None:
-            meta[auto_rate.META_KEY] = [c.to_dict() for c in choices]
-        built["experiment"] = dataclasses.replace(experiment, meta=meta)
-        return built["experiment"], schedule
+        return dataclasses.replace(experiment, meta=meta), schedule
+
+    def resolve(experiment: Experiment, schedule: RunPlan, saved: object) -> Experiment:
+        if sweep_rates.needs_search(config, list(grid)):  # once the input is checked
+            resumed = folder if existing == "resume" else None
+            choices = sweep_rates.setting_rates(config, points, resumed)
+            rates = [c.learning_rate for c in choices]
+            for point, rate in zip(points, rates, strict=True):  # the table's lr column
+                point[sweep_rates.KEY] = rate
+            per_chain = np.repeat(np.asarray(rates, np.float32), replicates * config.run.chains)
+            meta = {**experiment.meta, auto_rate.META_KEY: [c.to_dict() for c in choices]}
+            hyper = {**experiment.chain_args[0], "learning_rate": per_chain}
+            experiment = dataclasses.replace(experiment, chain_args=(hyper,), meta=meta)
+        built["experiment"] = experiment
+        return experiment
 
     result = run_config(
         config,
@@ -290,6 +295,8 @@ def run_sweep(
         progress=progress,
         label=label,
         build=build,
+        resolve=resolve,
+        checked=checked,
         stop_on_divergence=False,
         mesh=mesh,
     )

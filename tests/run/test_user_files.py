@@ -108,14 +108,17 @@ def test_each_format_of_each_task_runs_with_its_checksum_recorded(runs, suffix, 
 
 def _refuses_a_changed_file(argv: list[str], path: Path, classes: bool, capsys) -> None:
     """``sgrld *argv`` (a resume of the run or sweep in ``argv[-1]``) on ``path`` changed since
-    (one target changed) is one line naming it, and touches nothing; ``path`` is then restored."""
+    (one target changed) is one line naming it, stdout empty (no "Resuming … -> OUT"), and
+    touches nothing; ``path`` is then restored."""
     out, original = Path(argv[-1]), path.read_bytes()
     _write(path.parent, path.suffix, classes, changed=True)
     try:
         before = {p: p.stat().st_mtime_ns for p in out.rglob("*")}
         capsys.readouterr()
         assert cli.main(argv) == 2
-        err = capsys.readouterr().err.strip()
+        printed = capsys.readouterr()
+        assert printed.out == "", printed.out
+        err = printed.err.strip()
         assert err.startswith(f"sgrld: error: {path.resolve()}: changed since the run in {out}")
         assert "\n" not in err and {p: p.stat().st_mtime_ns for p in out.rglob("*")} == before
     finally:
@@ -239,15 +242,15 @@ def test_a_factory_built_network_runs_and_is_diagnosed(
 
 def _refused(argv: list[str], out: Path, capsys) -> str:
     """The one line ``sgrld`` printed for ``argv`` (exit code 2), after checking that nothing
-    was written and, for ``sgrld run``, that stdout is empty (its "Running … -> OUT" comes once
-    the data and the model are built)."""
+    was written and that stdout is empty (the header, "Running … -> OUT" or "Sweeping … -> OUT",
+    comes once the data and the model are built and checked)."""
     capsys.readouterr()
     code = cli.main(argv)
     printed = capsys.readouterr()
     err = printed.err.strip()
     assert code == 2, err
     assert err.startswith("sgrld: error: ") and "\n" not in err and "Traceback" not in err
-    assert argv[0] != "run" or printed.out == "", printed.out
+    assert printed.out == "", printed.out
     assert not out.exists()
     return err
 
@@ -329,13 +332,26 @@ def test_a_bad_npz_or_parquet_file_is_one_line_and_nothing_is_written(
         assert word in err, err
 
 
-@pytest.mark.parametrize("settings", [[], ["model.factory=nosuchmodule_51:f"]])
-def test_a_sweep_of_a_bad_file_or_factory_is_one_line_too(tmp_path, capsys, settings):
+@pytest.mark.parametrize(
+    ("text", "settings", "words"),
+    [
+        (GOOD + "1,,0\n", [], "bad.csv: 'b' has a NaN"),
+        (GOOD, ["data.target=label"], "bad.csv: no column 'label'"),
+        (GOOD, ["model.factory=nosuchmodule_51:f"], "no module named 'nosuchmodule_51'"),
+        (GOOD, ["data.batch_size=64"], "data.batch_size = 64 is larger than the training set"),
+    ],
+)
+@pytest.mark.parametrize("grid", ["sampler.learning_rate=[0.02, 0.05]", "sampler.temperature=[1]"])
+def test_a_sweep_of_a_bad_file_or_factory_is_one_line_too(
+    tmp_path, capsys, text, settings, words, grid
+):
+    """Also where each setting's rate is searched (``learning_rate = "auto"``): the search
+    comes after the checks."""
     bad, out = tmp_path / "bad.csv", tmp_path / "out"
-    bad.write_text(GOOD + ("1,,0\n" if not settings else ""))
-    argv = _argv("sweep", bad, out, *settings, "run.chains=1")
-    err = _refused([*argv, "--grid", "sampler.learning_rate=[0.02, 0.05]"], out, capsys)
-    assert ("bad.csv: 'b' has a NaN" if not settings else "no module named") in err, err
+    bad.write_text(text)
+    rate = ['sampler.learning_rate="auto"'] if "temperature" in grid else []
+    argv = _argv("sweep", bad, out, *settings, *rate, "run.chains=1")
+    assert words in _refused([*argv, "--grid", grid], out, capsys)
 
 
 @pytest.mark.parametrize(
@@ -354,3 +370,12 @@ def test_keys_of_a_data_file_or_a_factory_are_checked_with_the_configuration(
 ):
     argv = ["run", *(arg for s in settings for arg in ("--set", s)), "--out", str(tmp_path / "o")]
     assert words in _refused(argv, tmp_path / "o", capsys)
+
+
+@pytest.mark.parametrize("command", ["run", "sweep"])
+def test_a_resume_on_a_changed_file_is_one_line_and_prints_nothing(tmp_path, capsys, command):
+    path, out = _write(tmp_path, ".csv", True), tmp_path / "out"
+    fast = ["model.widths=[2]", "run.chains=1", "run.epochs=1", "run.burn_in=0", "run.thin=1"]
+    grid = ["--grid", "sampler.learning_rate=[0.05]"] if command == "sweep" else []
+    assert cli.main([*_argv(command, path, out, *fast, "run.save_samples=false"), *grid]) == 0
+    _refuses_a_changed_file([command, *grid, "--resume", str(out)], path, True, capsys)
