@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from functools import partial
 from typing import Any, NamedTuple
 
 import jax
@@ -72,6 +73,7 @@ from sgrld.chains.rate_choice import (
     search_beyond_edges,
 )
 from sgrld.chains.rate_grid import candidate_rates, fit_state, stability_rate, warm_start
+from sgrld.chains.typical_set import searched_near_typical_set
 from sgrld.numerics.pytrees import PyTree
 from sgrld.samplers.rate_search import RateSearch
 
@@ -265,10 +267,10 @@ def choose_learning_rate(
       extensions: grids searched past an edge of ``candidates`` where the choice is there
         (:func:`~sgrld.chains.rate_choice.search_beyond_edges`; 0: ``candidates`` only).
       warm: warm the chains' metrics at their start first (:func:`warm_start`), where the run
-        continues from the pilot's states (:func:`resolve_learning_rate`); ``False`` where the
-        run starts again from ``states`` as they are (``sgrld run``), so that the pilot takes
-        the run's first steps. Cold, an unwarmed Wenzel metric (G = I) on the australian MLP
-        made the warmed pilot's choice, 1.88, diverge at the run's second step.
+        continues from the pilot's states (:func:`resolve_learning_rate`), and search again from
+        the pilot's end after a far start (:func:`~sgrld.chains.typical_set.
+        searched_near_typical_set`); ``False`` where the run starts again from ``states`` (``sgrld
+        run``: a warmed pilot's choice for Wenzel on the australian MLP diverged at step 2).
 
     Returns:
       ``(choice, states)``: the :class:`RateChoice` and its chains' states after the pilot.
@@ -278,6 +280,17 @@ def choose_learning_rate(
     """
     if pilot_steps < MIN_PILOT_STEPS:
         raise ValueError(f"pilot_steps must be >= {MIN_PILOT_STEPS}, got {pilot_steps}")
+    one = partial(_search, search, batch_fn, pilot_steps, candidates, extensions, warm)
+    if warm:
+        choice, states = searched_near_typical_set(key, search, batch_fn, states, one)
+    else:
+        choice, states = one(key, states)
+    warn_if_none_within(choice)
+    return choice, states
+
+
+def _search(search, batch_fn, pilot_steps, candidates, extensions, warm, key, states):
+    """One search of :func:`choose_learning_rate` from ``states``."""
     stable_key, pilot_key = jax.random.split(key)
     if candidates is None:
         first = jax.tree.map(lambda x: x[0], states.params)
@@ -302,9 +315,7 @@ def choose_learning_rate(
         ends = jax.tree.map(lambda x: x[best], ends)
         return chosen(rates, scores, best, pilot_steps, errors), ends
 
-    choice, states = search_beyond_edges(search_fn, tuple(candidates), extensions)
-    warn_if_none_within(choice)
-    return choice, states
+    return search_beyond_edges(search_fn, tuple(candidates), extensions)
 
 
 def warn_if_none_within(choice: RateChoice) -> None:
