@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from sgrld.chains.programs import kept
 from sgrld.metrics.identity import identity
 from sgrld.metrics.metric import freeze
 from sgrld.numerics.pytrees import PyTree
@@ -55,8 +56,18 @@ def warm_start(key: jax.Array, search: RateSearch, states: Any, batch_fn: Callab
     (:func:`warm_metric_state`), where a state has a ``metric_state`` (SGRLD, SGHMC)."""
     if "metric_state" not in getattr(states, "_fields", ()):
         return states
-    warm = jax.vmap(lambda ms, p: warm_metric_state(search, ms, p, batch_fn, key))
-    return states._replace(metric_state=jax.jit(warm)(states.metric_state, states.params))
+    return states._replace(
+        metric_state=_warm_fn(search, batch_fn)(key, states.metric_state, states.params)
+    )
+
+
+@kept
+def _warm_fn(search: RateSearch, batch_fn: Callable) -> Callable:
+    """``(key, metric states [C, ...], params [C, ...]) -> warmed metric states``."""
+    warm = jax.vmap(
+        lambda key, ms, p: warm_metric_state(search, ms, p, batch_fn, key), (None, 0, 0)
+    )
+    return jax.jit(warm)
 
 
 def vanishes_in_the_typical_set(metric: Any) -> bool:
@@ -88,11 +99,23 @@ def stability_rate(
       ...                      lambda k: jnp.zeros(3)), 4)
       0.5
     """
+    lam = float(_top_eigenvalue_fn(search, batch_fn, iterations)(key, params))
+    if not (np.isfinite(lam) and lam > 0):
+        raise FloatingPointError(
+            f'learning_rate="auto": the curvature at the start is {lam} (Hessian-vector products '
+            "of the potential); check the potential and the start, or give a number"
+        )
+    return 2.0 / lam
+
+
+@kept
+def _top_eigenvalue_fn(search: RateSearch, batch_fn: Callable, iterations: int) -> Callable:
+    """``(key, params) -> λ̂`` of :func:`stability_rate`, compiled once per search."""
     metric = search.metric or identity()
-    warm_key, probe_key, hvp_key = jax.random.split(key, 3)
 
     @jax.jit
-    def top_eigenvalue(params):
+    def top_eigenvalue(key, params):
+        warm_key, probe_key, hvp_key = jax.random.split(key, 3)
         state = metric.init(params)
         if not vanishes_in_the_typical_set(metric):
             state = warm_metric_state(search, state, params, batch_fn, warm_key)
@@ -117,13 +140,7 @@ def stability_rate(
         v = jax.tree.map(lambda x: x / norm, v)
         return jax.lax.fori_loop(0, iterations, step, (v, jnp.float32(0.0)))[1]
 
-    lam = float(top_eigenvalue(params))
-    if not (np.isfinite(lam) and lam > 0):
-        raise FloatingPointError(
-            f'learning_rate="auto": the curvature at the start is {lam} (Hessian-vector products '
-            "of the potential); check the potential and the start, or give a number"
-        )
-    return 2.0 / lam
+    return top_eigenvalue
 
 
 def candidate_rates(stable: float, num: int = NUM_CANDIDATES) -> tuple[float, ...]:

@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from sgrld.chains import rate_choice
+from sgrld.chains.programs import kept
 from sgrld.chains.rate_choice import MAX_EXTENSIONS, RateChoice
 from sgrld.numerics.pytrees import PyTree
 from sgrld.samplers.rate_search import RateSearch
@@ -31,6 +32,7 @@ SNAPSHOTS = 8
 spaced (:func:`halve_learning_rate`)."""
 
 
+@kept
 def _advance_fn(search: RateSearch, batch_fn: Callable, steps: int) -> Callable:
     """``(rates [K], states [K, C, ...], keys [C], start) -> (states, params [K, C, S, ...])``
     after ``steps`` steps of each rate's chains (step t of a chain uses ``fold_in(key, t)``, as

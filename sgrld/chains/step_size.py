@@ -63,6 +63,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from sgrld.chains.programs import kept
 from sgrld.chains.rate_choice import (
     MAX_EXTENSIONS,
     RateChoice,
@@ -124,6 +125,7 @@ class _Sums(NamedTuple):
     product: PyTree
 
 
+@kept
 def _pilot_fn(search: RateSearch, batch_fn: Callable, pilot_steps: int) -> Callable:
     """``(rates [K], states [C, ...], keys [C]) -> (states [K, C, ...], sums [K, C, Q, ...])``,
     Q = :data:`GROUPS` parts of the window."""
@@ -160,13 +162,10 @@ def _pilot_fn(search: RateSearch, batch_fn: Callable, pilot_steps: int) -> Calla
 
 
 def frozen_from(sampler: Any, step: int) -> Any:
-    """``sampler`` with ``adapt_until="auto"`` resolved so that its metric is frozen from
-    ``step`` on (at the window average of its statistic, :func:`~sgrld.samplers.guarantee.
-    auto_freeze` of a burn-in of ``⌈4·step/3⌉``); any other sampler as it is. The pilot's window
-    then sees the metric the kept samples will: frozen. Adapting, RMSprop's V lags behind the
-    gradients of the chains' way in and steps cooler than frozen at the same rate (the australian
-    BLR at full batch: the adapting pilot chose 0.0501, and the frozen run's errors were 2.6
-    times the grid best's, at 0.0167)."""
+    """``sampler`` with ``adapt_until="auto"`` frozen from ``step`` on (the window average,
+    :func:`~sgrld.samplers.guarantee.auto_freeze` of a burn-in of ``⌈4·step/3⌉``), so that the
+    window sees the kept samples' metric; adapting, RMSprop's V lags behind the chains' way in
+    (australian BLR: the adapting pilot chose 0.0501, the frozen run's best was 0.0167)."""
     adaptation = getattr(sampler, "adaptation", None)
     if adaptation is None or adaptation.resolve is None:
         return sampler

@@ -32,6 +32,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from sgrld.chains.programs import kept
 from sgrld.chains.rate_choice import RateChoice
 from sgrld.numerics.pytrees import PyTree
 from sgrld.samplers.rate_search import RateSearch
@@ -44,6 +45,7 @@ PROBES = 4
 """Rademacher probes of the Hessian's trace, and pairs of minibatch gradients, per chain."""
 
 
+@kept
 def temperature_fn(
     search: RateSearch, batch_fn: Callable
 ) -> Callable[[jax.Array, PyTree], jax.Array]:

@@ -91,3 +91,18 @@ def test_a_resumed_call_on_the_same_sampler_continues_its_chains():
     np.testing.assert_array_equal(np.concatenate([first.params, rest.params], 1), whole.params)
     same = lambda x: (x.step, x.params, x.metric_state)  # a continuation holds no freeze window
     jax.tree.map(np.testing.assert_array_equal, same(rest.state), same(whole.state))
+
+
+def test_a_second_call_with_an_auto_rate_compiles_nothing():
+    """``learning_rate="auto"``: the search's programs (stability, warm start, pilot, the
+    start's temperature) are kept with the run's (:func:`sgrld.chains.programs.kept`)."""
+    t = sgrld.samples.targets.standard_normal()
+    s = sgrld.sgrld(t.potential, sgrld.metrics.rmsprop(), learning_rate="auto", num_data=1)
+    kw = dict(num_samples=20, thin=5, burn_in=128, num_chains=3)
+    with compilations() as first:
+        a = sgrld.sample(jax.random.key(0), s, t.init_params, t.batch_fn, **kw)
+    with compilations() as again:
+        b = sgrld.sample(jax.random.key(0), s, t.init_params, t.batch_fn, **kw)
+    assert len(first) >= 4 and len(again) == 0, (len(first), len(again))
+    assert a.guarantee == b.guarantee and "chosen by the Stein virial" in a.guarantee
+    jax.tree.map(np.testing.assert_array_equal, a.params, b.params)
