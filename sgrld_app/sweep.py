@@ -277,14 +277,7 @@ def run_sweep(
     def resolve(experiment: Experiment, schedule: RunPlan, saved: object) -> Experiment:
         if sweep_rates.needs_search(config, list(grid)):  # once the input is checked
             resumed = folder if existing == "resume" else None
-            choices = sweep_rates.setting_rates(config, points, resumed)
-            rates = [c.learning_rate for c in choices]
-            for point, rate in zip(points, rates, strict=True):  # the table's lr column
-                point[sweep_rates.KEY] = rate
-            per_chain = np.repeat(np.asarray(rates, np.float32), replicates * config.run.chains)
-            meta = {**experiment.meta, auto_rate.META_KEY: [c.to_dict() for c in choices]}
-            hyper = {**experiment.chain_args[0], "learning_rate": per_chain}
-            experiment = dataclasses.replace(experiment, chain_args=(hyper,), meta=meta)
+            experiment = _with_rates(experiment, config, points, replicates, resumed)
         built["experiment"] = experiment
         return experiment
 
@@ -313,6 +306,26 @@ def run_sweep(
     if result.out is not None:
         sweep_table.write(sweep, result.out)
     return sweep
+
+
+def _with_rates(
+    experiment: Experiment,
+    config: Config,
+    points: list[dict[str, float]],
+    replicates: int,
+    resumed: str | Path | None,
+) -> Experiment:
+    """``experiment`` with each setting's learning rate, searched or read back from the sweep
+    being resumed in ``resumed`` (:func:`sgrld_app.sweep_rates.setting_rates`), in its chains'
+    hyperparameters and its ``meta``; each of ``points`` gets its rate (the table's lr column)."""
+    choices = sweep_rates.setting_rates(config, points, resumed)
+    rates = [c.learning_rate for c in choices]
+    for point, rate in zip(points, rates, strict=True):
+        point[sweep_rates.KEY] = rate
+    per_chain = np.repeat(np.asarray(rates, np.float32), replicates * config.run.chains)
+    meta = {**experiment.meta, auto_rate.META_KEY: [c.to_dict() for c in choices]}
+    hyper = {**experiment.chain_args[0], "learning_rate": per_chain}
+    return dataclasses.replace(experiment, chain_args=(hyper,), meta=meta)
 
 
 def sweep_mesh(
