@@ -29,6 +29,8 @@ References:
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
@@ -43,6 +45,7 @@ from sgrld.metrics.metric import (
 )
 from sgrld.numerics import per_example
 from sgrld.numerics.linalg import one_matrix_at_a_time
+from sgrld.numerics.tap_statistics import along
 
 _TINY = 1e-12  # the authors' floor on QDOP's Schur complement J_ii − J_0i²/J_00
 
@@ -118,20 +121,39 @@ def fisher_diag(
 
 def _qd_init(params) -> per_example.QuasiDiagonal:
     leaves = jax.tree.leaves(params)
-    cross = tuple(jnp.zeros_like(leaves[k]) for k, _ in per_example.bias_pairs(params))
+    cross = tuple(jnp.zeros_like(leaves[k]) for k, _, _ in per_example.bias_pairs(params))
     return per_example.QuasiDiagonal(_ones_like(params), cross)
 
 
 def _qd_blocks(eps, stat, v):
-    """Per bias–kernel pair: ``(k, b, 1/M_00, u, A_ii)`` with ``M = J + εI`` on the diagonal,
-    ``u = M_0i/M_00`` and ``A_ii = r^{-1/2}``, ``r = max(M_ii − M_0i·u, tiny)`` QDOP's Schur
-    complement (Alg. 4). One reciprocal square root per weight serves both operators."""
+    """Per bias–kernel pair: ``(k, b, units, 1/M_00, u, A_ii)`` with ``M = J + εI`` on the
+    diagonal, ``u = M_0i/M_00`` and ``A_ii = r^{-1/2}``, ``r = max(M_ii − M_0i·u, tiny)`` QDOP's
+    Schur complement (Alg. 4); ``units(x)``: a bias-shaped ``x`` broadcast along the kernel's
+    output units, ``units.sum(y)``: a kernel-shaped ``y`` summed over each unit's weights. One
+    reciprocal square root per weight serves both operators."""
     diag = jax.tree.leaves(stat.diag)
-    for (k, b), m0i in zip(per_example.bias_pairs(v), stat.cross, strict=True):
+    for (k, b, axis), m0i in zip(per_example.bias_pairs(v), stat.cross, strict=True):
+        units = _Units(m0i.ndim, axis, jnp.shape(diag[b]))
         inv_m00 = 1.0 / (diag[b] + eps)
-        u = m0i * inv_m00
+        u = m0i * units(inv_m00)
         a_ii = jax.lax.rsqrt(jnp.maximum(diag[k] + eps - m0i * u, _TINY))
-        yield k, b, inv_m00, u, a_ii
+        yield k, b, units, inv_m00, u, a_ii
+
+
+class _Units(NamedTuple):
+    """A kernel's output units: ``axis`` of ``ndim``, as many as its bias's ``shape`` holds."""
+
+    ndim: int
+    axis: int
+    shape: tuple[int, ...]
+
+    def __call__(self, x):
+        return along(x, 0, self.ndim, self.axis)
+
+    def sum(self, y):
+        return jnp.sum(y, axis=tuple(i for i in range(self.ndim) if i != self.axis)).reshape(
+            self.shape
+        )
 
 
 def _qd_inv(eps, stat, cache, v):
@@ -141,10 +163,10 @@ def _qd_inv(eps, stat, cache, v):
     """
     leaves = jax.tree.leaves(v)
     out = [x / (j + eps) for j, x in zip(jax.tree.leaves(stat.diag), leaves, strict=True)]
-    for k, b, inv_m00, u, a_ii in _qd_blocks(eps, stat, v):
+    for k, b, units, inv_m00, u, a_ii in _qd_blocks(eps, stat, v):
         gw, gb = leaves[k], leaves[b]
-        w = (gw - u * gb) * jnp.square(a_ii)
-        out[k], out[b] = w, gb * inv_m00 - jnp.sum(u * w, axis=tuple(range(gw.ndim - 1)))
+        w = (gw - u * units(gb)) * jnp.square(a_ii)
+        out[k], out[b] = w, gb * inv_m00 - units.sum(u * w)
     return jax.tree.unflatten(jax.tree.structure(v), out)
 
 
@@ -155,11 +177,10 @@ def _qd_inv_sqrt(eps, stat, cache, xi):
     leaves = jax.tree.leaves(xi)
     diag = jax.tree.leaves(stat.diag)
     out = [x * jax.lax.rsqrt(j + eps) for j, x in zip(diag, leaves, strict=True)]
-    for k, b, inv_m00, u, a_ii in _qd_blocks(eps, stat, xi):
+    for k, b, units, inv_m00, u, a_ii in _qd_blocks(eps, stat, xi):
         noise = a_ii * leaves[k]
-        lead = tuple(range(noise.ndim - 1))
         out[k] = noise
-        out[b] = jnp.sqrt(inv_m00) * leaves[b] - jnp.sum(u * noise, axis=lead)
+        out[b] = jnp.sqrt(inv_m00) * leaves[b] - units.sum(u * noise)
     return jax.tree.unflatten(jax.tree.structure(xi), out)
 
 
@@ -170,8 +191,8 @@ def _qd_whiten(eps, stat, cache, v):
     leaves = jax.tree.leaves(v)
     diag = jax.tree.leaves(stat.diag)
     out = [x * jax.lax.rsqrt(j + eps) for j, x in zip(diag, leaves, strict=True)]
-    for k, b, inv_m00, u, a_ii in _qd_blocks(eps, stat, v):
-        out[k] = (leaves[k] - u * leaves[b]) * a_ii
+    for k, b, units, inv_m00, u, a_ii in _qd_blocks(eps, stat, v):
+        out[k] = (leaves[k] - u * units(leaves[b])) * a_ii
         out[b] = jnp.sqrt(inv_m00) * leaves[b]
     return jax.tree.unflatten(jax.tree.structure(v), out)
 
@@ -184,8 +205,10 @@ def fisher_qdiag(
 ) -> Metric:
     """Quasi-diagonal outer-product Fisher metric (QDOP).
 
-    For each output unit j of a layer with a ``kernel`` ``[..., out]`` and a ``bias`` ``[out]``
-    (Flax's Dense and Conv), the block ``(b_j, kernel[..., j])`` keeps J's diagonal and its first
+    For each output unit j of a layer whose bias the model adds to its kernel's product (the
+    pairs of :func:`sgrld.numerics.per_example.bias_pairs`: a ``kernel`` ``[..., out]`` and a
+    ``bias`` ``[out]`` as Flax's Dense and Conv, ``w0``/``b0``, Equinox's ``weight [out, ...]``),
+    the block ``(b_j, kernel[..., j])`` keeps J's diagonal and its first
     row ``J_0i = (1/B) Σ g_{b_j} g_{w_ij}``; the preconditioner ``C = A Aᵀ`` uses the sparse
     Cholesky factor ``A`` of Alg. 4, whose ``C⁻¹`` has the diagonal and first row of ``J + εI``.
     Every other parameter gets DOP's diagonal.

@@ -59,7 +59,7 @@ from sgrld.numerics.jaxpr_program import trace as trace  # the taps' users trace
 UNKNOWN = "unknown"
 """The layout of a value that depends on the examples along no single axis."""
 _CUSTOM = ("custom_jvp_call", "custom_vjp_call", "custom_vjp_call_jaxpr")
-_BIJECTIVE = ("reshape", "transpose", "convert_element_type", "squeeze", "copy", "copy_p")
+BIJECTIVE = ("reshape", "transpose", "convert_element_type", "squeeze", "copy", "copy_p")
 _AXES_PARAMS = ("axis", "axes", "dimension", "dimensions")
 
 
@@ -239,13 +239,7 @@ def find_taps(program: Program, num_params: int, size: int) -> list[Tap]:
     perturbed output gives its δ: its own, or, for a bias added to the only use of another
     tap's output, that tap's."""
     layout = example_axes(program, num_params, size)
-    uses: dict = {}
-    for i, node in enumerate(program.nodes):
-        for pos, k in enumerate(node.ins):
-            if not isinstance(k, Const):
-                uses.setdefault(k, []).append((i, pos))
-    for k in program.outs:
-        uses.setdefault(k, []).append((-1, 0))
+    uses = uses_of(program)
     found = [_tap(program, layout, uses, leaf, program.ins[leaf]) for leaf in range(num_params)]
     taps = sorted((t for t in found if t is not None), key=lambda t: t.node)
     delta_of_output: dict = {}  # a tap's output -> the node whose perturbation gives its δ
@@ -255,6 +249,18 @@ def find_taps(program: Program, num_params: int, size: int) -> list[Tap]:
             taps[n] = t._replace(delta=delta_of_output[other])
         delta_of_output[program.nodes[t.node].outs[0]] = taps[n].delta
     return taps
+
+
+def uses_of(program: Program) -> dict:
+    """Each value's uses ``(node, operand position)``; the program's outputs as node ``-1``."""
+    uses: dict = {}
+    for i, node in enumerate(program.nodes):
+        for pos, k in enumerate(node.ins):
+            if not isinstance(k, Const):
+                uses.setdefault(k, []).append((i, pos))
+    for k in program.outs:
+        uses.setdefault(k, []).append((-1, 0))
+    return uses
 
 
 def _tap(program, layout, uses, leaf, key) -> Tap | None:
@@ -269,8 +275,8 @@ def _tap(program, layout, uses, leaf, key) -> Tap | None:
         size_kept = math.prod(program.avals[node.outs[0]].shape) == math.prod(
             shape_of(program, key)
         )
-        if broadcast is None and pos == 0 and (name in _BIJECTIVE or name == "broadcast_in_dim"):
-            if name in _BIJECTIVE or size_kept:
+        if broadcast is None and pos == 0 and (name in BIJECTIVE or name == "broadcast_in_dim"):
+            if name in BIJECTIVE or size_kept:
                 chain.append(n)
             else:
                 broadcast = n

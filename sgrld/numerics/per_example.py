@@ -23,6 +23,11 @@ minibatch gradient of the potential:
   gradients in one product of the weight gradient's FLOPs
   (:mod:`sgrld.numerics.tap_statistics`). The full statistic forms every such leaf's
   per-example gradients so and multiplies them.
+* **QDOP's bias–weight pairs:** the metric's state holds a row for each kernel and bias that
+  their names pair (:func:`bias_pairs`: ``kernel``/``w`` with the output units last, Equinox's
+  ``weight`` with them first); the trace confirms each pair, the bias added to the kernel's
+  product along those units (:func:`~sgrld.numerics.tap_statistics.bias_units`). A pair it does
+  not confirm, and one it finds that the names do not make, are DOP's, with a warning.
 * **Every other leaf (fallback):** ``jax.vmap(jax.grad)`` of the per-example log-likelihood with
   respect to those leaves only: B per-example gradients in memory (B × the leaves' size) and about
   B single-example backward passes. A metric that falls back says so once, naming the leaves
@@ -60,7 +65,14 @@ import jax.numpy as jnp
 
 from sgrld.numerics.jaxpr_taps import find_taps, signals, trace
 from sgrld.numerics.pytrees import PyTree
-from sgrld.numerics.tap_statistics import at_least_float32, tap_grads, tap_terms
+from sgrld.numerics.tap_statistics import (
+    along,
+    at_least_float32,
+    bias_pairs,
+    bias_units,
+    tap_grads,
+    tap_terms,
+)
 
 KINDS = ("diag", "qdiag", "full")
 LABELS = ("empirical", "model")
@@ -76,35 +88,6 @@ class QuasiDiagonal(NamedTuple):
 
     diag: PyTree
     cross: tuple[jax.Array, ...]
-
-
-_BIAS_OF = {"kernel": "bias", "w": "b"}
-"""A kernel's name and its bias's: Flax's (Linen, NNX) and Haiku's."""
-
-
-def bias_pairs(tree: PyTree) -> tuple[tuple[int, int], ...]:
-    """``(kernel, bias)`` leaf indices of every layer whose parameters are a dict with a kernel
-    of shape ``[..., out]`` and a bias of shape ``[out]``, named ``kernel`` and ``bias`` (Flax's
-    Dense and Conv, NNX's Linear and Conv) or ``w`` and ``b`` (Haiku's Linear and Conv).
-
-    Example:
-      >>> import jax.numpy as jnp
-      >>> bias_pairs({"Dense_0": {"bias": jnp.zeros(3), "kernel": jnp.zeros((2, 3))}, "s": 1.0})
-      ((1, 0),)
-    """
-    paths = [tuple(path) for path, _ in jax.tree_util.tree_flatten_with_path(tree)[0]]
-    leaves = jax.tree.leaves(tree)
-    index = {path: i for i, path in enumerate(paths)}
-    pairs = []
-    for path, i in index.items():
-        bias_name = _BIAS_OF.get(getattr(path[-1], "key", None)) if path else None
-        j = None if bias_name is None else index.get((*path[:-1], jax.tree_util.DictKey(bias_name)))
-        if j is None:
-            continue
-        kernel, bias = jnp.shape(leaves[i]), jnp.shape(leaves[j])
-        if len(bias) == 1 and len(kernel) >= 2 and kernel[-1] == bias[0]:
-            pairs.append((i, j))
-    return tuple(pairs)
 
 
 def unused_leaves(loglik_fn, params, batch) -> set[int]:
@@ -167,11 +150,10 @@ def _fallback_terms(kind, grads, w, indices, pairs):
     diag = {i: _mean(w, jnp.square(at_least_float32(g))) for i, g in by_leaf.items()}
     cross = {}
     if kind == "qdiag":
-        for k, b in pairs:
+        for k, b, axis in pairs:
             if k in by_leaf and b in by_leaf:
-                gk, gb = by_leaf[k], by_leaf[b]
-                gb = gb.reshape(gb.shape[0], *([1] * (gk.ndim - 2)), gb.shape[1])
-                cross[(k, b)] = _mean(w, at_least_float32(gk * gb))
+                gk, gb = by_leaf[k], along(by_leaf[b], 1, by_leaf[k].ndim - 1, axis)
+                cross[(k, b, axis)] = _mean(w, at_least_float32(gk * gb))
     return diag, cross
 
 
@@ -310,9 +292,34 @@ def _fast_taps(kind, loglik_fn, params, batch, pairs):
     taps = find_taps(program, len(jax.tree.leaves(params)), size)
     if kind == "qdiag":
         leaves = {t.leaf for t in taps}
-        broken = {i for p in pairs if not set(p) <= leaves for i in p}
+        broken = {i for p in pairs if not set(p[:2]) <= leaves for i in p[:2]}
         taps = [t for t in taps if t.leaf not in broken]
     return program, taps
+
+
+def _traced_pairs(kind, program, taps, params, pairs):
+    """The ``pairs`` (:func:`bias_pairs`) of two taps that the trace confirms
+    (:func:`~sgrld.numerics.tap_statistics.bias_units`); a warning names the others (their rows
+    stay 0: DOP on those units) and the trace's pairs that the names do not make."""
+    if kind != "qdiag":
+        return []
+    traced, leaves = bias_units(program, taps), {t.leaf for t in taps}
+    on_taps = [p for p in pairs if {p[0], p[1]} <= leaves]
+    named = {(k, b) for k, b, _ in pairs}
+    wrong = [p for p in on_taps if p not in traced] + [p for p in traced if p[:2] not in named]
+    if wrong:
+        paths = [
+            jax.tree_util.keystr(q) for q, _ in jax.tree_util.tree_flatten_with_path(params)[0]
+        ]
+        names = ", ".join(f"{paths[k]}/{paths[b]} (axis {a})" for k, b, a in sorted(wrong))
+        warnings.warn(  # once per message: the warning's location is fixed
+            f"QDOP's bias–weight rows of {names} are DOP's: the traced log-likelihood does not "
+            "add that bias to that kernel's product along that axis, or the names do not pair "
+            "them (a kernel kernel/w/weight and a bias bias/b with the same suffix)",
+            FallbackWarning,
+            stacklevel=1,
+        )
+    return [p for p in on_taps if p in traced]
 
 
 def _observe(kind, potential, params, batch, examples, computed=None):
@@ -347,13 +354,14 @@ def _observe(kind, potential, params, batch, examples, computed=None):
         return value, g, _full(params, by_leaf, w)
     diag, cross = ({}, {})
     if taps:
-        diag, cross = tap_terms(kind == "qdiag", program, taps, sig, w, full_size, size, pairs)
+        traced = _traced_pairs(kind, program, taps, params, pairs)
+        diag, cross = tap_terms(kind == "qdiag", program, taps, sig, w, full_size, size, traced)
     more_diag, more_cross = _fallback_terms(kind, grads, w, rest, pairs)
     diag.update(more_diag)
     diag.update({i: jnp.ones(jnp.shape(leaves[i]), jnp.float32) for i in unseen})
     cross.update(more_cross)
     cross.update(
-        {p: jnp.zeros(jnp.shape(leaves[p[0]]), jnp.float32) for p in pairs if p[0] in unseen}
+        {p: jnp.zeros(jnp.shape(leaves[p[0]]), jnp.float32) for p in pairs if p not in cross}
     )
     return value, g, _assemble(kind, params, diag, cross, pairs)
 

@@ -20,13 +20,135 @@ statistic in ``[K, F]`` goes back to the leaf's shape by undoing the reshapes an
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
 
 from sgrld.numerics.im2col import im2col_patches
-from sgrld.numerics.jaxpr_taps import Program, Signals, Tap
+from sgrld.numerics.jaxpr_program import shape_of
+from sgrld.numerics.jaxpr_taps import BIJECTIVE, Program, Signals, Tap, uses_of
+from sgrld.numerics.pytrees import PyTree
+
+_KERNEL = re.compile(r"(kernel|weight|w)(.*)", re.IGNORECASE)
+_BIAS = re.compile(r"(bias|b)(.*)", re.IGNORECASE)
+
+
+def bias_pairs(tree: PyTree) -> tuple[tuple[int, int, int], ...]:
+    """QDOP's slots: ``(kernel, bias, axis)`` leaf indices of every kernel and bias of one layer
+    by their names, ``axis`` the kernel's axis of output units, with as many units as the bias
+    has elements. Siblings named ``kernel``/``w`` (Flax, Haiku, plain JAX: ``[..., out]``) or
+    ``weight`` (Equinox, PyTorch: ``[out, ...]``) and ``bias``/``b``, with the same suffix
+    (``w0``/``b0``). The traced log-likelihood confirms each pair (:func:`bias_units`).
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> bias_pairs({"Dense_0": {"bias": jnp.zeros(3), "kernel": jnp.zeros((2, 3))}, "s": 1.0})
+      ((1, 0, 1),)
+      >>> bias_pairs({"b0": jnp.zeros(3), "weight0": jnp.zeros((3, 2))})
+      ((1, 0, 0),)
+    """
+    flat = jax.tree_util.tree_flatten_with_path(tree)[0]
+    biases = {}
+    for j, (path, leaf) in enumerate(flat):
+        if path and (m := _BIAS.fullmatch(_key_name(path[-1]))):
+            biases[(tuple(path[:-1]), m[2])] = (j, jnp.shape(leaf))
+    pairs = []
+    for i, (path, leaf) in enumerate(flat):
+        m = _KERNEL.fullmatch(_key_name(path[-1])) if path else None
+        j, bias = biases.get((tuple(path[:-1]), m[2]), (None, ())) if m else (None, ())
+        kernel = jnp.shape(leaf)
+        axis = 0 if m and m[1].lower() == "weight" else len(kernel) - 1
+        one_axis = len(bias) >= 1 and sum(n > 1 for n in bias) <= 1  # [out], [out, 1, 1]
+        if j is not None and len(kernel) >= 2 and one_axis and math.prod(bias) == kernel[axis]:
+            pairs.append((i, j, axis))
+    return tuple(pairs)
+
+
+def _key_name(key) -> str:
+    """A path entry's name: a dict key's or an attribute's (``""`` for others)."""
+    name = getattr(key, "key", getattr(key, "name", ""))
+    return name if isinstance(name, str) else ""
+
+
+def bias_units(program: Program, taps) -> set[tuple[int, int, int]]:
+    """``(kernel, bias, axis)`` of every shift tap added to a product tap's output (through
+    reshapes and transposes) along the output units that the kernel leaf's ``axis`` indexes:
+    QDOP's bias–weight pairs, as the model computes them. A bias of one unit pairs with every
+    kernel axis of one unit that reaches the output."""
+    uses, adds = uses_of(program), {t.node: t for t in taps if t.kind == "add"}
+    found = set()
+    for k in (t for t in taps if t.kind in ("dot", "conv")):
+        key, units = program.nodes[k.node].outs[0], _unit_axes(program, k)
+        while units and len(uses.get(key, ())) == 1 and uses[key][0][0] >= 0:
+            n, pos = uses[key][0]
+            node = program.nodes[n]
+            if n in adds and adds[n].pos == 1 - pos:
+                b = adds[n]
+                shape = program.avals[program.ins[b.leaf]].shape
+                if math.prod(shape) == 1:
+                    out = program.avals[node.outs[0]].shape
+                    found.update((k.leaf, b.leaf, a) for j, a in units.items() if out[j] == 1)
+                elif (j := _bias_axis(program, b, shape)) in units:
+                    found.add((k.leaf, b.leaf, units[j]))
+                break
+            if node.primitive.name not in BIJECTIVE:
+                break
+            units = {m: a for j, a in units.items() if (m := _moved(program, node, j)) is not None}
+            key = node.outs[0]
+    return found
+
+
+def _moved(program: Program, node, j: int) -> int | None:
+    """Where axis ``j`` of a reshape's, transpose's, conversion's or broadcast's first operand
+    is in its output (``None``: merged or split)."""
+    name, p = node.primitive.name, node.params
+    shape, out = shape_of(program, node.ins[0]), program.avals[node.outs[0]].shape
+    if name == "transpose":
+        return list(p["permutation"]).index(j)
+    if name == "broadcast_in_dim":
+        m = p["broadcast_dimensions"][j]
+        return m if out[m] == shape[j] else None
+    if name in ("reshape", "squeeze"):
+        before = math.prod(shape[:j])
+        return next(
+            (m for m in range(len(out)) if out[m] == shape[j] and math.prod(out[:m]) == before),
+            None,
+        )
+    return j
+
+
+def _unit_axes(program: Program, tap: Tap) -> dict:
+    """``{output axis: kernel leaf axis}`` of a product tap's output units (its parameter's free
+    axes; a convolution's output features)."""
+    node = program.nodes[tap.node]
+    shape = program.avals[program.ins[tap.leaf]].shape
+    operand = {}
+    for a in range(len(shape)):
+        j = a
+        for n in tap.chain:
+            j = None if j is None else _moved(program, program.nodes[n], j)
+        if j is not None:
+            operand[j] = a
+    if tap.kind == "conv":
+        _, rhs, out = node.params["dimension_numbers"]
+        return {out[1]: operand[rhs[0]]} if rhs[0] in operand else {}
+    (lc, rc), _ = node.params["dimension_numbers"]
+    contract = (lc, rc)[tap.pos]
+    free = [i for i in range(len(shape_of(program, node.ins[tap.pos]))) if i not in contract]
+    offset = 0 if tap.pos == 0 else len(shape_of(program, node.ins[0])) - len(lc)
+    return {offset + free.index(j): a for j, a in operand.items() if j in free}
+
+
+def _bias_axis(program: Program, tap: Tap, shape) -> int | None:
+    """The axis of a shift tap's output along which its leaf's one axis longer than 1 runs."""
+    long = [a for a, n in enumerate(shape) if n > 1]
+    j = long[0] if len(long) == 1 else None
+    for n in (*tap.chain, *(() if tap.broadcast is None else (tap.broadcast,))):
+        j = None if j is None else _moved(program, program.nodes[n], j)
+    return j
 
 
 def at_least_float32(x: jax.Array) -> jax.Array:
@@ -178,25 +300,30 @@ def _product_terms(program, tap, sig, w, size, cut, cross):
     return _mean(w, jnp.square(g)), g, None
 
 
-def _fast_cross(program: Program, kernel: Tap, bias: Tap) -> bool:
+def _fast_cross(program: Program, kernel: Tap) -> bool:
     """Whether a bias–kernel pair's row is ``aᵀ(δ²)``: the kernel, itself a leaf, is a dense
-    layer's ``[*in, out]`` on ``[B, in]``, and the bias is added to its output."""
-    if kernel.kind != "dot" or kernel.chain or bias.kind != "add" or bias.delta != kernel.delta:
+    layer's with one axis of output units (``[*in, out]``, ``[out, *in]``)."""
+    if kernel.kind != "dot" or kernel.chain:
         return False
     node = program.nodes[kernel.node]
     contract = node.params["dimension_numbers"][0][kernel.pos]
-    ndim = len(program.avals[node.ins[kernel.pos]].shape)
-    return len(program.avals[node.outs[0]].shape) == 2 and tuple(contract) == tuple(range(ndim - 1))
+    return len(program.avals[node.ins[kernel.pos]].shape) == len(contract) + 1
+
+
+def along(x: jax.Array, lead: int, ndim: int, axis: int) -> jax.Array:
+    """A bias ``x [*lead, *bias]`` (one unit per element) as ``[*lead, 1, …, units, …, 1]``, its
+    units on the kernel's ``axis`` of ``ndim``, to broadcast against the kernel."""
+    shape = [1] * ndim
+    shape[axis] = -1
+    return x.reshape(*x.shape[:lead], *shape)
 
 
 def tap_terms(qdiag: bool, program, taps, sig, w, size, cut, pairs):
-    """Diagonal entries by leaf index and (``qdiag``) bias–weight rows by ``(kernel, bias)`` pair
-    of ``pairs`` whose leaves are both taps."""
+    """Diagonal entries by leaf index and (``qdiag``) bias–weight rows by ``(kernel, bias,
+    axis)`` pair of ``pairs`` whose leaves are both taps (pairs of :func:`bias_units`)."""
     by_leaf = {t.leaf: t for t in taps}
-    pairs = [(k, b) for k, b in pairs if qdiag and k in by_leaf and b in by_leaf]
-    mode = {
-        k: "fast" if _fast_cross(program, by_leaf[k], by_leaf[b]) else "grads" for k, b in pairs
-    }
+    pairs = [p for p in pairs if qdiag and p[0] in by_leaf and p[1] in by_leaf]
+    mode = {p[0]: "fast" if _fast_cross(program, by_leaf[p[0]]) else "grads" for p in pairs}
     diag, grads, rows = {}, {}, {}
     for t in taps:
         if t.kind in ("dot", "conv"):
@@ -207,12 +334,12 @@ def tap_terms(qdiag: bool, program, taps, sig, w, size, cut, pairs):
             grads.update(tap_grads(program, [t], sig, size, cut))
             diag[t.leaf] = _mean(w, jnp.square(grads[t.leaf]))
     cross = {}
-    for k, b in pairs:
+    for k, b, axis in pairs:
         if rows[k] is not None:
-            cross[(k, b)] = rows[k]
+            cross[(k, b, axis)] = rows[k]
         else:
-            gk, gb = grads[k], grads[b]
-            cross[(k, b)] = _mean(w, gk * gb.reshape(cut, *([1] * (gk.ndim - 2)), -1))
+            gk = grads[k]
+            cross[(k, b, axis)] = _mean(w, gk * along(grads[b], 1, gk.ndim - 1, axis))
     return diag, cross
 
 

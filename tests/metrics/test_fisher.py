@@ -30,6 +30,7 @@ from sgrld.bnn import likelihoods
 from sgrld.bnn.convolutions import conv_layer
 from sgrld.bnn.models import MLP, apply_fn, init_params
 from sgrld.numerics.per_example import FallbackWarning, QuasiDiagonal, bias_pairs, observation_fn
+from sgrld.numerics.tap_statistics import along
 from sgrld.parts.correction import basis_like, gamma_from_probes
 from sgrld.parts.gradients import gradient_fn
 from tests.helpers import cpu_env, exact_gamma_against_jacfwd
@@ -64,10 +65,8 @@ def expected_statistic(kind, grads):
         return flat.T @ flat / B
     pairs = bias_pairs(jax.tree.map(lambda g: g[0], grads))
     cross = tuple(
-        jnp.mean(leaves[k].reshape(B, -1, leaves[b].shape[1]) * leaves[b][:, None, :], 0).reshape(
-            leaves[k].shape[1:]
-        )
-        for k, b in pairs
+        jnp.mean(leaves[k] * along(leaves[b], 1, leaves[k].ndim - 1, axis), 0)
+        for k, b, axis in pairs
     )
     return QuasiDiagonal(diag, cross)
 
@@ -142,10 +141,25 @@ METRICS = {
 }
 
 
-@pytest.mark.parametrize("kind", sorted(METRICS))
-def test_inverse_and_root_against_dense_matrices(kind):
+def units_first_params():
+    """Kernels whose output units come first (Equinox's ``weight [out, in, ...]``, its
+    convolution's bias ``[out, 1, 1]``) and a square ``w0`` of a plain function (units last)."""
+    shapes = {"conv": ((3, 2, 2, 2), (3, 1, 1)), "out": ((2, 5), (2,))}
+    keys = iter(jax.random.split(jax.random.key(4), 6))
+    params = {
+        name: {"weight": jax.random.normal(next(keys), w), "bias": jax.random.normal(next(keys), b)}
+        for name, (w, b) in shapes.items()
+    }
+    return {**params, "w0": jax.random.normal(next(keys), (3, 3)), "b0": jnp.ones(3)}
+
+
+@pytest.mark.parametrize(
+    "kind, layout", [(kind, "linen") for kind in sorted(METRICS)] + [("qdiag", "units_first")]
+)
+def test_inverse_and_root_against_dense_matrices(kind, layout):
     eps = 0.1
-    _, params, _ = classifier()
+    params = classifier()[1] if layout == "linen" else units_first_params()
+    assert len(bias_pairs(params)) == (2 if layout == "linen" else 3)
     metric = METRICS[kind](eps=eps, decay=0.0)
     state = random_state(kind, metric, params)
     c = dense(metric.inv, state, params)
@@ -168,11 +182,14 @@ def test_inverse_and_root_against_dense_matrices(kind):
     index = np.arange(len(g))
     leaves = jax.tree.leaves(params)
     offsets = np.cumsum([0] + [x.size for x in leaves])
-    for (k, b), row in zip(bias_pairs(params), flat_stat.cross, strict=True):
-        kernel_idx = index[offsets[k] : offsets[k + 1]].reshape(leaves[k].shape)
+    for (k, b, axis), row in zip(bias_pairs(params), flat_stat.cross, strict=True):
+        kernel_idx = np.moveaxis(
+            index[offsets[k] : offsets[k + 1]].reshape(leaves[k].shape), axis, -1
+        )
         for j in range(leaves[b].size):
             got = g[offsets[b] + j, kernel_idx[..., j].ravel()]
-            np.testing.assert_allclose(got, np.asarray(row)[..., j].ravel(), rtol=1e-3, atol=1e-5)
+            want = np.moveaxis(np.asarray(row), axis, -1)[..., j].ravel()
+            np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-5)
 
 
 def dense_inv_of_theta(metric, potential, batch, unravel, key=None):

@@ -24,6 +24,7 @@ import pytest
 import sgrld
 from sgrld.bnn import adapters, likelihoods
 from sgrld.numerics.per_example import FallbackWarning, QuasiDiagonal, bias_pairs, observation_fn
+from sgrld.numerics.tap_statistics import along
 from tests.helpers import exact_gamma_against_jacfwd
 
 B = 5
@@ -53,8 +54,8 @@ def reference(kind, loglik, params, batch):
         flat = jnp.concatenate([g.reshape(B, -1) for g in leaves], 1)
         return flat.T @ flat / B
     cross = tuple(
-        jnp.mean(leaves[k] * leaves[b].reshape(B, *[1] * (leaves[k].ndim - 2), -1), 0)
-        for k, b in bias_pairs(params)
+        jnp.mean(leaves[k] * along(leaves[b], 1, leaves[k].ndim - 1, axis), 0)
+        for k, b, axis in bias_pairs(params)
     )
     return QuasiDiagonal(diag, cross)
 
@@ -100,18 +101,20 @@ def dense(p, x):
 
 def conv_net(layout):
     kernel = normal(1, 3, 3, 2, 4) if layout == "NHWC" else normal(1, 4, 2, 3, 3)
-    return {"k": kernel, "c": normal(2, 4), "w": normal(3, 4 * 3 * 2, 3)}
+    name = "kernel" if layout == "NHWC" else "weight"  # QDOP's units last, first
+    return {name: kernel, "bias": normal(2, 4), "out": normal(3, 4 * 3 * 2, 3)}
 
 
 def conv(padding, strides, layout, p, x):
     """A convolution (channels last or first), a bias, a max-pool, a dense layer."""
     spec = ("NHWC", "HWIO", "NHWC") if layout == "NHWC" else ("NCHW", "OIHW", "NCHW")
-    h = jax.lax.conv_general_dilated(x, p["k"], strides, padding, dimension_numbers=spec)
+    kernel = p["kernel"] if layout == "NHWC" else p["weight"]
+    h = jax.lax.conv_general_dilated(x, kernel, strides, padding, dimension_numbers=spec)
     channels = (1, 1, 1, 4) if layout == "NHWC" else (1, 4, 1, 1)
-    h = jax.nn.relu(h + p["c"].reshape(channels))
+    h = jax.nn.relu(h + p["bias"].reshape(channels))
     window = (1, 2, 2, 1) if layout == "NHWC" else (1, 1, 2, 2)
     h = jax.lax.reduce_window(h, -jnp.inf, jax.lax.max, window, window, "VALID")
-    return h.reshape(h.shape[0], -1)[:, : 4 * 3 * 2] @ p["w"]
+    return h.reshape(h.shape[0], -1)[:, : 4 * 3 * 2] @ p["out"]
 
 
 @pytest.mark.parametrize("labels", ["empirical", "model"])
