@@ -26,12 +26,13 @@ from __future__ import annotations
 import argparse
 import inspect
 import sys
+import warnings
 
 import jax
 import jax.numpy as jnp
 
 import sgrld
-from sgrld.samplers.isgd import noise_estimate
+from sgrld.samplers.isgd import NoiseClippingWarning, noise_estimate
 from sgrld_app.config import with_overrides
 from sgrld_app.from_config import build_experiment
 from sgrld_app.launch import run_config
@@ -99,7 +100,11 @@ def main(argv: list[str] | None = None) -> int:
         row = " ".join(f"{probes[t][j]:9.2g}" for t in probes)
         print(f"{name:40s} {rule[j]:9.2g} {row}")
 
-    result = run_config(config, out=None)  # the reproduction's own run, for clipping and RMSE
+    with warnings.catch_warnings():
+        # The run's NoiseClippingWarning (an epoch after the warm-up clipped > 10 % on average)
+        # says what this benchmark measures and prints below: expected here, not an error.
+        warnings.simplefilter("ignore", NoiseClippingWarning)
+        result = run_config(config, out=None)  # the reproduction's own run, for clipping and RMSE
     late = [r for r in result.records if not r.get("warming_up_count")]
     share = sum(r["clipped_share"] for r in late) / max(len(late), 1)
     print(f"clipped share after the warm-up ({len(late)} epochs): {100 * share:.2f} %; "

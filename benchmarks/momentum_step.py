@@ -13,7 +13,7 @@ convolutions' per-example statistics (the patches route of :mod:`sgrld.numerics.
 
 SGHMC with the per-example minibatch-noise estimate B̂ (``gradient_noise="per_example"``) and
 SGNHT are timed beside them. Every step runs ``--chunk`` at a time inside one jitted
-``lax.scan`` (:class:`mlp.ScanChain`, the problem of :func:`fisher_step.problem`); R interleaved
+``lax.scan`` (:class:`mlp.ScanChain`, the Linen MLP of :func:`fisher_step.problem`); R interleaved
 rounds, the order rotating, ratios paired per round (``timing.py``). The step sizes only keep
 the chains finite; timing does not depend on them.
 
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         size = sum(x.size for x in jax.tree.leaves(params))
         network = f"Li et al.'s CNN ({size:,} params, conv {resolve_conv('auto')})"
     else:
-        batch, (params, potential), _ = problem()
+        params, potential, batch = problem("linen-mlp")
         network = f"784-400-400-10 MLP ({mlp.NUM_PARAMS:,} params)"
     print(
         f"backend {jax.default_backend()}; {network}, batch {mlp.BATCH}, one chain; "
