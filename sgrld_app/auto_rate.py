@@ -162,6 +162,28 @@ def search_rate(experiment: Experiment, plan: RunPlan) -> RateChoice:
     return choice._replace(criterion=criterion)
 
 
+def check_burn_in(plan: RunPlan) -> None:
+    """Raises a one-line :class:`ConfigError` where the burn-in is too short for the search."""
+    try:
+        pilot_steps_of(plan.burn_in)
+    except ValueError:
+        raise ConfigError(
+            f"run.burn_in = {plan.burn_in}: sampler.learning_rate = 'auto' (the default) is "
+            f"chosen in the burn-in, which needs at least {4 * MIN_PILOT_STEPS} steps; raise "
+            "run.burn_in or give sampler.learning_rate a number"
+        ) from None
+
+
+def checked_search(experiment: Experiment, plan: RunPlan) -> RateChoice:
+    """:func:`search_rate`, its failures one-line :class:`ConfigError` s: a burn-in too short
+    (:func:`check_burn_in`), every rate diverged or no curvature at the start."""
+    check_burn_in(plan)
+    try:
+        return search_rate(experiment, plan)
+    except FloatingPointError as err:
+        raise ConfigError(f"sampler.learning_rate = 'auto': {err}") from None
+
+
 def resolve(experiment: Experiment, plan: RunPlan, saved: Any = None) -> Experiment:
     """``experiment`` with its ``learning_rate="auto"`` resolved: from ``saved`` (a checkpoint
     being resumed) where it holds the choice, else by :func:`search_rate`; the choice goes into
@@ -171,14 +193,7 @@ def resolve(experiment: Experiment, plan: RunPlan, saved: Any = None) -> Experim
     search = getattr(experiment.sampler, "rate_search", None)
     if search is None:
         return experiment
-    try:
-        pilot_steps_of(plan.burn_in)
-    except ValueError:
-        raise ConfigError(
-            f"run.burn_in = {plan.burn_in}: sampler.learning_rate = 'auto' (the default) is "
-            f"chosen in the burn-in, which needs at least {4 * MIN_PILOT_STEPS} steps; raise "
-            "run.burn_in or give sampler.learning_rate a number"
-        ) from None
+    check_burn_in(plan)
     choice = saved_choice(saved)
     if choice is None and devices.is_writer():
         print(
@@ -186,10 +201,7 @@ def resolve(experiment: Experiment, plan: RunPlan, saved: Any = None) -> Experim
             file=sys.stderr,
             flush=True,
         )
-    try:
-        choice = choice or search_rate(experiment, plan)
-    except FloatingPointError as err:  # every rate diverged, or no curvature at the start
-        raise ConfigError(f"sampler.learning_rate = 'auto': {err}") from None
+    choice = choice or checked_search(experiment, plan)
     meta = {**experiment.meta, META_KEY: choice.to_dict()}
     if "guarantee" in meta:  # the run states its rate where it states its guarantee
         meta["guarantee"] = choice.clause(meta["guarantee"])

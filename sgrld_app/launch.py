@@ -125,6 +125,8 @@ def run_config(
     if saved is not None:
         data_and_model.check_same_data(saved.info["meta"], experiment.meta, folder)
     from_config.check_schedule(config, len(experiment.train[0]))
+    if getattr(experiment.sampler, "rate_search", None) is not None:
+        auto_rate.check_burn_in(schedule)  # learning_rate = "auto" searches in the burn-in
     if checked is not None:
         checked()
     experiment = resolve(experiment, schedule, saved)  # learning_rate = "auto"

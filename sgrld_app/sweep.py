@@ -62,7 +62,7 @@ from sgrld_app.config import Config, ConfigError, with_overrides
 from sgrld_app.config.toml_io import parse_override
 from sgrld_app.config.validation import MAX_SEED
 from sgrld_app.experiment import Experiment, RunPlan
-from sgrld_app.from_config import build_experiment, run_plan_of
+from sgrld_app.from_config import build_experiment, check_schedule, run_plan_of
 from sgrld_app.launch import run_config
 from sgrld_app.sampler_from_config import sampler_of
 from sgrld_app.sweep_resume import check_resumable_grid
@@ -269,8 +269,7 @@ def run_sweep(
 
     def build(config: Config) -> tuple[Experiment, RunPlan]:
         experiment, schedule = sweep_experiment(config, grids, replicates)
-        if not len(experiment.eval_sets["val"][0]):
-            raise ConfigError(_NO_VALIDATION.format(name=config.data.source()))
+        _check_built(config, list(grid), experiment, schedule)
         meta = {**experiment.meta, "sweep": {"grid": grid, "replicates": replicates}}
         return dataclasses.replace(experiment, meta=meta), schedule
 
@@ -306,6 +305,18 @@ def run_sweep(
     if result.out is not None:
         sweep_table.write(sweep, result.out)
     return sweep
+
+
+def _check_built(
+    config: Config, keys: list[str], experiment: Experiment, schedule: RunPlan
+) -> None:
+    """A sweep's checks of its built chains: a validation split to choose on, then the schedule
+    (:func:`check_schedule`, whose errors come first, as in ``run_config``), then a burn-in long
+    enough for each setting's rate search (:func:`sgrld_app.sweep_rates.check_burn_in`)."""
+    if not len(experiment.eval_sets["val"][0]):
+        raise ConfigError(_NO_VALIDATION.format(name=config.data.source()))
+    check_schedule(config, len(experiment.train[0]))
+    sweep_rates.check_burn_in(config, keys, schedule)
 
 
 def _with_rates(

@@ -15,6 +15,7 @@ from sgrld.chains.step_size import RateChoice
 from sgrld.samplers.rate_search import is_auto
 from sgrld_app import auto_rate, checkpoint
 from sgrld_app.config import Config
+from sgrld_app.experiment import RunPlan
 from sgrld_app.from_config import build_experiment, run_plan_of
 from sgrld_app.sampler_from_config import sampler_of
 
@@ -24,6 +25,13 @@ KEY = "sampler.learning_rate"
 def needs_search(config: Config, keys: Sequence[str]) -> bool:
     """Whether a sweep over ``keys`` must choose each setting's rate."""
     return is_auto(config.sampler.sampler_options().get("learning_rate")) and KEY not in keys
+
+
+def check_burn_in(config: Config, keys: Sequence[str], schedule: RunPlan) -> None:
+    """A one-line :class:`~sgrld_app.config.ConfigError` where each setting's rate is searched
+    (:func:`needs_search`) in a burn-in too short for it (:func:`auto_rate.check_burn_in`)."""
+    if needs_search(config, keys):
+        auto_rate.check_burn_in(schedule)
 
 
 def setting_rates(
@@ -53,6 +61,6 @@ def setting_rates(
                 burn_in=config.run.burn_in,
             )
 
-        return auto_rate.search_rate(build_experiment(config, sampler=build), plan)
+        return auto_rate.checked_search(build_experiment(config, sampler=build), plan)
 
     return [one(point) for point in points]

@@ -60,14 +60,17 @@ def test_a_number_is_used_as_it_is(tmp_path):
     assert {round(r["learning_rate"], 6) for r in result.records} == {0.05}
 
 
-def test_auto_with_a_burn_in_too_short_names_it(tmp_path, capsys):
+@pytest.mark.parametrize("command", [[], ["--grid", "sampler.temperature=[1.0, 0.5]"]])
+def test_auto_with_a_burn_in_too_short_names_it(command, tmp_path, capsys):
+    """``sgrld run`` and ``sgrld sweep`` (whose settings each search their rate)."""
     path = tmp_path / "tiny.toml"
     path.write_text(TINY)
-    code = cli.main(["run", str(path), "--set", "run.burn_in=60", "--out", str(tmp_path / "o")])
-    assert code != 0
-    err = capsys.readouterr().err
+    verb = "sweep" if command else "run"
+    args = [verb, str(path), *command, "--set", "run.burn_in=60", "--out", str(tmp_path / "o")]
+    assert cli.main(args) != 0
+    out, err = capsys.readouterr()
     assert "run.burn_in = 60: sampler.learning_rate = 'auto' (the default)" in err
-    assert "Traceback" not in err
+    assert "Traceback" not in err and not out and not (tmp_path / "o").exists()
 
 
 NEWCOMER_METRICS = ["identity", "rmsprop", "wenzel", "monge", "shampoo", "fisher_diag"]
