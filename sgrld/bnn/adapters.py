@@ -9,10 +9,11 @@ needs none of them (``pip install sgrld[equinox]``, ``sgrld[haiku]``; NNX is par
 
 Every metric works on every adapter's parameters, and the Fisher metrics find the dense and
 convolution layers of any of them in the traced log-likelihood
-(:mod:`sgrld.numerics.jaxpr_taps`). QDOP pairs a layer's bias with its kernel by the names
-``kernel``/``bias`` (Flax, NNX) or ``w``/``b`` (Haiku) with the output units last
-(:func:`sgrld.numerics.per_example.bias_pairs`); Equinox's ``weight [out, in]`` has them first,
-so QDOP is DOP on an Equinox model's weights.
+(:mod:`sgrld.numerics.jaxpr_taps`). QDOP's bias–weight pairs are proposed by name
+(:func:`sgrld.numerics.tap_statistics.bias_pairs`: ``kernel``/``bias`` and ``w``/``b`` with the
+output units last, Equinox's ``weight [out, in]`` with them first) and confirmed in the traced
+log-likelihood (:func:`sgrld.numerics.tap_statistics.bias_units`); an unconfirmed pair keeps
+DOP's rows, with a ``FallbackWarning``.
 """
 
 from __future__ import annotations
