@@ -23,7 +23,7 @@ import numpy as np
 
 from sgrld.chains import devices
 from sgrld.chains.rate_grid import candidate_rates, stability_rate
-from sgrld.chains.rate_halving import HALVING, halve_learning_rate
+from sgrld.chains.rate_halving import HALVING, compile_ahead, halve_learning_rate
 from sgrld.chains.sampling import minibatch_fn
 from sgrld.chains.step_size import (
     MIN_PILOT_STEPS,
@@ -96,9 +96,15 @@ def validation_score(experiment: Experiment) -> Callable[[Any], np.ndarray] | No
         ens = jax.lax.scan(fold, ensemble.init(x.shape[0]), params)[0]
         return scoring.point_log_likelihoods(kind, ens, y)
 
-    # the data are arguments, not constants: XLA folded MNIST's 10,000 images into the program
-    every_rate = jax.jit(lambda params, x, y: jax.lax.map(lambda p: one_rate(p, x, y), params))
-    return lambda params: np.asarray(every_rate(params, x, y))
+    # the data are arguments, not constants: XLA folded MNIST's 10,000 images into the program;
+    # one rate a program, as the halving's rounds score fewer rates each (their survivors)
+    score_one, take = jax.jit(one_rate), jax.jit(lambda tree, i: jax.tree.map(lambda a: a[i], tree))
+
+    def every_rate(params: Any) -> np.ndarray:
+        rates = range(jax.tree.leaves(params)[0].shape[0])
+        return np.stack([np.asarray(s) for s in [score_one(take(params, i), x, y) for i in rates]])
+
+    return every_rate
 
 
 def held_out(experiment: Experiment, seed: int) -> Experiment | None:
@@ -149,15 +155,18 @@ def search_rate(experiment: Experiment, plan: RunPlan) -> RateChoice:
     params = jax.vmap(experiment.init_fn)(jax.random.split(init_key, plan.chains))
     batch_fn = minibatch_fn(tuple(experiment.train), plan.batch_size)
     first = jax.tree.map(lambda x: x[0], params)
-    candidates = candidate_rates(stability_rate(stable_key, search, first, batch_fn))
-    states = jax.vmap(search.build(candidates[0]).init)(params, *experiment.chain_args)
+    states = jax.vmap(search.build(1.0).init)(params, *experiment.chain_args)  # rate-free
     score = validation_score(experiment)
     if score is None:
+        candidates = candidate_rates(stability_rate(stable_key, search, first, batch_fn))
         steps = pilot_steps_of(plan.burn_in)
         return choose_learning_rate(
             pilot_key, search, states, batch_fn, steps, candidates, warm=False
         )[0]
     steps = 2 * pilot_steps_of(plan.burn_in)
+    ahead = compile_ahead(search, states, batch_fn, steps, len(candidate_rates(1.0)))
+    candidates = candidate_rates(stability_rate(stable_key, search, first, batch_fn))
+    ahead()  # the halving's program, compiled beside the stability rate's
     choice = halve_learning_rate(pilot_key, search, states, batch_fn, score, steps, candidates)[0]
     return choice._replace(criterion=criterion)
 
