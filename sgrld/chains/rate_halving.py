@@ -20,8 +20,10 @@ from sgrld.numerics.pytrees import PyTree
 from sgrld.samplers.rate_search import RateSearch
 
 
-def _take(index: np.ndarray, x: jax.Array) -> jax.Array:
-    return x[index]
+@jax.jit
+def _taken(tree: PyTree, index: jax.Array) -> PyTree:
+    """Every leaf's rows ``index``: one program per index shape, not one per leaf and shape."""
+    return jax.tree.map(lambda x: x[index], tree)
 
 
 HALVING = "validation log-likelihood of the chains' ensemble, by successive halving"
@@ -122,9 +124,11 @@ def compile_ahead(
     return wait
 
 
-def _pooled(params: PyTree) -> PyTree:
-    """``[K, C, S, ...] -> [K, C·S, ...]``: each rate's chains and snapshots as one ensemble."""
-    return jax.tree.map(lambda x: x.reshape(x.shape[0], -1, *x.shape[3:]), params)
+@jax.jit
+def _pooled(params: PyTree, slots: jax.Array) -> PyTree:
+    """``[K, C, S, ...] -> [R, C·S, ...]``: the chains and snapshots of each of the R ``slots``
+    as one ensemble."""
+    return jax.tree.map(lambda x: x[slots].reshape(len(slots), -1, *x.shape[3:]), params)
 
 
 def halve_learning_rate(
@@ -221,7 +225,7 @@ def _halving(
         for _ in range(max(1, length // unit)):
             current, snapshots = advance(rates, current, done, active)
             done += unit
-        distinct = jax.tree.map(partial(_take, first), _pooled(snapshots))  # repeats not scored
+        distinct = _pooled(snapshots, first)  # a survivor's repeats are not scored
         points = -np.asarray(score_fn(distinct), np.float64).reshape(len(first), -1)
         with np.errstate(invalid="ignore"):
             value = points.mean(1)
@@ -233,14 +237,14 @@ def _halving(
         keep = np.sort(np.argsort(value, kind="stable")[: (len(alive) + 1) // 2])
         alive = alive[keep]
         refill = first[keep][np.arange(k) % len(keep)]  # survivors repeated over the slots
-        slots, current = slots[refill], jax.tree.map(partial(_take, refill), current)
+        slots, current = slots[refill], _taken(current, refill)
         length = min(done, pilot_steps - done)
     rate_choice.check_some_finite(candidates, scores)
     eligible = rate_choice.away_from_divergence(scores)[alive]
     best = int(alive[int(np.argmin(eligible if np.isfinite(eligible).any() else scores[alive]))])
     best = within_one_error(best, [int(i) for i in alive], points)  # a row per survivor
     choice = rate_choice.chosen(candidates, scores, best, done, criterion=HALVING)
-    return choice, jax.tree.map(lambda x: x[list(slots).index(best)], current)
+    return choice, _taken(current, list(slots).index(best))
 
 
 def within_one_error(best: int, alive: list[int], points: np.ndarray) -> int:
