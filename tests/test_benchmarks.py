@@ -213,3 +213,16 @@ def test_minibatch_noise_ratio_matches_the_sampling_variance():
     assert abs(np.median(ratio) - 1) < 0.03
     low, high = np.quantile(ratio, [0.1, 0.9])
     assert 0.8 < low and high < 1.2, (low, high)
+
+
+def test_auto_wall_without_data_says_so_and_measures_nothing(tmp_path):
+    """benchmarks/right_by_default/auto_wall.py (RESULTS §33) on a folder with no data sets."""
+    import subprocess
+
+    script = BENCHMARKS / "right_by_default" / "auto_wall.py"
+    missing = tmp_path / "no-data"
+    done = subprocess.run(
+        [sys.executable, str(script), "--data-dir", str(missing)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"no data in {missing}: nothing measured (give --data-dir)\n"
