@@ -150,11 +150,11 @@ def halve_learning_rate(
     dominated the search on the digits). A survivor's repeats run the same random numbers, so
     only its first slot is scored, and on the CPU only that slot runs (:func:`_advance_fn`):
     there the rounds cost about ``K·pilot_steps/2`` steps per chain, elsewhere ``K·pilot_steps``.
-    A network's best rate over a whole run is not its best
-    over a short pilot: on the digits (Identity, 4 chains), the ensemble of the chains' states
-    after 250 steps preferred lr 0.2 (validation log-likelihood −0.23 against −0.28 at 0.0675),
-    after 500 steps 0.0675 (−0.250 against −0.268), and over a whole run 0.2 was the worse
-    (test −0.97 against −0.14); halving gives the long rounds to the survivors.
+    A network's best rate over a whole run is not its best over a short pilot: on the digits
+    (Identity, 4 chains), the ensemble of the chains' states after 250 steps preferred lr 0.2
+    (validation log-likelihood −0.23 against −0.28 at 0.0675), after 500 steps 0.0675 (−0.250
+    against −0.268), and over a whole run 0.2 was the worse (test −0.97 against −0.14); halving
+    gives the long rounds to the survivors.
 
     A rate is scored as a run is, on an ensemble: of its chains' states at :data:`SNAPSHOTS`
     steps evenly spaced over the last ``pilot_steps // 4`` steps of its round, not only their
