@@ -144,6 +144,17 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: item.get_closest_marker("long") is None)
 
 
+def pytest_configure(config):
+    """The xdist controller imports ``sgrld`` once, in its main thread. It rebuilds each warning a
+    worker reports by importing the warning class's module, on execnet's receiving threads: two
+    workers' warnings of an sgrld class arriving together made two threads import ``sgrld`` for
+    the first time at once, and one of them met the other's partly run modules (a circular
+    ``ImportError`` in ``sgrld.chains.typical_set``, an INTERNALERROR that ended the session).
+    The workers (``config.workerinput``) import it themselves."""
+    if not hasattr(config, "workerinput"):
+        import sgrld  # noqa: F401, PLC0415
+
+
 def pytest_report_header(config):
     return f"XLA flags for compile speed (conftest.py): {os.environ[CHOSEN_VARIABLE] or 'none'}"
 
