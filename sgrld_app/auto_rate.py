@@ -110,15 +110,19 @@ def validation_score(experiment: Experiment) -> Callable[[Any], np.ndarray] | No
 def held_out(experiment: Experiment, seed: int) -> Experiment | None:
     """``experiment`` with :data:`HELD_OUT` of its training rows (a permutation from ``seed``)
     as its validation set and the rest as its training set, for the search alone; ``None`` where
-    fewer than :data:`MIN_HELD_OUT` rows would be held out.
+    fewer than :data:`MIN_HELD_OUT` rows would be held out. The held-out targets are put in the
+    units the predictions are scored in (``experiment.eval_units``): a regression's search that
+    scored its predictions, in the targets' own units, against standardised targets (before
+    this was done) chose UCI concrete's Wenzel rate 1.2·10⁻⁸, the smallest it tried.
 
     Example:
       >>> import numpy as np
-      >>> e = Experiment(None, None, None, (np.arange(400.0)[:, None], np.zeros(400)), {})
+      >>> e = Experiment(None, None, None, (np.arange(400.0)[:, None], np.zeros(400)), {},
+      ...                eval_units=lambda y: 10 * y + 3)
       >>> h = held_out(e, 0)
-      >>> train, val = h.train[0][:, 0], h.eval_sets["val"][0][:, 0]
-      >>> len(train), len(val), set(train) & set(val)
-      (360, 40, set())
+      >>> train, (val, y_val) = h.train[0][:, 0], h.eval_sets["val"]
+      >>> len(train), len(val), set(train) & set(val[:, 0]), set(y_val), set(h.train[1])
+      (360, 40, set(), {np.float64(3.0)}, {np.float64(0.0)})
       >>> held_out(Experiment(None, None, None, (np.zeros((150, 1)), np.zeros(150)), {}), 0)
     """
     n = len(experiment.train[0])
@@ -127,8 +131,9 @@ def held_out(experiment: Experiment, seed: int) -> Experiment | None:
         return None
     order = np.random.default_rng([seed, PILOT_KEY]).permutation(n)
     rows = lambda idx: tuple(np.asarray(a)[np.sort(idx)] for a in experiment.train)  # noqa: E731
-    val, train = rows(order[:size]), rows(order[size:])
-    return dataclasses.replace(experiment, train=train, eval_sets={"val": val})
+    (x_val, y_val), train = rows(order[:size]), rows(order[size:])
+    units = experiment.eval_units or (lambda y: y)
+    return dataclasses.replace(experiment, train=train, eval_sets={"val": (x_val, units(y_val))})
 
 
 def search_rate(experiment: Experiment, plan: RunPlan) -> RateChoice:

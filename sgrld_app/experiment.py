@@ -111,6 +111,10 @@ class Experiment:
         keep: a predicate ``step -> bool`` that a kept step must also pass (``None``: burn-in
             and thinning alone), e.g. the sampling phases of a cyclical schedule
             (:attr:`sgrld.numerics.schedules.Cyclical.keep`, :class:`sgrld.chains.engine.Engine`).
+        eval_units: ``y -> y`` from the training targets' units to those of ``eval_sets`` and
+            ``predict_fn`` (``None``: the same units), e.g. ``y·std + mean`` for a regression
+            trained on standardised targets and scored in their own units; used where training
+            rows are held out and scored (:func:`sgrld_app.auto_rate.held_out`).
     """
 
     sampler: Sampler
@@ -122,6 +126,7 @@ class Experiment:
     meta: Mapping[str, Any] = field(default_factory=dict)
     chain_args: tuple[Any, ...] = ()
     keep: Callable[[Any], Any] | None = None
+    eval_units: Callable[[Any], Any] | None = None
 
 
 @dataclass

@@ -262,8 +262,13 @@ def _experiment(ds, apply, regression: bool, fixed: float | None, **common) -> E
         sigma = fixed if fixed is not None else jnp.exp(params["likelihood"]["log_noise"])
         return apply(params["net"], x)[:, 0] * scale + shift, sigma * scale
 
-    units = {name: (x, y * scale + shift) for name, (x, y) in eval_sets.items()}
-    return Experiment(**common, predict_fn=predict_fn, eval_sets=units, kind="regression")
+    def to_units(y):
+        return y * scale + shift
+
+    units = {name: (x, to_units(y)) for name, (x, y) in eval_sets.items()}
+    return Experiment(
+        **common, predict_fn=predict_fn, eval_sets=units, kind="regression", eval_units=to_units
+    )
 
 
 def run_plan_of(config: Config) -> RunPlan:

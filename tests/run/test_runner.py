@@ -267,6 +267,8 @@ def test_regression_config_scores_in_the_targets_units(tmp_path: Path, noise):
     assert experiment.kind == "regression"
     np.testing.assert_allclose(experiment.eval_sets["test"][1], raw[50:, 1], rtol=1e-6)
     np.testing.assert_allclose(np.std(experiment.train[1]), 1.0, rtol=1e-5)  # standardised
+    # the training rows a search holds out are scored in the file's units (auto_rate.held_out)
+    np.testing.assert_allclose(experiment.eval_units(experiment.train[1]), raw[:50, 1], rtol=1e-6)
 
     params = experiment.init_fn(jax.random.key(0))
     assert ("likelihood" in params) == (noise is None)
