@@ -234,7 +234,8 @@ def sample(
         params = starts(key, params, chains, init if num_chains is not None else "shared")
     start = 0 if state is None else int(np.asarray(state.step).reshape(-1)[0])
     state = _chain_states(sampler, params, state, single=num_chains is None)
-    sampler, state, choice = resolve_learning_rate(key, sampler, state, batch_fn, burn_in)
+    run = num_samples * thin  # the steps its samples are kept over
+    sampler, state, choice = resolve_learning_rate(key, sampler, state, batch_fn, burn_in, run)
     pilot = 0 if choice is None else choice.pilot_steps  # steps the search took of the burn-in
     sampler = with_burn_in(sampler, burn_in, start)
     if isinstance(batch_fn, Minibatches):  # a batch_fn of one's own does not say its sizes

@@ -32,8 +32,10 @@ curvature adapts to its rate (the best rates on the digits lie above it). All ra
 run as one vmapped program for ``pilot_steps`` steps (the first half relaxes, the second is the
 window, where one extra minibatch gradient is taken every :data:`EVERY` steps), with common
 random numbers (the same keys for every rate). The largest rate whose D is within
-:data:`TOLERANCE` by two jackknife standard errors (at most ``3·TOLERANCE``) is chosen (larger
-rates mix faster; a diverged rate scores ∞), or, where none is, the rate of least D; its chains'
+:data:`~sgrld.chains.virial_choice.TOLERANCE` by two jackknife standard errors is chosen (larger
+rates mix faster; a diverged rate scores ∞), or, where none is, the rate of least D; where the
+run's length is given, the largest at or below it whose bias, extrapolated from the next larger
+rate, is under the run's own Monte Carlo noise (:mod:`sgrld.chains.virial_choice`). Its chains'
 states continue the burn-in: the search costs ``(K − 1)·pilot_steps`` steps per chain. Where the
 choice is the largest rate tried (or the smallest), the grid is moved past it and searched again,
 at most twice (:func:`~sgrld.chains.rate_choice.search_beyond_edges`), each time ``K·pilot_steps``
@@ -54,7 +56,6 @@ Example:
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from functools import partial
 from typing import Any, NamedTuple
@@ -68,13 +69,13 @@ from sgrld.chains.rate_choice import (
     MAX_EXTENSIONS,
     RateChoice,
     all_finite,
-    away_from_divergence,
     check_some_finite,
     chosen,
     search_beyond_edges,
 )
 from sgrld.chains.rate_grid import candidate_rates, fit_state, stability_rate, warm_start
 from sgrld.chains.typical_set import searched_near_typical_set
+from sgrld.chains.virial_choice import best_within, for_the_run, warn_if_none_within
 from sgrld.numerics.pytrees import PyTree
 from sgrld.samplers.rate_search import RateSearch
 
@@ -84,11 +85,6 @@ GROUPS = 4
 """Parts of the window per chain: the groups over which D's noise is estimated."""
 EVERY = 2
 """Steps per gradient evaluation in the window: the evaluations cost a quarter of the pilot."""
-TOLERANCE = 0.0025
-"""The largest rate with ``D <= TOLERANCE`` is chosen: ρ(1.1) = 0.0023, so the chains' variance
-within about 10 % of the target's, coordinate by coordinate, in root mean square."""
-
-
 def pilot_steps_of(burn_in: int) -> int:
     """The pilot's length in a burn-in of ``burn_in`` steps: its first quarter.
 
@@ -206,42 +202,47 @@ def _left_out(w: np.ndarray) -> np.ndarray:
 
 def virial_score(
     sums: _Sums, count: int, num_data: int, temperature: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """D of each rate and its jackknife standard error over the groups, from the sums (leaves
-    ``[K, C, Q, ...]``, ``count`` evaluations each).
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """D of each rate, its jackknife standard error over the groups, and the mean over
+    coordinates of ``v̂``'s variance (its Monte Carlo noise in the pilot's window), from the sums
+    (leaves ``[K, C, Q, ...]``, ``count`` evaluations each).
 
     Example:
       >>> rng = np.random.default_rng(0)  # θ ~ N(0, k) under U = θ²/2 (N = 1): v = k
       >>> theta = rng.normal(size=(2, 4, 4, 500, 50)) * np.sqrt([[[[[1.0]]]], [[[[2.0]]]]])
       >>> s = _Sums(theta.sum(3), theta.sum(3), (theta**2).sum(3))
-      >>> d, se = virial_score(s, 500, 1, 1.0)
+      >>> d, se, noise = virial_score(s, 500, 1, 1.0)
       >>> np.round(d, 3).tolist(), bool(np.all(se < 0.01))  # ρ(1) = 0, ρ(2) = 1/9
       ([0.0, 0.111], True)
+      >>> bool(np.allclose(noise, [2, 8] / np.float64(16 * 500), rtol=0.1))  # Var θ² = 2k²
+      True
     """
     n_t = num_data / temperature
     with np.errstate(all="ignore"):  # a diverged rate's sums are not finite: scored ∞
         return _scores([np.asarray(x, np.float64) for x in jax.tree.leaves(sums)], count, n_t)
 
 
-def _scores(leaves: list[np.ndarray], count: int, n_t: float) -> tuple[np.ndarray, np.ndarray]:
+def _scores(leaves: list[np.ndarray], count: int, n_t: float) -> tuple[np.ndarray, ...]:
     """:func:`virial_score` of the sums' leaves (θ's, then g's, then θ·g's), ``n_t = N/T``."""
     n = len(leaves) // 3
-    scores, errors = [], []
+    scores, errors, noises = [], [], []
     for k in range(leaves[0].shape[0]):
-        total, left_out, size = 0.0, 0.0, 0
+        total, left_out, size, noise = 0.0, 0.0, 0, 0.0
         for th, g, thg in zip(leaves[:n], leaves[n : 2 * n], leaves[2 * n :], strict=True):
             th, g, thg = (x[k].reshape(-1, *x.shape[3:]) / count for x in (th, g, thg))
             th_mean, g_mean = th.mean(0), g.mean(0)  # pooled over the groups
             w = n_t * (thg - th_mean * g - g_mean * th + th_mean * g_mean)
             total += float(np.sum(_discrepancy(w)))
             left_out = left_out + _left_out(w)
+            noise += float(np.sum(w.var(0, ddof=1))) / w.shape[0]
             size += w[0].size
         d, jack = total / size, left_out / size
         se = np.sqrt((len(jack) - 1) * np.mean((jack - jack.mean()) ** 2))
         ok = np.isfinite(d) and np.isfinite(se)
         scores.append(d if ok else np.inf)
         errors.append(se if ok else np.inf)
-    return np.asarray(scores), np.asarray(errors)
+        noises.append(noise / size if ok else np.inf)
+    return np.asarray(scores), np.asarray(errors), np.asarray(noises)
 
 
 def choose_learning_rate(
@@ -253,6 +254,7 @@ def choose_learning_rate(
     candidates: tuple[float, ...] | None = None,
     extensions: int = MAX_EXTENSIONS,
     warm: bool = True,
+    run_steps: int | None = None,
 ) -> tuple[RateChoice, Any]:
     """Choose the rate of a ``learning_rate="auto"`` sampler (module docstring).
 
@@ -270,6 +272,8 @@ def choose_learning_rate(
         the pilot's end after a far start (:func:`~sgrld.chains.typical_set.
         searched_near_typical_set`); ``False`` where the run starts again from ``states`` (``sgrld
         run``: a warmed pilot's choice for Wenzel on the australian MLP diverged at step 2).
+      run_steps: the steps the run will keep its samples over (``None``: not known, the
+        tolerance's choice stands; else :func:`~sgrld.chains.virial_choice.for_the_run`).
 
     Returns:
       ``(choice, states)``: the :class:`RateChoice` and its chains' states after the pilot.
@@ -279,7 +283,7 @@ def choose_learning_rate(
     """
     if pilot_steps < MIN_PILOT_STEPS:
         raise ValueError(f"pilot_steps must be >= {MIN_PILOT_STEPS}, got {pilot_steps}")
-    one = partial(_search, search, batch_fn, pilot_steps, candidates, extensions, warm)
+    one = partial(_search, search, batch_fn, pilot_steps, candidates, extensions, warm, run_steps)
     if warm:
         choice, states = searched_near_typical_set(key, search, batch_fn, states, one)
     else:
@@ -288,7 +292,7 @@ def choose_learning_rate(
     return choice, states
 
 
-def _search(search, batch_fn, pilot_steps, candidates, extensions, warm, key, states):
+def _search(search, batch_fn, pilot_steps, candidates, extensions, warm, run_steps, key, states):
     """One search of :func:`choose_learning_rate` from ``states``."""
     stable_key, pilot_key = jax.random.split(key)
     if candidates is None:
@@ -304,68 +308,20 @@ def _search(search, batch_fn, pilot_steps, candidates, extensions, warm, key, st
 
     def search_fn(rates):
         ends, sums = pilot(jnp.asarray(rates, jnp.float32), states, keys)
-        scores, errors = virial_score(
-            sums, _window(pilot_steps)[1], search.num_data, search.temperature
+        relax, evaluations = _window(pilot_steps)
+        scores, errors, noise = (
+            np.where(all_finite(ends.params), x, np.inf)
+            for x in virial_score(sums, evaluations, search.num_data, search.temperature)
         )
-        finite = np.isfinite(scores) & all_finite(ends.params)
-        scores, errors = np.where(finite, scores, np.inf), np.where(finite, errors, np.inf)
         check_some_finite(rates, scores)
-        best = _best(scores, errors)
+        best = best_within(scores, errors)
+        if run_steps:  # the window's share of the run: pilot_steps − relax steps
+            share = (pilot_steps - relax) / run_steps
+            best = for_the_run(np.asarray(rates), scores, errors, noise, best, share)
         ends = jax.tree.map(lambda x: x[best], ends)
         return chosen(rates, scores, best, pilot_steps, errors), ends
 
     return search_beyond_edges(search_fn, tuple(candidates), extensions)
-
-
-def warn_if_none_within(choice: RateChoice) -> None:
-    """A ``RuntimeWarning`` where no rate's D came within :data:`TOLERANCE` by two standard
-    errors: the choice is then the least bad rate, not one whose chains reached the target's
-    spread. On a network the weights rarely reach their posterior spread in a pilot (the
-    australian set's 400-400 MLP: RMSprop's least D was 0.044, and its run diverged after the
-    freeze); a validation split lets ``sgrld run`` choose on held-out data instead.
-
-    Example:
-      >>> import warnings
-      >>> with warnings.catch_warnings(record=True) as caught:
-      ...     warnings.simplefilter("always")
-      ...     warn_if_none_within(RateChoice(0.1, (0.3, 0.1), (0.2, 0.04), 64, False, (0.01, 0.01)))
-      >>> "no rate tried came within" in str(caught[0].message)
-      True
-    """
-    scores, errors = np.asarray(choice.scores), np.asarray(choice.errors)
-    if errors.size != scores.size or _within(scores, errors).any():
-        return
-    warnings.warn(
-        f"learning_rate='auto': no rate tried came within the Stein virial's tolerance "
-        f"({TOLERANCE:g}; least {np.min(scores):.3g} at lr {choice.learning_rate:.3g}): the "
-        "chains did not reach the target's spread in the pilot, so the rate is the least bad "
-        "one; give a longer burn-in, a validation split (sgrld run) or a number",
-        RuntimeWarning,
-        stacklevel=3,
-    )
-
-
-def _within(scores: np.ndarray, errors: np.ndarray) -> np.ndarray:
-    """Per rate, whether D is within :data:`TOLERANCE` by two standard errors (at most
-    ``3·TOLERANCE``)."""
-    return scores <= TOLERANCE + 2 * np.minimum(errors, TOLERANCE)
-
-
-def _best(scores: np.ndarray, errors: np.ndarray) -> int:
-    """The largest rate (scores largest first) whose D is within :data:`TOLERANCE` by two
-    standard errors, at most ``3·TOLERANCE``; else the rate of least D; a rate next below a
-    diverged one only where nothing else is left (:func:`away_from_divergence`).
-
-    Example:
-      >>> se = np.array([np.inf, 0.002, 0.002, 0.002])
-      >>> _best(np.array([np.inf, 0.001, 0.03, 0.012]), se)
-      3
-      >>> _best(np.array([1e6, 0.02]), np.array([1e6, 0.01]))  # noisy: 1e6 ± 1e6 is no pass
-      1
-    """
-    scores = away_from_divergence(scores)
-    within = np.flatnonzero(_within(scores, errors))
-    return int(within[0]) if within.size else int(np.argmin(scores))
 
 
 PILOT_KEY = 0x5EA4C4
@@ -373,10 +329,16 @@ PILOT_KEY = 0x5EA4C4
 
 
 def resolve_learning_rate(
-    key: jax.Array, sampler: Any, states: Any, batch_fn: Callable, burn_in: int
+    key: jax.Array,
+    sampler: Any,
+    states: Any,
+    batch_fn: Callable,
+    burn_in: int,
+    run_steps: int | None = None,
 ) -> tuple[Any, Any, RateChoice | None]:
     """``(sampler, states, choice)``: a ``learning_rate="auto"`` sampler resolved in the first
-    quarter of a burn-in (:func:`pilot_steps_of`), with its chains' states after the pilot (their
+    quarter of a burn-in (:func:`pilot_steps_of`), for a run keeping samples over ``run_steps``
+    steps after it (:func:`choose_learning_rate`), with its chains' states after the pilot (their
     step counters advanced by ``choice.pilot_steps``); any other sampler as it is, with
     ``choice = None``.
 
@@ -394,6 +356,6 @@ def resolve_learning_rate(
         return sampler, states, None
     pilot = pilot_steps_of(burn_in)
     choice, states = choose_learning_rate(
-        jax.random.fold_in(key, PILOT_KEY), search, states, batch_fn, pilot
+        jax.random.fold_in(key, PILOT_KEY), search, states, batch_fn, pilot, run_steps=run_steps
     )
     return search.build(choice.learning_rate), states, choice
