@@ -85,6 +85,8 @@ GROUPS = 4
 """Parts of the window per chain: the groups over which D's noise is estimated."""
 EVERY = 2
 """Steps per gradient evaluation in the window: the evaluations cost a quarter of the pilot."""
+
+
 def pilot_steps_of(burn_in: int) -> int:
     """The pilot's length in a burn-in of ``burn_in`` steps: its first quarter.
 

@@ -329,9 +329,7 @@ def _nan_init_experiment(poisoned: bool) -> Experiment:
         bad = poisoned & (jax.random.uniform(jax.random.fold_in(key, 1)) < 0.5)
         return jax.tree.map(lambda x: jnp.where(bad, jnp.nan, x), params)
 
-    return Experiment(
-        base.sampler, init_fn, base.predict_fn, base.train, base.eval_sets, base.kind
-    )
+    return Experiment(base.sampler, init_fn, base.predict_fn, base.train, base.eval_sets, base.kind)
 
 
 def test_a_diverged_chain_leaves_the_others_as_they_would_be():
