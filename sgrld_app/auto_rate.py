@@ -141,7 +141,7 @@ def search_rate(experiment: Experiment, plan: RunPlan) -> RateChoice:
     halving on the validation log-likelihood over half the burn-in
     (:func:`sgrld.chains.rate_halving.halve_learning_rate`), of the data set's validation split
     or, where it has none, of rows held out from the training set (:func:`held_out`); else (too
-    few rows to hold out) the Stein virial over its first quarter
+    few rows to hold out) the Stein virial over its first quarter, for a run of the plan's length
     (:func:`sgrld.chains.step_size.choose_learning_rate`).
 
     The pilot chains start where the run's chains start and as they start (``experiment.init_fn``
@@ -155,6 +155,7 @@ def search_rate(experiment: Experiment, plan: RunPlan) -> RateChoice:
             "ensemble", f"ensemble on {len(held.eval_sets['val'][0])} training rows held out"
         )
         experiment = held
+    n = len(experiment.train[0])
     key = jax.random.fold_in(jax.random.key(plan.seed), PILOT_KEY)
     init_key, stable_key, pilot_key = jax.random.split(key, 3)
     params = jax.vmap(experiment.init_fn)(jax.random.split(init_key, plan.chains))
@@ -164,9 +165,16 @@ def search_rate(experiment: Experiment, plan: RunPlan) -> RateChoice:
     score = validation_score(experiment)
     if score is None:
         candidates = candidate_rates(stability_rate(stable_key, search, first, batch_fn))
-        steps = pilot_steps_of(plan.burn_in)
+        steps, run = pilot_steps_of(plan.burn_in), plan.epochs * (n // plan.batch_size)
         return choose_learning_rate(
-            pilot_key, search, states, batch_fn, steps, candidates, warm=False
+            pilot_key,
+            search,
+            states,
+            batch_fn,
+            steps,
+            candidates,
+            warm=False,
+            run_steps=max(1, run - plan.burn_in),
         )[0]
     steps = 2 * pilot_steps_of(plan.burn_in)
     ahead = compile_ahead(search, states, batch_fn, steps, len(candidate_rates(1.0)))

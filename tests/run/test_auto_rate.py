@@ -143,3 +143,22 @@ def test_without_a_validation_split_the_search_holds_out_training_rows(tmp_path)
         (10 * held + extra) // 64 for extra in range(10)
     }  # n // batch, n in 10·held + [0, 10)
     assert result.records[0]["steps"] in every_row and held >= 100
+
+
+def test_too_few_rows_to_hold_out_are_searched_by_the_virial_for_the_run(tmp_path, monkeypatch):
+    """150 training rows and no validation split hold out too few rows (15 < 20): the Stein
+    virial chooses, told the run's length (10 epochs of 15 steps less the burn-in of 128)."""
+    told = []
+    choose = auto_rate.choose_learning_rate
+    monkeypatch.setattr(
+        auto_rate,
+        "choose_learning_rate",
+        lambda *a, **kw: told.append(kw["run_steps"]) or choose(*a, **kw),
+    )
+    config = _config(
+        tmp_path, "data.validation_size=0", "data.train_size=150", "data.batch_size=10"
+    )
+    result = launch.run_config(config)
+    assert result.status == "completed"
+    assert "Stein virial" in result.summary["meta"][auto_rate.META_KEY]["criterion"]
+    assert told == [10 * 15 - 128]
