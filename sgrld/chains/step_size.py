@@ -34,8 +34,9 @@ window, where one extra minibatch gradient is taken every :data:`EVERY` steps), 
 random numbers (the same keys for every rate). The largest rate whose D is within
 :data:`~sgrld.chains.virial_choice.TOLERANCE` by two jackknife standard errors is chosen (larger
 rates mix faster; a diverged rate scores ∞), or, where none is, the rate of least D; where the
-run's length is given, the largest at or below it whose bias, extrapolated from the next larger
-rate, is under the run's own Monte Carlo noise (:mod:`sgrld.chains.virial_choice`). Its chains'
+run's length is given, the rate at or below it of least predicted error for the run, its bias
+extrapolated from a larger rate and its noise the pilot's scaled to the run
+(:mod:`sgrld.chains.virial_choice`). Its chains'
 states continue the burn-in: the search costs ``(K − 1)·pilot_steps`` steps per chain. Where the
 choice is the largest rate tried (or the smallest), the grid is moved past it and searched again,
 at most twice (:func:`~sgrld.chains.rate_choice.search_beyond_edges`), each time ``K·pilot_steps``
@@ -295,6 +296,10 @@ def choose_learning_rate(
     """
     if pilot_steps < MIN_PILOT_STEPS:
         raise ValueError(f"pilot_steps must be >= {MIN_PILOT_STEPS}, got {pilot_steps}")
+    if run_steps is not None and (
+        isinstance(run_steps, bool) or int(run_steps) != run_steps or run_steps < 1
+    ):
+        raise ValueError(f"run_steps must be None or an integer >= 1, got {run_steps!r}")
     one = partial(_search, search, batch_fn, pilot_steps, candidates, extensions, warm, run_steps)
     if warm:
         choice, states = searched_near_typical_set(key, search, batch_fn, states, one)

@@ -1,5 +1,5 @@
 """Which rate the Stein virial's scores choose (:mod:`sgrld.chains.step_size`): the largest within
-a fixed tolerance, then, where the run's length is known, the largest whose bias the run can see.
+a fixed tolerance, then, where the run's length is known, the one of least predicted error.
 
 **The tolerance.** D's noise-corrected estimate is about ``b²/4`` for a variance off by a share
 ``b`` (``ρ(1 + b) ≈ b²/4``). The largest rate with ``D ≤`` :data:`TOLERANCE` by two jackknife
@@ -11,10 +11,10 @@ dominates. A 10 % tolerance suits a short run and is too loose for a long one (o
 steps of 4 chains: lr 0.222 inflates the variance 12.5 %, and passes; 0.074 inflates it 3.8 %,
 about the run's σ, and gave a third of the error). A pilot of a few hundred steps cannot resolve
 a bias of a few percent, so the bias is extrapolated: SGLD's discretisation and minibatch biases
-are first order in the rate, so ``D ∝ lr²``, and the constant is read from the next larger rate,
-whose D the pilot resolves (it failed the tolerance). The run's σ² at each rate is the pilot's
-own variance of ``v̂`` scaled by the pilot's window over the run's length (the chains the
-same). From the tolerance's choice down, the rate of least predicted ``(b² + σ²)/4`` is chosen
+are first order in the rate, so ``D ∝ lr²``, and the constant is read from the nearest larger
+rate whose D the pilot resolves. The run's σ² at each rate is the pilot's own variance of ``v̂``
+(between its chains) scaled by the pilot's window over the run's length (the chains the same).
+From the tolerance's choice down, the rate of least predicted ``(b² + σ²)/4`` is chosen
 (:func:`for_the_run`).
 """
 
@@ -67,7 +67,7 @@ def for_the_run(
     (over two standard errors; ``D ∝ lr²``), its noise term ``σ²`` the pilot's ``noise`` (the
     mean over coordinates of ``v̂``'s variance) times ``share`` (the pilot's window over the run's
     steps), at least ``best``'s scaled by ``1/lr`` (a Langevin chain's autocorrelation time:
-    where it exceeds the window's groups, their spread understates the noise). A rate that fails
+    where it is not short against the window, the window understates the noise). A rate that fails
     the tolerance ends the descent: its chains did not settle in the pilot's window, and its
     run's noise is then more than the pilot shows (a looser bound, ``D ≤ 0.01``, took the
     australian BLR's Identity at full batch from 1.53 to 0.51, and its covariance error from
@@ -93,7 +93,7 @@ def for_the_run(
     while last + 1 < len(rates) and settled[last + 1]:
         last += 1
     tried = np.arange(best, last + 1)
-    slower = noise[best] * rates[best] / rates[tried]  # τ ∝ 1/lr: groups shorter than τ hide it
+    slower = noise[best] * rates[best] / rates[tried]  # τ ∝ 1/lr, which a short window hides
     run_noise = share * np.maximum(noise[tried], slower)
     predicted = scores[up] * (rates[tried] / rates[up]) ** 2 + run_noise / 4
     return int(tried[np.argmin(predicted)])

@@ -152,6 +152,16 @@ def test_search_is_reproducible_and_continues_the_burn_in():
     assert int(one.state.step[0]) == 400 + 50 * 2  # the pilot's 100 steps are burn-in
 
 
+@pytest.mark.parametrize("run_steps", [0, -5, 2.5, True])
+def test_a_run_length_that_is_no_count_of_steps_is_refused(run_steps):
+    s = quadratic()
+    states = target_states(s, jax.random.key(0), 4)
+    with pytest.raises(ValueError, match="run_steps must be None or an integer >= 1"):
+        step_size.choose_learning_rate(
+            jax.random.key(0), s.rate_search, states, batch_fn, 64, run_steps=run_steps
+        )
+
+
 def test_auto_needs_a_burn_in():
     t = sgrld.samples.targets.standard_normal()
     s = sgrld.sgrld(t.potential, sgrld.metrics.identity(), learning_rate="auto", num_data=1)
