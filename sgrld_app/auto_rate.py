@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from sgrld.chains import devices
+from sgrld.chains.rate_choice import best_option
 from sgrld.chains.rate_grid import candidate_rates, stability_rate
 from sgrld.chains.rate_halving import HALVING, compile_ahead, halve_learning_rate
 from sgrld.chains.sampling import minibatch_fn
@@ -180,8 +181,43 @@ def search_rate(experiment: Experiment, plan: RunPlan) -> RateChoice:
     ahead = compile_ahead(search, states, batch_fn, steps, len(candidate_rates(1.0)))
     candidates = candidate_rates(stability_rate(stable_key, search, first, batch_fn))
     ahead()  # the halving's program, compiled beside the stability rate's
-    choice = halve_learning_rate(pilot_key, search, states, batch_fn, score, steps, candidates)[0]
-    return choice._replace(criterion=criterion)
+
+    def halve(search: Any) -> RateChoice:
+        choice = halve_learning_rate(pilot_key, search, states, batch_fn, score, steps, candidates)
+        return choice[0]._replace(criterion=criterion)
+
+    if experiment.searched_option is None:
+        return halve(search)
+    return _with_option(experiment, halve)
+
+
+def _with_option(experiment: Experiment, halve: Callable[[Any], RateChoice]) -> RateChoice:
+    """The halving of each value of ``experiment.searched_option`` (the first value's search is
+    the experiment's own sampler's), the best by its chosen rate's validation score
+    (:func:`sgrld.chains.rate_choice.best_option`). Every value is tried on the same rates, the
+    stability rate's at the first: Monge's, at its initial statistic 0, is the identity's at any
+    α² (:func:`sgrld.chains.rate_grid.vanishes_in_the_typical_set`). A value whose every rate
+    diverged is left out; where every value's did, the first's error is raised."""
+    key, values = experiment.searched_option
+    choices: dict[float, RateChoice] = {}
+    failed: list[FloatingPointError] = []
+    for i, value in enumerate(values):
+        at = experiment.sampler if i == 0 else experiment.sampler_at(value)
+        try:
+            choices[value] = halve(at.rate_search)
+        except FloatingPointError as err:
+            failed.append(err)
+    if not choices:
+        raise failed[0]
+    return best_option(key.rpartition(".")[2], choices)
+
+
+def _and_option(experiment: Experiment) -> str:
+    """`` and <option> among <values>`` where the search chooses an option beside the rate."""
+    if experiment.searched_option is None:
+        return ""
+    key, values = experiment.searched_option
+    return f" and {key} among {', '.join(f'{v:g}' for v in values)}"
 
 
 def check_burn_in(plan: RunPlan) -> None:
@@ -219,7 +255,8 @@ def resolve(experiment: Experiment, plan: RunPlan, saved: Any = None) -> Experim
     choice = saved_choice(saved)
     if choice is None and devices.is_writer():
         print(
-            "choosing the learning rate (sampler.learning_rate = 'auto'; a number skips this)",
+            f"choosing the learning rate{_and_option(experiment)} (sampler.learning_rate = "
+            "'auto'; a number skips this)",
             file=sys.stderr,
             flush=True,
         )
@@ -227,6 +264,8 @@ def resolve(experiment: Experiment, plan: RunPlan, saved: Any = None) -> Experim
     meta = {**experiment.meta, META_KEY: choice.to_dict()}
     if "guarantee" in meta:  # the run states its rate where it states its guarantee
         meta["guarantee"] = choice.clause(meta["guarantee"])
+    if choice.option_value is not None:  # Monge's α², chosen beside the rate
+        search = experiment.sampler_at(choice.option_value).rate_search
     sampler = search.build(choice.learning_rate)
     warn_if_minibatch_noise_dominates(sampler.adaptation, plan.batch_size, len(experiment.train[0]))
     return dataclasses.replace(experiment, sampler=sampler, meta=meta)

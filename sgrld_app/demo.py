@@ -3,17 +3,9 @@
 A 64-100-100-10 ReLU MLP with the horseshoe prior of Yu et al. (2023) on the 8x8 digits bundled
 with scikit-learn (1258 training, 180 validation and 359 test images; no files needed), sampled by
 SGRLD in four metrics with the metric settings of the paper (λ = 0.99, ε = 1e-8; Monge λ = 0.9;
-Shampoo roots every 100 steps) and learning rates chosen on the validation log-likelihood of
-100-epoch runs (:data:`SETTINGS`):
-
-========  =============  ====================================================================
-metric    learning rate  notes
-========  =============  ====================================================================
-Identity  0.25           the paper's MNIST value (0.1 and 0.5 were no better)
-RMSprop   0.005          0.0005 (the paper's) and 0.002 worse; 0.01 similar
-Monge     0.25           α² = 0.25; α² = 1 diverged (NaN) at learning rates 0.25, 0.1 and 0.05
-Shampoo   0.01           0.02 and 0.05 diverged right after the first root refresh
-========  =============  ====================================================================
+Shampoo roots every 100 steps), each learning rate ``"auto"``, chosen in the burn-in on the
+validation log-likelihood (:mod:`sgrld_app.auto_rate`), and Monge's α² chosen with it
+(:data:`SETTINGS`).
 
 Batches of 32 (39 steps per epoch), burn-in 1000 minibatches, a sample every 20, 100 epochs: 145
 samples per metric. Each metric is one :func:`sgrld_app.launch.run_config` run whose folder
@@ -29,6 +21,7 @@ import argparse
 import json
 from pathlib import Path
 
+from sgrld.chains.rate_choice import OPTION_NAMES
 from sgrld_app import auto_rate, report
 from sgrld_app.argument_types import integer_at_least, positive_int
 from sgrld_app.config import Config, ConfigError, load_config
@@ -46,11 +39,11 @@ BASE = [
 SETTINGS = {
     "Identity": ['sampler.metric="identity"'],
     "RMSprop": ['sampler.metric="rmsprop"'],
-    "Monge": ['sampler.metric="monge"', "sampler.metric_params={alpha2 = 0.25, decay = 0.9}"],
+    "Monge": ['sampler.metric="monge"'],
     "Shampoo": ['sampler.metric="shampoo"'],
 }
 """Each metric's overrides of :data:`BASE`; every learning rate is ``"auto"``, chosen in the
-burn-in (:mod:`sgrld.chains.step_size`)."""
+burn-in (:mod:`sgrld_app.auto_rate`), and Monge's α² with it."""
 EPOCHS = 100
 TITLE = "digits, 64-100-100-10 MLP, horseshoe prior"
 
@@ -60,8 +53,8 @@ def configs(out: str | Path, epochs: int = EPOCHS, seed: int = 0) -> dict[str, C
 
     Example:
         >>> c = configs("results/demo")["Monge"]
-        >>> c.data.name, c.model.widths, c.sampler.metric_params["alpha2"], c.out.folder
-        ('digits', (100, 100), 0.25, 'results/demo/monge')
+        >>> c.data.name, c.model.widths, c.sampler.metric_params, c.out.folder
+        ('digits', (100, 100), {}, 'results/demo/monge')
     """
     return {
         name: load_config(
@@ -80,7 +73,7 @@ def configs(out: str | Path, epochs: int = EPOCHS, seed: int = 0) -> dict[str, C
 
 def run_learning_rate(result: Result) -> str:
     """The rate a run used, as the table shows it: the chosen one, marked, where it was
-    ``"auto"`` (:mod:`sgrld_app.auto_rate`).
+    ``"auto"`` (:mod:`sgrld_app.auto_rate`), with Monge's α² where it was chosen with it.
 
     Example:
         >>> from types import SimpleNamespace as NS
@@ -88,9 +81,15 @@ def run_learning_rate(result: Result) -> str:
         ...         "learning_rate_search": {"learning_rate": 0.0583}}
         >>> run_learning_rate(NS(summary={"meta": meta}))
         '0.0583 (auto)'
+        >>> meta["learning_rate_search"] |= {"option": "alpha2", "option_value": 0.1}
+        >>> run_learning_rate(NS(summary={"meta": meta}))
+        '0.0583 (auto, α² 0.1)'
     """
     meta = result.summary.get("meta", {})
     chosen = meta.get(auto_rate.META_KEY)
+    if chosen is not None and chosen.get("option_value") is not None:
+        name = OPTION_NAMES.get(chosen["option"], chosen["option"])
+        return f"{chosen['learning_rate']:.3g} (auto, {name} {chosen['option_value']:g})"
     if chosen is not None:
         return f"{chosen['learning_rate']:.3g} (auto)"
     return format(meta.get("config", {}).get("sampler", {}).get("learning_rate"), "g")

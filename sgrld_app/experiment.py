@@ -115,6 +115,12 @@ class Experiment:
             ``predict_fn`` (``None``: the same units), e.g. ``y·std + mean`` for a regression
             trained on standardised targets and scored in their own units; used where training
             rows are held out and scored (:func:`sgrld_app.auto_rate.held_out`).
+        searched_option: ``(key, values)``: an option of ``[sampler]`` that a
+            ``learning_rate="auto"`` search chooses beside the rate, among ``values``
+            (``("metric_params.alpha2", ...)`` for Monge's α² not given;
+            :func:`sgrld_app.auto_rate.search_rate`), ``sampler`` being at the first value until
+            the search; ``None``: the rate alone.
+        sampler_at: ``value -> sampler`` at that value of ``searched_option``'s key.
     """
 
     sampler: Sampler
@@ -127,6 +133,8 @@ class Experiment:
     chain_args: tuple[Any, ...] = ()
     keep: Callable[[Any], Any] | None = None
     eval_units: Callable[[Any], Any] | None = None
+    searched_option: tuple[str, tuple[float, ...]] | None = None
+    sampler_at: Callable[[float], Sampler] | None = None
 
 
 @dataclass

@@ -47,6 +47,7 @@ from sgrld_app.sampler_from_config import (
     cyclical_of,
     guarantee_of,
     sampler_of,
+    searched_option,
 )
 
 
@@ -73,7 +74,7 @@ def build_experiment(
         config: a validated configuration.
         sampler: ``(potential, N) -> sampler`` in place of the configuration's own
             (:func:`sgrld_app.sampler_from_config.sampler_of`), e.g. one with per-chain
-            hyperparameters (:mod:`sgrld_app.sweep`).
+            hyperparameters (:mod:`sgrld_app.sweep`); with it, Monge's α² is never searched.
 
     Returns:
         The :class:`Experiment`, with ``meta = {"config": config.to_dict(), "guarantee": ...}``
@@ -89,27 +90,37 @@ def build_experiment(
     x_train, y_train = parts.train
     fixed, potential = parts.fixed, parts.potential
     num_steps = config.run.epochs * (len(x_train) // config.data.batch_size)
-    build = sampler or (
-        lambda potential, n: sampler_of(
+
+    def configured(potential: Potential, n: int, values: dict | None = None) -> Sampler:
+        return sampler_of(
             config.sampler,
             potential,
             n,
+            values,
             schedule=config.schedule,
             num_steps=num_steps,
             burn_in=config.run.burn_in,
         )
-    )
+
+    option = None if sampler is not None else searched_option(config.sampler)
+    n = len(x_train)
+    sampler_at = lambda value: configured(potential, n, {option[0]: value})  # noqa: E731
     init_fn = _init_fn(parts)
     check_exact_size(config, jax.eval_shape(init_fn, jax.random.key(0)))
     meta = {"config": config.to_dict(), "guarantee": guarantee_of(config)}
     meta.update(data_and_model.data_file_meta(config, ds))
-    sampler = build(potential, len(x_train))
-    warn_if_adapting_on_minibatches(sampler.adaptation, config.data.batch_size, len(x_train))
-    warn_if_minibatch_noise_dominates(sampler.adaptation, config.data.batch_size, len(x_train))
+    if option is not None:  # Monge's α², chosen beside the rate: at its first value until then
+        sampler = sampler_at(option[1][0])
+    else:
+        sampler = (sampler or configured)(potential, n)
+    warn_if_adapting_on_minibatches(sampler.adaptation, config.data.batch_size, n)
+    warn_if_minibatch_noise_dominates(sampler.adaptation, config.data.batch_size, n)
     keep = None
     if config.schedule.kind == "cyclical" and num_steps >= config.schedule.cycles:
         keep = cyclical_of(config.schedule, num_steps).keep
     common = dict(sampler=sampler, init_fn=init_fn, train=(x_train, y_train), meta=meta, keep=keep)
+    if option is not None:
+        common |= dict(searched_option=option, sampler_at=sampler_at)
     return _experiment(ds, parts.net.evaluate, regression, fixed, **common)
 
 

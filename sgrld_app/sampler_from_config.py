@@ -21,6 +21,12 @@ from sgrld.samplers.sampler import sgrld as langevin_sgrld
 from sgrld_app.config import METRICS, SAMPLERS, Config, ConfigError
 from sgrld_app.config.schema import SamplerConfig, ScheduleConfig
 
+ALPHA2 = (1.0, 0.1, 0.0)
+"""Monge's α² tried beside the rate where ``sampler.learning_rate = "auto"`` and α² is not given
+(:func:`searched_option`): the factory's default, a tenth of it (Yu et al.'s best values were
+0.075–1.25 by network size), and 0, the identity metric, which Yu et al. found best on the
+easier posteriors; far from the mode a large gradient shrinks Monge's step along itself, and
+only α² sets how much."""
 EXACT_MAX_BYTES = 2**30
 """The largest [D, D] float32 Jacobian ``correction = "exact"`` may need (D parameters)."""
 
@@ -99,6 +105,23 @@ def sampler_of(
     if s.kind == "sghmc" and (s.metric != "identity" or metric_params):
         options["metric"] = metric
     return SAMPLERS[s.kind](potential, num_data=num_data, **options)
+
+
+def searched_option(s: SamplerConfig) -> tuple[str, tuple[float, ...]] | None:
+    """The option of ``[sampler]`` a ``learning_rate = "auto"`` search chooses beside the rate
+    (:attr:`sgrld_app.experiment.Experiment.searched_option`): Monge's α² (:data:`ALPHA2`)
+    where the metric is Monge's, preconditions the sampler and α² is not given; else ``None``.
+
+    Example:
+        >>> searched_option(SamplerConfig(metric="monge"))
+        ('metric_params.alpha2', (1.0, 0.1, 0.0))
+        >>> searched_option(SamplerConfig(metric="monge", metric_params={"alpha2": 0.5}))
+    """
+    auto = is_auto(s.sampler_options().get("learning_rate"))
+    if auto and s.metric == "monge" and s.kind in ("sgrld", "sghmc"):
+        if "alpha2" not in s.metric_params:
+            return "metric_params.alpha2", ALPHA2
+    return None
 
 
 def _searched(s, potential, num_data, values, schedule, num_steps, burn_in) -> Sampler:

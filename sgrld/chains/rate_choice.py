@@ -6,7 +6,7 @@ is moved past it and searched again, up to :data:`MAX_EXTENSIONS` times."""
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 import jax
@@ -18,6 +18,8 @@ CRITERION = "Stein virial: mean_i ρ(Cov(θ_i, ∂_iU)/T), ρ(v) = ((v − 1)/(v
 """The Stein virial's name (:mod:`sgrld.chains.step_size`), as runs report it."""
 MAX_EXTENSIONS = 2
 """Grids searched past the edge of the first, at most (:func:`search_beyond_edges`)."""
+OPTION_NAMES = {"alpha2": "α²"}
+"""How a run's line names a metric's option chosen beside the rate (:func:`best_option`)."""
 
 
 class RateChoice(NamedTuple):
@@ -33,6 +35,11 @@ class RateChoice(NamedTuple):
       at_edge: the choice is the largest or the smallest rate tried.
       errors: the jackknife standard error of each score.
       criterion: the criterion's name (:data:`CRITERION`).
+      option: the metric's option chosen beside the rate (``"alpha2"``, Monge's α²), or ``""``
+        (:func:`best_option`).
+      option_value: its chosen value (``None``: no option chosen).
+      options: ``(value, rate, score)`` of each value tried: the rate its search chose and that
+        rate's score; ``candidates`` and ``scores`` are the chosen value's search.
     """
 
     learning_rate: float
@@ -42,6 +49,9 @@ class RateChoice(NamedTuple):
     at_edge: bool
     errors: tuple[float, ...] = ()
     criterion: str = CRITERION
+    option: str = ""
+    option_value: float | None = None
+    options: tuple[tuple[float, float, float], ...] = ()
 
     def describe(self) -> str:
         """One line: the rate, how it was chosen and the scores.
@@ -55,10 +65,18 @@ class RateChoice(NamedTuple):
             for c, s in zip(self.candidates, self.scores, strict=True)
         )
         edge = "; at the edge of the rates tried" if self.at_edge else ""
-        return (
+        line = (
             f"lr {self.learning_rate:.3g} chosen by the {self.criterion.split(':')[0]} over "
             f"{len(self.candidates)} rates ({scores}) in {self.pilot_steps} pilot steps{edge}"
         )
+        if self.option_value is None:
+            return line
+        tried = ", ".join(
+            f"{v:.3g}: lr {r:.3g}, {'diverged' if not np.isfinite(s) else format(s, '.3g')}"
+            for v, r, s in self.options
+        )
+        name = OPTION_NAMES.get(self.option, self.option)
+        return f"{name} {self.option_value:.3g} and {line}; {name} tried: {tried}"
 
     def clause(self, guarantee: str) -> str:
         """``guarantee`` with the choice appended: the one line a run states (module docstring).
@@ -80,6 +98,17 @@ class RateChoice(NamedTuple):
             "errors": [float(s) if np.isfinite(s) else None for s in self.errors],
             "pilot_steps": self.pilot_steps,
             "at_edge": self.at_edge,
+            **(
+                {}
+                if self.option_value is None
+                else {
+                    "option": self.option,
+                    "option_value": self.option_value,
+                    "options": [
+                        [v, r, float(s) if np.isfinite(s) else None] for v, r, s in self.options
+                    ],
+                }
+            ),
         }
 
     @classmethod
@@ -108,11 +137,16 @@ class RateChoice(NamedTuple):
                 bool(d["at_edge"]),
                 floats(d.get("errors", ())),
                 str(d.get("criterion", CRITERION)),
+                str(d.get("option", "")),
+                None if d.get("option_value") is None else float(d["option_value"]),
+                tuple(tuple(floats(row)) for row in d.get("options", ())),
             )
         except KeyError as err:
             raise ValueError(f"not a learning-rate choice: {err} missing") from None
         except (TypeError, ValueError) as err:
             raise ValueError(f"not a learning-rate choice: {err}") from None
+        if any(len(row) != 3 for row in choice.options):
+            raise ValueError("not a learning-rate choice: an option's row is not (value, rate, score)")
         if not (choice.learning_rate > 0 and len(choice.scores) == len(choice.candidates)):
             raise ValueError(
                 "not a learning-rate choice: the rate is not positive or the scores do not "
@@ -151,6 +185,31 @@ def chosen(
         criterion,
     )
     return choice
+
+
+def best_option(option: str, choices: Mapping[float, RateChoice]) -> RateChoice:
+    """The choice, among one search per value of a metric's ``option`` (on the same random
+    numbers), whose chosen rate scored best (the lowest score; the first value on a tie), with
+    every value's rate and score in its ``options``. Only a criterion that compares the runs the
+    values give (the validation log-likelihood) can choose so: the Stein virial scores the bias
+    of a rate, not what a metric gains.
+
+    Example:
+      >>> a = RateChoice(0.1, (0.3, 0.1), (0.5, 0.3), 64, False)
+      >>> b = RateChoice(0.3, (0.3, 0.1), (0.2, 0.4), 64, True)
+      >>> c = best_option("alpha2", {1.0: a, 0.0: b})
+      >>> c.learning_rate, c.option_value, c.options
+      (0.3, 0.0, ((1.0, 0.1, 0.3), (0.0, 0.3, 0.2)))
+      >>> c.describe()
+      'α² 0 and lr 0.3 chosen by the Stein virial over 2 rates (0.3: 0.2, 0.1: 0.4) in 64 pilot steps; at the edge of the rates tried; α² tried: 1: lr 0.1, 0.3, 0: lr 0.3, 0.2'
+    """  # noqa: E501
+
+    def score(choice: RateChoice) -> float:
+        return choice.scores[choice.candidates.index(choice.learning_rate)]
+
+    table = tuple((float(v), c.learning_rate, score(c)) for v, c in choices.items())
+    value = min(choices, key=lambda v: score(choices[v]))
+    return choices[value]._replace(option=option, option_value=float(value), options=table)
 
 
 def warn_at_edge(choice: RateChoice) -> None:
