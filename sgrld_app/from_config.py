@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -44,9 +45,9 @@ from sgrld_app.config import (
 from sgrld_app.experiment import Experiment, RunPlan, first_kept_window, sample_steps
 from sgrld_app.sampler_from_config import (
     check_exact_size,
+    configured_sampler,
     cyclical_of,
     guarantee_of,
-    sampler_of,
     searched_option,
 )
 
@@ -91,20 +92,9 @@ def build_experiment(
     fixed, potential = parts.fixed, parts.potential
     num_steps = config.run.epochs * (len(x_train) // config.data.batch_size)
 
-    def configured(potential: Potential, n: int, values: dict | None = None) -> Sampler:
-        return sampler_of(
-            config.sampler,
-            potential,
-            n,
-            values,
-            schedule=config.schedule,
-            num_steps=num_steps,
-            burn_in=config.run.burn_in,
-        )
-
     option = None if sampler is not None else searched_option(config.sampler)
     n = len(x_train)
-    sampler_at = lambda value: configured(potential, n, {option[0]: value})  # noqa: E731
+    sampler_at = lambda v: configured_sampler(config, potential, n, {option[0]: v})  # noqa: E731
     init_fn = _init_fn(parts)
     check_exact_size(config, jax.eval_shape(init_fn, jax.random.key(0)))
     meta = {"config": config.to_dict(), "guarantee": guarantee_of(config)}
@@ -112,7 +102,7 @@ def build_experiment(
     if option is not None:  # Monge's α², chosen beside the rate: at its first value until then
         sampler = sampler_at(option[1][0])
     else:
-        sampler = (sampler or configured)(potential, n)
+        sampler = (sampler or partial(configured_sampler, config))(potential, n)
     warn_if_adapting_on_minibatches(sampler.adaptation, config.data.batch_size, n)
     warn_if_minibatch_noise_dominates(sampler.adaptation, config.data.batch_size, n)
     keep = None

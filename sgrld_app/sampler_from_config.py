@@ -14,6 +14,7 @@ from sgrld.chains.sampling import with_burn_in
 from sgrld.numerics import schedules
 from sgrld.numerics.potential import Potential
 from sgrld.numerics.pytrees import PyTree
+from sgrld.parts.correction import resolved_mode
 from sgrld.samplers.guarantee import Adaptation, auto_freeze, guarantee
 from sgrld.samplers.rate_search import is_auto
 from sgrld.samplers.sampler import Sampler
@@ -107,6 +108,22 @@ def sampler_of(
     return SAMPLERS[s.kind](potential, num_data=num_data, **options)
 
 
+def configured_sampler(
+    config: Config, potential: Potential, n: int, values: Mapping[str, Any] | None = None
+) -> Sampler:
+    """:func:`sampler_of` a whole configuration: its ``[sampler]`` under its ``[schedule]`` over
+    the run's steps on ``n`` training rows, the burn-in ``run.burn_in``; ``values`` as there."""
+    return sampler_of(
+        config.sampler,
+        potential,
+        n,
+        values,
+        schedule=config.schedule,
+        num_steps=config.run.epochs * (n // config.data.batch_size),
+        burn_in=config.run.burn_in,
+    )
+
+
 def searched_option(s: SamplerConfig) -> tuple[str, tuple[float, ...]] | None:
     """The option of ``[sampler]`` a ``learning_rate = "auto"`` search chooses beside the rate
     (:attr:`sgrld_app.experiment.Experiment.searched_option`): Monge's α² (:data:`ALPHA2`)
@@ -179,9 +196,8 @@ def guarantee_of(config: Config) -> str:
         until, average_from = auto_freeze(metric, config.run.burn_in)
         averaged = average_from is not None
     limit = s.gamma_kick_limit if s.kind == "sgrld" else None
-    about = Adaptation(
-        metric, until, averaged, s.correction, s.correction_scale, gamma_kick_limit=limit
-    )
+    mode = resolved_mode(s.correction, metric, until if s.kind == "sgrld" else None)
+    about = Adaptation(metric, until, averaged, mode, s.correction_scale, gamma_kick_limit=limit)
     return guarantee(about)
 
 

@@ -9,6 +9,7 @@ each setting with it. The choices go into the sweep's ``meta``; ``--resume`` rea
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from sgrld.chains.step_size import RateChoice
@@ -17,7 +18,7 @@ from sgrld_app import auto_rate, checkpoint
 from sgrld_app.config import Config
 from sgrld_app.experiment import RunPlan
 from sgrld_app.from_config import build_experiment, run_plan_of
-from sgrld_app.sampler_from_config import sampler_of
+from sgrld_app.sampler_from_config import configured_sampler
 
 KEY = "sampler.learning_rate"
 
@@ -44,23 +45,10 @@ def setting_rates(
     if stored is not None:
         return auto_rate.stored_choices(stored, True)
     plan = run_plan_of(config)
-    steps = config.run.epochs
 
     def one(point: Mapping[str, float]) -> RateChoice:
         values = {k.removeprefix("sampler."): v for k, v in point.items()}
-
-        def build(potential, n):
-            num_steps = steps * (n // config.data.batch_size)
-            return sampler_of(
-                config.sampler,
-                potential,
-                n,
-                values,
-                schedule=config.schedule,
-                num_steps=num_steps,
-                burn_in=config.run.burn_in,
-            )
-
+        build = partial(configured_sampler, config, values=values)
         return auto_rate.checked_search(build_experiment(config, sampler=build), plan)
 
     return [one(point) for point in points]

@@ -146,7 +146,9 @@ class RateChoice(NamedTuple):
         except (TypeError, ValueError) as err:
             raise ValueError(f"not a learning-rate choice: {err}") from None
         if any(len(row) != 3 for row in choice.options):
-            raise ValueError("not a learning-rate choice: an option's row is not (value, rate, score)")
+            raise ValueError(
+                "not a learning-rate choice: an option's row is not (value, rate, score)"
+            )
         if not (choice.learning_rate > 0 and len(choice.scores) == len(choice.candidates)):
             raise ValueError(
                 "not a learning-rate choice: the rate is not positive or the scores do not "

@@ -13,7 +13,7 @@ import numpy as np
 
 from sgrld.chains.programs import kept
 from sgrld.metrics.identity import identity
-from sgrld.metrics.metric import freeze
+from sgrld.metrics.metric import freeze, vanishes_in_the_typical_set
 from sgrld.numerics.pytrees import PyTree
 from sgrld.parts.gradients import gradient_fn
 from sgrld.samplers.rate_search import RateSearch
@@ -68,19 +68,6 @@ def _warm_fn(search: RateSearch, batch_fn: Callable) -> Callable:
         lambda key, ms, p: warm_metric_state(search, ms, p, batch_fn, key), (None, 0, 0)
     )
     return jax.jit(warm)
-
-
-def vanishes_in_the_typical_set(metric: Any) -> bool:
-    """Whether the metric's statistic is about 0 where the chains sample: a moving average of the
-    mean gradient (Monge's; order 1, no per-example observation). Its metric there is its
-    initial one, not the one warmed at a start far from the mode, where a large gradient shrinks
-    Monge's step along itself: on the README's regression, warmed at the start, the grid's top
-    rate was 91 and the chosen 0.375 inflated the posterior's sd 3.9-fold."""
-    return (
-        metric.statistic is not None
-        and metric.statistic_order == 1
-        and metric.observation_fn is None
-    )
 
 
 def stability_rate(

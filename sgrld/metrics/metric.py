@@ -110,6 +110,27 @@ class MetricState(NamedTuple):
     fallbacks: jax.Array
 
 
+def vanishes_in_the_typical_set(metric: Metric) -> bool:
+    """Whether the metric's statistic is about 0 where the chains sample: a moving average of the
+    mean gradient (Monge's; order 1, no per-example observation). Far from there it grows with the
+    gradient: the learning-rate search tries such a metric at its initial statistic
+    (:func:`sgrld.chains.rate_grid.stability_rate`; warmed at the start of the README's
+    regression, the grid's top rate was 91 and the chosen 0.375 inflated the posterior's sd
+    3.9-fold), and its adapting phase takes Γ by default
+    (:func:`sgrld.parts.correction.resolved_mode`).
+
+    Example:
+      >>> import sgrld
+      >>> [vanishes_in_the_typical_set(m) for m in (sgrld.metrics.monge(), sgrld.metrics.rmsprop())]
+      [True, False]
+    """
+    return (
+        metric.statistic is not None
+        and metric.statistic_order == 1
+        and metric.observation_fn is None
+    )
+
+
 INVERSE_SQRT = "inverse_sqrt"
 """The decay schedule of Marceau-Caron & Ollivier (2017): the t-th statistic gets weight 1/√t."""
 INVERSE_SQRT_WARMUP = 50

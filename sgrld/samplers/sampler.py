@@ -275,7 +275,7 @@ def sgrld(
     num_data: int,
     temperature: float | Schedule = 1.0,
     adapt_until: int | str | None = AUTO,
-    correction: str | None = "none",
+    correction: str | None = AUTO,
     correction_scale: float | str = AUTO,
     num_probes: int = 1,
     correction_warmup: int | None = None,
@@ -315,7 +315,10 @@ def sgrld(
         Stepped by hand (no burn-in is known), an ``"auto"`` sampler adapts forever, exactly as
         ``None``; :func:`riemannian_langevin` resolves nothing.
       correction: ``"none"`` (or ``None``: Γ dropped, as published), ``"hutchinson"`` or
-        ``"exact"`` (:mod:`sgrld.parts.correction`).
+        ``"exact"`` (:mod:`sgrld.parts.correction`); ``"auto"`` (the default): ``"hutchinson"``
+        before the freeze for a metric whose statistic is the mean gradient (Monge's, whose
+        uncorrected chains drift towards large gradients), ``"none"`` otherwise
+        (:func:`~sgrld.parts.correction.resolved_mode`).
       correction_scale: ``"auto"`` (the default): the share of Γ the dynamics need, estimated
         online per leaf (:mod:`sgrld.parts.share`; ``info.share_mean`` reports it): 1 for a
         metric that follows θ (decay 0, or no moving average), towards 0 for an average that
@@ -361,6 +364,7 @@ def sgrld(
       Girolami & Calderhead (2011); Patterson & Teh (2013); Ma et al. (2015); Yu et al. (TMLR 2023),
       Eq. 3; Rensmeyer & Niggemann.
     """
+    correction = corrections.resolved_mode(correction, metric, adapt_until)
     build = partial(
         riemannian_langevin,
         potential_fn,

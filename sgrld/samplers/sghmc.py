@@ -135,7 +135,8 @@ def sghmc(
       temperature: T ≥ 0, or a schedule ``step -> T`` (:func:`sgrld.numerics.schedules.cyclical`).
       metric: a :class:`~sgrld.metrics.Metric` (``None``: the identity, plain SGHMC).
       correction: Γ̂ of the metric: ``"none"``, ``"hutchinson"`` or ``"exact"``
-        (:mod:`sgrld.parts.correction`).
+        (:mod:`sgrld.parts.correction`); ``"auto"`` is ``"none"`` (the metric adapts
+        throughout; :func:`~sgrld.parts.correction.resolved_mode`).
       num_probes: Rademacher probes per step for ``"hutchinson"``.
       correction_warmup: metric updates before Γ̂ is applied (``None``: the metric's warm-up).
       gradient_noise: the minibatch-noise estimate V̂ of Var(g) per coordinate (identity metric
@@ -168,7 +169,8 @@ def sghmc(
     options = assembly.check_options(
         potential_fn, learning_rate=learning_rate, num_data=num_data, temperature=temperature
     )
-    correction = corrections.from_mode(correction, num_probes=num_probes, warmup=correction_warmup)
+    mode = corrections.resolved_mode(correction, metric, None)  # the metric adapts throughout
+    correction = corrections.from_mode(mode, num_probes=num_probes, warmup=correction_warmup)
     if metric.statistic is None:
         correction = corrections.none()
     observation = "variance" if noise == "per_example" else "metric"

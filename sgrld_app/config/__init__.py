@@ -43,7 +43,7 @@ minibatches, a sample every 100 minibatches, 400 epochs.
                                 # (the default; isgd: "rule", its λ rule)
     temperature = 1.0
     # adapt_until = "auto"      # freeze at 3/4 of run.burn_in ("never": adapt throughout; a step)
-    correction = "none"         # none, hutchinson, exact (sgrld.parts.correction.MODES)
+    # correction = "auto"       # none, hutchinson, exact; auto: Γ before the freeze for Monge
     # correction_scale = "auto"  # the share of Γ: estimated online ("auto") or a number c
     # num_probes = 1            # Rademacher probes per step of "hutchinson"
     # correction_warmup = 30    # metric updates before Γ (default: the metric's warm-up)

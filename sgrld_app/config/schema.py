@@ -7,7 +7,7 @@ and applies ``--set key=value`` overrides to those dicts.
 
 Example:
     >>> Config(sampler=SamplerConfig(metric="monge")).sampler.sampler_options()["correction"]
-    'none'
+    'auto'
 """
 
 from __future__ import annotations

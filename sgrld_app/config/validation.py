@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from sgrld.data import DATASETS
 from sgrld.data.user_files import TASKS
-from sgrld.parts.correction import MODES
+from sgrld.parts.correction import AUTO, MODES
 from sgrld.samplers.isgd import NOISE_ESTIMATES as ISGD_NOISE
 from sgrld.samplers.sghmc import NOISE_ESTIMATES as SGHMC_NOISE
 from sgrld_app.config.key_checks import ConfigError, at_least, check_kwargs, choice
@@ -185,7 +185,7 @@ def _validate_sampler(config: Config) -> None:
         )
     if s.learning_rate == "auto" and s.kind == "isgd":
         raise ConfigError("sampler.learning_rate: 'auto' is not isgd's; give 'rule' or a number")
-    choice("sampler.correction", s.correction, MODES)
+    choice("sampler.correction", s.correction, (*MODES, AUTO))
     at_least("sampler.adapt_until", None if isinstance(s.adapt_until, str) else s.adapt_until, 0)
     for name, names in (("adapt_until", ["auto", "never"]), ("correction_scale", ["auto"])):
         if isinstance(getattr(s, name), str):  # a number, or one of its names
@@ -197,10 +197,10 @@ def _validate_sampler(config: Config) -> None:
         rule = None if value is None or isinstance(value, str) else bound.rule(value)
         if rule is not None:
             raise ConfigError(f"sampler.{name}: {rule}, got {value}")
-    if s.kind == "sgrld" and s.gamma_kick_limit is not None and s.correction == "none":
+    if s.kind == "sgrld" and s.gamma_kick_limit is not None and s.correction in ("none", AUTO):
         raise ConfigError(
             'sampler.gamma_kick_limit tames Γ\'s kick: it needs sampler.correction = "hutchinson" '
-            'or "exact"'
+            'or "exact" (given, not "auto")'
         )
     if s.kind == "isgd" and s.learning_rate in ("rule", None) and s.temperature == 0:
         raise ConfigError("sampler.temperature: 0 needs a numeric learning_rate, not 'rule'")

@@ -25,7 +25,7 @@ def _steps(name, limits, lr=LR):
     Γ untamed, and with it tamed at each of ``limits``; and the corrected step's metric state."""
     potential = quartic_potential(num_data=N)
     kw = dict(learning_rate=lr, num_data=N, temperature=TEMPERATURE, correction_warmup=0)
-    plain = sgrld.sgrld(potential, METRICS[name](), **kw)
+    plain = sgrld.sgrld(potential, METRICS[name](), correction="none", **kw)
 
     def corrected(limit):
         return sgrld.sgrld(
@@ -88,8 +88,9 @@ def test_tamed_kick_is_at_most_the_limit_times_the_noise():
 def test_gamma_kick_limit_errors():
     potential = quartic_potential()
     kw = dict(learning_rate=0.1, num_data=10)
-    with pytest.raises(ValueError, match="needs correction"):
-        sgrld.sgrld(potential, sgrld.metrics.monge(), gamma_kick_limit=1.0, **kw)
+    for metric, mode in ((sgrld.metrics.monge(), "none"), (sgrld.metrics.rmsprop(), "auto")):
+        with pytest.raises(ValueError, match="needs correction"):  # "auto": none for RMSprop
+            sgrld.sgrld(potential, metric, correction=mode, gamma_kick_limit=1.0, **kw)
     for bad in (0.0, -1.0, "1", True, float("nan")):
         with pytest.raises(ValueError, match="gamma_kick_limit must be"):
             sgrld.sgrld(

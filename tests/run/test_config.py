@@ -190,9 +190,9 @@ def test_sampler_section_holds_every_option_of_every_kind():
 @pytest.mark.parametrize(
     "kind,overrides,expected",
     [
-        ("sgrld", [], {"learning_rate": "auto", "correction": "none"}),
+        ("sgrld", [], {"learning_rate": "auto", "correction": "auto"}),
         ("sghmc", ["sampler.friction=0.5", "sampler.gradient_noise=per_example"],
-         {"friction": 0.5, "gradient_noise": "per_example", "correction": "none"}),
+         {"friction": 0.5, "gradient_noise": "per_example", "correction": "auto"}),
         ("sgnht", ["sampler.diffusion=0.2"], {"diffusion": 0.2, "temperature": 1.0}),
         ("isgd", ["sampler.learning_rate=rule", "sampler.warmup=20", "sampler.margin=3"],
          {"warmup": 20, "margin": 3.0, "temperature": 1.0}),

@@ -171,11 +171,14 @@ def test_sample_and_a_configured_run_warn_of_minibatch_noise(fresh_warnings):
 
 def test_config_guarantees_and_never():
     cfg = lambda *o: load_config(None, ["sampler.metric=monge", "run.burn_in=400", *o])
-    assert (
-        guarantee_of(cfg()) == "exact: metric frozen at step 300 (window average of the statistic)"
-    )
+    frozen = "exact: metric frozen at step 300 (window average of the statistic)"
+    assert guarantee_of(cfg()) == f"{frozen}; Γ only before the freeze"  # Monge: Γ by default
+    assert guarantee_of(cfg("sampler.correction=none")) == frozen
+    assert guarantee_of(cfg("sampler.metric=rmsprop")) == frozen  # "auto": no Γ but Monge's
     assert guarantee_of(cfg("sampler.adapt_until=never")).startswith("uncorrected:")
-    assert guarantee_of(cfg("sampler.adapt_until=100")) == "exact: metric frozen at step 100"
+    assert guarantee_of(cfg("sampler.adapt_until=100", "sampler.correction=none")) == (
+        "exact: metric frozen at step 100"
+    )
     frozen_gamma = guarantee_of(cfg("sampler.correction=hutchinson"))  # Γ of a frozen metric is 0
     assert frozen_gamma.startswith("exact: metric frozen at step 300")
     assert frozen_gamma.endswith("; Γ only before the freeze")
