@@ -286,9 +286,9 @@ def exact(*, scale: float | str = 1.0, warmup: int | None = None) -> Correction:
     return _probed("exact", lambda key, p: basis_like(p), "sum", scale, warmup)
 
 
-def resolved_mode(mode: str | None, metric: Metric | None, adapt_until: object) -> str | None:
-    """``mode``, with :data:`AUTO` resolved: ``"hutchinson"`` where the metric adapts before a
-    freeze (``adapt_until`` not ``None``) and its statistic is the mean gradient
+def resolved_mode(mode: str | None, metric: Metric | None, adapt_until: object) -> str:
+    """``mode`` (``None``: ``"none"``), :data:`AUTO` resolved: ``"hutchinson"`` where the metric
+    adapts before a freeze (``adapt_until`` not ``None``) and its statistic is the mean gradient
     (:func:`~sgrld.metrics.metric.vanishes_in_the_typical_set`: Monge's), ``"none"`` elsewhere.
 
     Without Γ an adapting metric samples ``p·G^{1−c}`` (c = 0; Rensmeyer & Niggemann), which
@@ -309,7 +309,7 @@ def resolved_mode(mode: str | None, metric: Metric | None, adapt_until: object) 
       ('none', 'exact')
     """
     if mode != AUTO:
-        return mode
+        return "none" if mode is None else mode
     adapting = isinstance(metric, Metric) and adapt_until is not None and adapt_until != 0
     return "hutchinson" if adapting and vanishes_in_the_typical_set(metric) else "none"
 

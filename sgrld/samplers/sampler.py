@@ -314,11 +314,9 @@ def sgrld(
         so the kept samples come from a constant metric after a relaxation of a quarter of it.
         Stepped by hand (no burn-in is known), an ``"auto"`` sampler adapts forever, exactly as
         ``None``; :func:`riemannian_langevin` resolves nothing.
-      correction: ``"none"`` (or ``None``: Γ dropped, as published), ``"hutchinson"`` or
-        ``"exact"`` (:mod:`sgrld.parts.correction`); ``"auto"`` (the default): ``"hutchinson"``
-        before the freeze for a metric whose statistic is the mean gradient (Monge's, whose
-        uncorrected chains drift towards large gradients), ``"none"`` otherwise
-        (:func:`~sgrld.parts.correction.resolved_mode`).
+      correction: ``"none"`` (or ``None``: Γ dropped, as published), ``"hutchinson"``,
+        ``"exact"`` (:mod:`sgrld.parts.correction`) or ``"auto"`` (the default): Γ before the
+        freeze for Monge, none otherwise (:func:`~sgrld.parts.correction.resolved_mode`).
       correction_scale: ``"auto"`` (the default): the share of Γ the dynamics need, estimated
         online per leaf (:mod:`sgrld.parts.share`; ``info.share_mean`` reports it): 1 for a
         metric that follows θ (decay 0, or no moving average), towards 0 for an average that
@@ -380,12 +378,11 @@ def sgrld(
         gamma_kick_limit=gamma_kick_limit,
         frozen_drift_limit=frozen_drift_limit,
     )
-    mode = "none" if correction is None else correction
     about = Adaptation(
         metric,
         adapt_until,
         False,
-        mode,
+        correction,
         correction_scale,
         gamma_kick_limit=gamma_kick_limit,
         learning_rate=learning_rate,
