@@ -48,6 +48,7 @@ from sgrld_app.sampler_from_config import (
     configured_sampler,
     cyclical_of,
     guarantee_of,
+    option_values,
     searched_option,
 )
 
@@ -94,7 +95,7 @@ def build_experiment(
 
     option = None if sampler is not None else searched_option(config.sampler)
     n = len(x_train)
-    sampler_at = lambda v: configured_sampler(config, potential, n, {option[0]: v})  # noqa: E731
+    sampler_at = lambda v: configured_sampler(config, potential, n, option_values(option, v))  # noqa: E731
     init_fn = _init_fn(parts)
     check_exact_size(config, jax.eval_shape(init_fn, jax.random.key(0)))
     meta = {"config": config.to_dict(), "guarantee": guarantee_of(config)}

@@ -141,6 +141,20 @@ def searched_option(s: SamplerConfig) -> tuple[str, tuple[float, ...]] | None:
     return None
 
 
+def option_values(option: tuple[str, tuple[float, ...]], value: float) -> dict[str, Any]:
+    """The ``[sampler]`` values of ``option``'s key at ``value`` (:func:`searched_option`): at
+    α² = 0, Monge's metric is the identity, whose Γ is 0 and is not computed.
+
+    Example:
+        >>> option_values(("metric_params.alpha2", ALPHA2), 0.1)
+        {'metric_params.alpha2': 0.1}
+        >>> option_values(("metric_params.alpha2", ALPHA2), 0.0)
+        {'metric_params.alpha2': 0.0, 'correction': 'none'}
+    """
+    key = option[0]
+    return {key: value, **({"correction": "none"} if value == 0 else {})}
+
+
 def _searched(s, potential, num_data, values, schedule, num_steps, burn_in) -> Sampler:
     """The ``learning_rate="auto"`` sampler of ``[sampler]`` under ``[schedule]``: the search
     chooses the schedule's scale (its rate at step 0)."""
