@@ -211,3 +211,23 @@ def test_shampoo_fast_tangent_equals_the_composed_derivatives(block_size):
     np.testing.assert_allclose(
         fast, composed, rtol=1e-4, atol=1e-4 * float(jnp.abs(composed).max())
     )
+
+
+@pytest.mark.parametrize("name", ["monge", "rmsprop"])
+def test_auto_correction_is_gamma_before_the_freeze_for_monge_only(name):
+    """``correction="auto"`` (the default) steps as ``"hutchinson"`` while Monge adapts before a
+    freeze, and as ``"none"`` for every other metric and once frozen; Monge's Γ moves the step."""
+    potential = quartic_potential(num_data=10)
+    kw = dict(learning_rate=1.0, num_data=10, correction_warmup=0, adapt_until=2)
+    make = lambda mode: sgrld.sgrld(potential, METRICS[name](), correction=mode, **kw)  # noqa: E731
+    default, gamma, plain = make("auto"), make("hutchinson"), make("none")
+    state = default.init(init_params())
+    flat = lambda s: np.asarray(ravel_pytree(s.params)[0])  # noqa: E731
+    for step in range(3):  # two adapting steps, then one frozen
+        key, b = jax.random.key(step), batch(step)
+        out = flat(jax.jit(default.step)(key, state, b)[0])
+        expected = gamma if name == "monge" and step < 2 else plain
+        np.testing.assert_array_equal(out, flat(jax.jit(expected.step)(key, state, b)[0]))
+        if name == "monge" and step < 2:
+            assert np.abs(out - flat(jax.jit(plain.step)(key, state, b)[0])).max() > 1e-6
+        state = jax.jit(plain.step)(key, state, b)[0]
