@@ -115,7 +115,25 @@ def test_a_search_where_every_rate_diverges_is_one_line(tmp_path, capsys, monkey
 
 @pytest.mark.parametrize(
     "stored, many",
-    [({"learning_rate": 0.1}, False), ({"learning_rate": "x"}, False), ({}, True), ([1], True)],
+    [
+        ({"learning_rate": 0.1}, False),
+        ({"learning_rate": "x"}, False),
+        ({}, True),
+        ([1], True),
+        (  # Monge's α² row without its score
+            {
+                "learning_rate": 0.1,
+                "candidates": [0.1],
+                "scores": [0.2],
+                "pilot_steps": 8,
+                "at_edge": False,
+                "option": "alpha2",
+                "option_value": 0.1,
+                "options": [[0.1, 0.1]],
+            },
+            False,
+        ),
+    ],
 )
 def test_a_corrupt_stored_choice_is_one_line(stored, many):
     """A hand-edited ``meta.learning_rate_search`` (a key missing, a value of the wrong kind, a
