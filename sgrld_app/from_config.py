@@ -48,7 +48,6 @@ from sgrld_app.sampler_from_config import (
     configured_sampler,
     cyclical_of,
     guarantee_of,
-    option_values,
     searched_option,
 )
 
@@ -91,14 +90,14 @@ def build_experiment(
     ds, regression = parts.ds, parts.regression
     x_train, y_train = parts.train
     fixed, potential = parts.fixed, parts.potential
-    num_steps = config.run.epochs * (len(x_train) // config.data.batch_size)
+    num_steps = config.num_steps(len(x_train))
 
     option = None if sampler is not None else searched_option(config.sampler)
     n = len(x_train)
-    sampler_at = lambda v: configured_sampler(config, potential, n, option_values(option, v))  # noqa: E731
+    sampler_at = lambda v: configured_sampler(config, potential, n, {option[0]: v})  # noqa: E731
     init_fn = _init_fn(parts)
     check_exact_size(config, jax.eval_shape(init_fn, jax.random.key(0)))
-    meta = {"config": config.to_dict(), "guarantee": guarantee_of(config)}
+    meta = {"config": config.to_dict(), "guarantee": guarantee_of(config, n)}
     meta.update(data_and_model.data_file_meta(config, ds))
     if option is not None:  # Monge's α², chosen beside the rate: at its first value until then
         sampler = sampler_at(option[1][0])
@@ -231,22 +230,22 @@ def check_schedule(config: Config, num_train: int) -> None:
             f"data.batch_size = {d.batch_size} is larger than the training set: {num_train} "
             f"examples{size}"
         )
-    total = r.epochs * steps
-    kept = sample_steps(total, r.burn_in, r.thin)
+    total, burn_in = config.num_steps(num_train), config.burn_in_steps(num_train)
+    kept = sample_steps(total, burn_in, r.thin)
     if config.schedule.kind == "cyclical" and len(kept):
         kept = kept[np.asarray(cyclical_of(config.schedule, total).keep(jnp.asarray(kept)))]
         if not len(kept):
             raise ConfigError(
-                f"run.burn_in = {r.burn_in}, run.thin = {r.thin}: no sample falls in a sampling "
+                f"run.burn_in = {burn_in}, run.thin = {r.thin}: no sample falls in a sampling "
                 f"phase of the schedule.cycles = {config.schedule.cycles} cycles (exploration "
                 f"{config.schedule.exploration}) of {total} steps; lower run.thin or "
                 "schedule.exploration"
             )
     if not len(kept):
         raise ConfigError(
-            f"run.burn_in = {r.burn_in}, run.thin = {r.thin}: these keep no sample in "
+            f"run.burn_in = {burn_in}, run.thin = {r.thin}: these keep no sample in "
             f"run.epochs = {r.epochs} epochs of {steps} steps ({total} steps; the first sample "
-            f"would be the state after step {first_kept_window(r.burn_in, r.thin) + r.thin}); "
+            f"would be the state after step {first_kept_window(burn_in, r.thin) + r.thin}); "
             "lower run.burn_in or run.thin, or raise run.epochs"
         )
 
@@ -273,10 +272,15 @@ def _experiment(ds, apply, regression: bool, fixed: float | None, **common) -> E
     )
 
 
-def run_plan_of(config: Config) -> RunPlan:
-    """The :class:`RunPlan` of a configuration's ``[data]`` and ``[run]`` sections."""
-    r = config.run
-    return RunPlan(r.epochs, config.data.batch_size, r.burn_in, r.thin, r.chains, r.seed)
+def run_plan_of(config: Config, num_train: int | None = None) -> RunPlan:
+    """The :class:`RunPlan` of a configuration's ``[data]`` and ``[run]`` sections; a
+    ``run.burn_in = "auto"`` is resolved for the run on ``num_train`` training rows.
+
+    Raises:
+        ValueError: ``run.burn_in = "auto"`` without ``num_train``.
+    """
+    r, burn_in = config.run, config.burn_in_steps(num_train)
+    return RunPlan(r.epochs, config.data.batch_size, burn_in, r.thin, r.chains, r.seed)
 
 
 def observed_targets(folder: str | Path) -> dict[str, np.ndarray]:

@@ -190,4 +190,5 @@ def mesh_of(config: Config) -> jax.sharding.Mesh | None:
 
 
 def _build(config: Config) -> tuple[Experiment, RunPlan]:
-    return from_config.build_experiment(config), from_config.run_plan_of(config)
+    experiment = from_config.build_experiment(config)
+    return experiment, from_config.run_plan_of(config, len(experiment.train[0]))

@@ -121,8 +121,8 @@ def configured_sampler(
         n,
         values,
         schedule=config.schedule,
-        num_steps=config.run.epochs * (n // config.data.batch_size),
-        burn_in=config.run.burn_in,
+        num_steps=config.num_steps(n),
+        burn_in=config.burn_in_steps(n),
     )
 
 
@@ -141,20 +141,6 @@ def searched_option(s: SamplerConfig) -> tuple[str, tuple[float, ...]] | None:
         if "alpha2" not in s.metric_params:
             return "metric_params.alpha2", ALPHA2
     return None
-
-
-def option_values(option: tuple[str, tuple[float, ...]], value: float) -> dict[str, Any]:
-    """The ``[sampler]`` values of ``option``'s key at ``value`` (:func:`searched_option`): at
-    α² = 0, Monge's metric is the identity, whose Γ is 0 and is not computed.
-
-    Example:
-        >>> option_values(("metric_params.alpha2", ALPHA2), 0.1)
-        {'metric_params.alpha2': 0.1}
-        >>> option_values(("metric_params.alpha2", ALPHA2), 0.0)
-        {'metric_params.alpha2': 0.0, 'correction': 'none'}
-    """
-    key = option[0]
-    return {key: value, **({"correction": "none"} if value == 0 else {})}
 
 
 def _searched(s, potential, num_data, values, schedule, num_steps, burn_in) -> Sampler:
@@ -191,9 +177,10 @@ def adapt_until_of(value: int | str | None) -> int | str | None:
     return value
 
 
-def guarantee_of(config: Config) -> str:
+def guarantee_of(config: Config, num_train: int | None = None) -> str:
     """The guarantee of the run ``config`` describes (:func:`sgrld.samplers.guarantee.guarantee`),
-    from its ``[sampler]`` and ``run.burn_in``; what ``summary.json`` records as ``guarantee``.
+    from its ``[sampler]`` and ``run.burn_in`` (``"auto"``: of the run on ``num_train`` training
+    rows); what ``summary.json`` records as ``guarantee``.
 
     Example:
         >>> from sgrld_app.config import load_config
@@ -209,7 +196,7 @@ def guarantee_of(config: Config) -> str:
     until = adapt_until_of(s.adapt_until) if s.kind == "sgrld" else None
     averaged = False
     if until == "auto":
-        until, average_from = auto_freeze(metric, config.run.burn_in)
+        until, average_from = auto_freeze(metric, config.burn_in_steps(num_train))
         averaged = average_from is not None
     limit = s.gamma_kick_limit if s.kind == "sgrld" else None
     mode = resolved_mode(s.correction, metric, until if s.kind == "sgrld" else None)

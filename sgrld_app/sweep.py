@@ -182,7 +182,6 @@ def sweep_experiment(
         )
         for key in (g.key for g in grids)
     }
-    steps = lambda n: config.run.epochs * (n // config.data.batch_size)
     build_sampler = lambda potential, n: swept(
         lambda h: sampler_of(
             config.sampler,
@@ -190,15 +189,16 @@ def sweep_experiment(
             n,
             h,
             schedule=config.schedule,
-            num_steps=steps(n),
-            burn_in=config.run.burn_in,
+            num_steps=config.num_steps(n),
+            burn_in=config.burn_in_steps(n),
         )
     )
     experiment = build_experiment(config, sampler=build_sampler)
     experiment = dataclasses.replace(experiment, chain_args=(hyper,))
     seeds = tuple(config.run.seed + r for _ in points for r in range(replicates))
     chains = len(points) * per_setting
-    schedule = dataclasses.replace(run_plan_of(config), chains=chains, seeds=seeds)
+    plan = run_plan_of(config, len(experiment.train[0]))
+    schedule = dataclasses.replace(plan, chains=chains, seeds=seeds)
     return experiment, schedule
 
 

@@ -44,11 +44,12 @@ def setting_rates(
     stored = None if saved is None else saved.info.get("meta", {}).get(auto_rate.META_KEY)
     if stored is not None:
         return auto_rate.stored_choices(stored, True)
-    plan = run_plan_of(config)
 
     def one(point: Mapping[str, float]) -> RateChoice:
         values = {k.removeprefix("sampler."): v for k, v in point.items()}
         build = partial(configured_sampler, config, values=values)
-        return auto_rate.checked_search(build_experiment(config, sampler=build), plan)
+        experiment = build_experiment(config, sampler=build)
+        plan = run_plan_of(config, len(experiment.train[0]))
+        return auto_rate.checked_search(experiment, plan)
 
     return [one(point) for point in points]

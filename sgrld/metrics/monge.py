@@ -5,7 +5,9 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from sgrld.metrics.identity import identity
 from sgrld.metrics.metric import Metric, check_decay, check_nonnegative, ema_metric
+from sgrld.numerics.checks import is_traced
 from sgrld.numerics.pytrees import tree_vdot
 
 
@@ -24,12 +26,14 @@ def monge(alpha2: float = 1.0, decay: float | str = 0.9) -> Metric:
     ``max_drift_norm`` option.
 
     Args:
-      alpha2: α² ≥ 0 (0 gives the identity metric).
+      alpha2: α² ≥ 0. At 0 (a number, not a traced value) the metric is the identity's,
+        :func:`sgrld.metrics.identity`: no statistic to average, nothing to freeze, and Γ = 0 is
+        not computed under ``correction="auto"``.
       decay: EMA decay λ, in [0, 1), or :data:`~sgrld.metrics.metric.INVERSE_SQRT` (the t-th
         statistic weighted 1/√t).
 
     Returns:
-      The metric; its statistic is ``s(g) = g``.
+      The metric; its statistic is ``s(g) = g`` (α² = 0: the identity, no statistic).
 
     Example:
       >>> import jax.numpy as jnp, sgrld
@@ -43,6 +47,8 @@ def monge(alpha2: float = 1.0, decay: float | str = 0.9) -> Metric:
     """
     alpha2 = check_nonnegative(alpha2, "alpha2")
     check_decay(decay)
+    if not is_traced(alpha2) and alpha2 == 0.0:
+        return identity()
 
     def rank_one(coefficient):
         def fn(stat, cache, v):

@@ -62,7 +62,8 @@ minibatches, a sample every 100 minibatches, 400 epochs.
 
     [run]
     epochs = 400
-    burn_in = 1000              # minibatches before the first sample
+    burn_in = "auto"            # minibatches before the first sample ("auto": 1000, or half a
+                                # run shorter than 2000)
     thin = 100                  # a sample every `thin` minibatches
     chains = 1
     seed = 0

@@ -273,13 +273,20 @@ class ScheduleConfig:
     exploration: float = 0.5
 
 
+AUTO_BURN_IN = 1000
+"""``run.burn_in = "auto"``'s steps where the run has at least twice as many (the papers' 1,000
+minibatches, Yu et al.'s and Li et al.'s); a shorter run burns in its first half."""
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """``[run]``: the sampling schedule (burn-in and thinning counted in minibatches).
 
     Attributes:
         epochs: passes over the shuffled training set.
-        burn_in: global steps before the first sample.
+        burn_in: global steps before the first sample; ``"auto"`` (the default):
+            :data:`AUTO_BURN_IN` steps, or half the run where it is shorter than twice that
+            (:meth:`burn_in_steps`), so that a run on a small data set keeps samples.
         thin: step ``s`` is a sample when ``s >= burn_in`` and ``(s + 1) % thin == 0``.
         chains: independent chains run with ``vmap``.
         seed: the random seed of initialisation, shuffling and noise.
@@ -296,7 +303,7 @@ class RunConfig:
     """
 
     epochs: int = 400
-    burn_in: int = 1000
+    burn_in: int | str = "auto"
     thin: int = 100
     chains: int = 1
     seed: int = 0
@@ -306,6 +313,20 @@ class RunConfig:
     checkpoint_seconds: float = 60.0
     devices: int | str | None = None
     data_parallel: int = 1
+
+    def burn_in_steps(self, num_steps: int) -> int:
+        """The burn-in of this run's ``num_steps`` steps: ``burn_in`` as given, or for
+        ``"auto"`` :data:`AUTO_BURN_IN` steps, and half of ``num_steps`` where that is less.
+
+        Example:
+            >>> RunConfig().burn_in_steps(4800), RunConfig().burn_in_steps(800)
+            (1000, 400)
+            >>> RunConfig(burn_in=1000).burn_in_steps(800)
+            1000
+        """
+        if self.burn_in != "auto":
+            return int(self.burn_in)
+        return min(AUTO_BURN_IN, num_steps // 2)
 
 
 @dataclass(frozen=True)
@@ -340,6 +361,26 @@ class Config:
             100
         """
         return json.loads(json.dumps(dataclasses.asdict(self)))
+
+    def num_steps(self, num_train: int) -> int:
+        """The run's steps on ``num_train`` training rows: ``run.epochs`` of
+        ``num_train // data.batch_size`` minibatches."""
+        return self.run.epochs * (num_train // self.data.batch_size)
+
+    def burn_in_steps(self, num_train: int | None) -> int:
+        """``run.burn_in`` of the run on ``num_train`` training rows
+        (:meth:`RunConfig.burn_in_steps`; ``"auto"`` resolved).
+
+        Example:
+            >>> Config().burn_in_steps(num_train=277)  # 400 epochs of 2 minibatches of 100
+            400
+
+        Raises:
+            ValueError: ``run.burn_in = "auto"`` and ``num_train`` is ``None``.
+        """
+        if num_train is None and self.run.burn_in == "auto":
+            raise ValueError('run.burn_in = "auto" depends on the run\'s length: give num_train')
+        return self.run.burn_in_steps(self.num_steps(num_train or 0))
 
 
 SECTIONS: dict[str, type] = typing.get_type_hints(Config)

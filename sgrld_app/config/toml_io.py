@@ -103,7 +103,10 @@ UNSET = {
 key not here takes each sampler's own default (:func:`unset_meaning`)."""
 UNITS = {
     "run.epochs": "passes over the training set",
-    "run.burn_in": "minibatch steps over the whole run (not epochs) before the first sample",
+    "run.burn_in": (
+        "minibatch steps over the whole run (not epochs) before the first sample; "
+        '"auto": 1000, or half a run shorter than 2000'
+    ),
     "run.thin": "a sample every thin minibatch steps",
     "data.batch_size": "examples per minibatch step; an epoch is n_train // batch_size steps",
 }
@@ -158,8 +161,8 @@ def to_toml(config: Config) -> str:
         >>> from_dict(tomllib.loads(to_toml(c))) == c
         True
         >>> [line for line in to_toml(c).splitlines() if "depth" in line or "burn_in" in line]
-        ['burn_in = 1000  # minibatch steps over the whole run (not epochs) before the first
-        sample']
+        ['burn_in = "auto"  # minibatch steps over the whole run (not epochs) before the first
+        sample; "auto": 1000, or half a run shorter than 2000']
     """
     lines: list[str] = []
     for name, section in config.to_dict().items():

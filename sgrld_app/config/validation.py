@@ -261,7 +261,9 @@ MAX_SEED = 2**32 - 1
 def _validate_run(config: Config) -> None:
     r = config.run
     at_least("run.epochs", r.epochs, 1)
-    at_least("run.burn_in", r.burn_in, 0)
+    if isinstance(r.burn_in, str) and r.burn_in != "auto":
+        raise ConfigError(f"run.burn_in: a number of steps >= 0 or 'auto', got {r.burn_in!r}")
+    at_least("run.burn_in", None if r.burn_in == "auto" else r.burn_in, 0)
     at_least("run.thin", r.thin, 1)
     at_least("run.chains", r.chains, 1)
     if not 0 <= r.seed <= MAX_SEED:

@@ -92,6 +92,24 @@ def test_monge_dense():
     )
 
 
+def test_monge_at_alpha2_zero_is_the_identity_and_takes_no_gamma():
+    """α² = 0 is G = I: the factory gives the identity (no statistic), so a sampler under
+    ``correction="auto"`` computes no Γ and steps as SGLD, bit for bit; a traced α² (a sweep's
+    per-chain value) keeps Monge's form, whose step at 0 is the same."""
+    metric = sgrld.metrics.monge(alpha2=0.0)
+    assert metric.statistic is None
+    u = lambda p, batch: 0.5 * jnp.sum(jnp.square(p - batch))  # noqa: E731
+    params, key = jnp.arange(3.0), jax.random.key(0)
+    zero = sgrld.sgrld(u, metric, learning_rate=0.1, num_data=1, adapt_until=10)
+    assert zero.adaptation.correction == "none"
+    sgld = sgrld.sgrld(u, sgrld.metrics.identity(), learning_rate=0.1, num_data=1)
+    step = lambda s: s.step(key, s.init(params), jnp.ones(3))[0].params  # noqa: E731
+    np.testing.assert_array_equal(step(zero), step(sgld))
+    traced = jax.jit(lambda a: sgrld.metrics.monge(alpha2=a).inv(
+        sgrld.metrics.monge(alpha2=a).init(params), params))(0.0)
+    np.testing.assert_array_equal(traced, params)
+
+
 def test_monge_zero_momentum_is_identity_and_finite():
     metric = sgrld.metrics.monge(alpha2=1.0)
     params = small_params()

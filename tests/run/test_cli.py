@@ -27,7 +27,7 @@ def test_help_lists_commands_and_examples(capsys):
 @pytest.mark.parametrize(
     "argv, words",
     [
-        (["run", "--help"], ["--set KEY=VALUE", "[sampler.metric_params]", "burn_in = 1000"]),
+        (["run", "--help"], ["--set KEY=VALUE", "[sampler.metric_params]", "burn_in = \"auto\""]),
         (["demo", "--help"], ["--epochs", "--out"]),
         (["reproduce", "mnist-mlp", "--help"], ["--quick", "--data-dir", "--prior", "--metrics"]),
         (["reproduce", "funnel", "--help"], ["--quick"]),

@@ -51,7 +51,7 @@ def test_file_values_and_defaults(example):
     assert (c.data.name, c.data.batch_size, c.data.validation_size) == ("digits", 32, None)
     assert c.model.widths == (16,) and c.model.kind == "mlp"
     assert c.sampler.metric_params == {"alpha2": 0.5} and c.sampler.learning_rate == 0.1
-    assert (c.run.epochs, c.run.burn_in, c.run.thin) == (3, 1000, 100)
+    assert (c.run.epochs, c.run.burn_in, c.run.thin) == (3, "auto", 100)
 
 
 def test_overrides_apply_in_order_and_parse_toml_literals(example):

@@ -5,6 +5,7 @@ warning, a warning when a run's chains disagree, a data set's repr and ``dir(sgr
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import tomllib
 import warnings
@@ -76,7 +77,7 @@ def test_help_gives_every_default_and_the_schedules_units(capsys):
     text = capsys.readouterr().out
     assert "(its default)" not in text
     assert "# learning_rate is not set: " in text
-    assert re.search(r"burn_in = 1000  # minibatch steps .*not epochs", text)
+    assert re.search(r'burn_in = "auto"  # minibatch steps .*not epochs.*"auto": 1000', text)
     assert "thin = 100  # a sample every thin minibatch steps" in text
     assert "epochs = 400  # passes over the training set" in text
 
@@ -160,3 +161,28 @@ def test_dir_of_sgrld_lists_the_api_only():
     names = {n for n in dir(sgrld) if not n.startswith("__")}
     assert names == set(sgrld.__all__)  # the application is sgrld_app, not an attribute
     assert not {"os", "sys", "importlib", "Any"} & set(dir(sgrld))
+
+
+def test_the_default_burn_in_keeps_samples_in_a_short_run(tmp_path: Path, capsys):
+    """``run.burn_in = "auto"`` (the default) is 1,000 steps, or half a run shorter than 2,000:
+    a small file's run of 200 steps keeps samples where 1,000 kept none (UCI yacht's default
+    run, 800 steps, was refused before); the run folder records the steps and keeps "auto"."""
+    from tests.run.test_user_files import _write
+
+    path = _write(tmp_path, ".csv", classes=False)  # 42 training rows: 2 steps of 16 an epoch
+    settings = [f"data.path={str(path)!r}", "model.widths=[8]", "prior.kind=gaussian"]
+    settings += ["data.batch_size=16", "sampler.learning_rate=0.05", "run.epochs=100"]
+    settings += ["run.thin=20", "sampler.metric=rmsprop"]
+    args = lambda out, *more: [  # noqa: E731
+        "run", *(a for s in [*settings, *more] for a in ("--set", s)), "--out", str(out)
+    ]
+    assert cli.main(args(tmp_path / "given", "run.burn_in=1000")) != 0
+    assert re.search("run.burn_in = 1000.*keep no sample", capsys.readouterr().err)
+    assert cli.main(args(tmp_path / "auto")) == 0
+    summary = json.loads((tmp_path / "auto" / "summary.json").read_text())
+    assert summary["schedule"]["burn_in"] == 100  # half of 100 epochs of 2 steps
+    assert summary["final"]["samples"] == 5  # steps 119, 139, ..., 199
+    assert summary["meta"]["guarantee"].startswith("exact: metric frozen at step 75")
+    saved = tomllib.loads((tmp_path / "auto" / "config.toml").read_text())
+    assert saved["run"]["burn_in"] == "auto"
+    assert cli.main(["run", "--resume", str(tmp_path / "auto")]) == 0  # resumes its own "auto"
