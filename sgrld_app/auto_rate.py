@@ -263,7 +263,10 @@ def resolve(experiment: Experiment, plan: RunPlan, saved: Any = None) -> Experim
     choice = choice or checked_search(experiment, plan)
     meta = {**experiment.meta, META_KEY: choice.to_dict()}
     if "guarantee" in meta:  # the run states its rate where it states its guarantee
-        meta["guarantee"] = choice.clause(meta["guarantee"])
+        base = meta["guarantee"]
+        if choice.option_value is not None and experiment.guarantee_at is not None:
+            base = experiment.guarantee_at(choice.option_value)  # Monge at α² 0: the identity
+        meta["guarantee"] = choice.clause(base)
     if choice.option_value is not None:  # Monge's α², chosen beside the rate
         search = experiment.sampler_at(choice.option_value).rate_search
     sampler = search.build(choice.learning_rate)

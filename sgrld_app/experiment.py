@@ -121,6 +121,8 @@ class Experiment:
             :func:`sgrld_app.auto_rate.search_rate`), ``sampler`` being at the first value until
             the search; ``None``: the rate alone.
         sampler_at: ``value -> sampler`` at that value of ``searched_option``'s key.
+        guarantee_at: ``value -> guarantee`` of the run at that value (``meta["guarantee"]`` is
+            the first value's until the search).
     """
 
     sampler: Sampler
@@ -135,6 +137,7 @@ class Experiment:
     eval_units: Callable[[Any], Any] | None = None
     searched_option: tuple[str, tuple[float, ...]] | None = None
     sampler_at: Callable[[float], Sampler] | None = None
+    guarantee_at: Callable[[float], str] | None = None
 
 
 @dataclass

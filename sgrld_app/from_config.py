@@ -110,7 +110,8 @@ def build_experiment(
         keep = cyclical_of(config.schedule, num_steps).keep
     common = dict(sampler=sampler, init_fn=init_fn, train=(x_train, y_train), meta=meta, keep=keep)
     if option is not None:
-        common |= dict(searched_option=option, sampler_at=sampler_at)
+        guarantee_at = lambda v: guarantee_of(config, n, {option[0]: v})  # noqa: E731
+        common |= dict(searched_option=option, sampler_at=sampler_at, guarantee_at=guarantee_at)
     return _experiment(ds, parts.net.evaluate, regression, fixed, **common)
 
 
@@ -232,18 +233,20 @@ def check_schedule(config: Config, num_train: int) -> None:
         )
     total, burn_in = config.num_steps(num_train), config.burn_in_steps(num_train)
     kept = sample_steps(total, burn_in, r.thin)
+    given = f'"auto" ({burn_in} steps)' if r.burn_in == "auto" else burn_in
+
     if config.schedule.kind == "cyclical" and len(kept):
         kept = kept[np.asarray(cyclical_of(config.schedule, total).keep(jnp.asarray(kept)))]
         if not len(kept):
             raise ConfigError(
-                f"run.burn_in = {burn_in}, run.thin = {r.thin}: no sample falls in a sampling "
+                f"run.burn_in = {given}, run.thin = {r.thin}: no sample falls in a sampling "
                 f"phase of the schedule.cycles = {config.schedule.cycles} cycles (exploration "
                 f"{config.schedule.exploration}) of {total} steps; lower run.thin or "
                 "schedule.exploration"
             )
     if not len(kept):
         raise ConfigError(
-            f"run.burn_in = {burn_in}, run.thin = {r.thin}: these keep no sample in "
+            f"run.burn_in = {given}, run.thin = {r.thin}: these keep no sample in "
             f"run.epochs = {r.epochs} epochs of {steps} steps ({total} steps; the first sample "
             f"would be the state after step {first_kept_window(burn_in, r.thin) + r.thin}); "
             "lower run.burn_in or run.thin, or raise run.epochs"

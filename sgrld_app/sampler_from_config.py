@@ -83,10 +83,7 @@ def sampler_of(
         ...       .learning_rate)
         0.5
     """
-    options, metric_params = s.sampler_options(), dict(s.metric_params)
-    for key, value in (values or {}).items():
-        section, _, name = key.rpartition(".")
-        (metric_params if section == "metric_params" else options)[name] = value
+    options, metric_params = _options(s, values)
     if is_auto(options.get("learning_rate")) and schedule is not None:
         return _searched(s, potential, num_data, values, schedule, num_steps, burn_in)
     if schedule is not None:
@@ -108,6 +105,18 @@ def sampler_of(
     if s.kind == "sghmc" and (s.metric != "identity" or metric_params):
         options["metric"] = metric
     return SAMPLERS[s.kind](potential, num_data=num_data, **options)
+
+
+def _options(
+    s: SamplerConfig, values: Mapping[str, Any] | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``[sampler]``'s options and metric parameters, ``values`` replacing theirs by key
+    (``"learning_rate"``, ``"metric_params.alpha2"``)."""
+    options, metric_params = s.sampler_options(), dict(s.metric_params)
+    for key, value in (values or {}).items():
+        section, _, name = key.rpartition(".")
+        (metric_params if section == "metric_params" else options)[name] = value
+    return options, metric_params
 
 
 def configured_sampler(
@@ -177,10 +186,13 @@ def adapt_until_of(value: int | str | None) -> int | str | None:
     return value
 
 
-def guarantee_of(config: Config, num_train: int | None = None) -> str:
+def guarantee_of(
+    config: Config, num_train: int | None = None, values: Mapping[str, Any] | None = None
+) -> str:
     """The guarantee of the run ``config`` describes (:func:`sgrld.samplers.guarantee.guarantee`),
-    from its ``[sampler]`` and ``run.burn_in`` (``"auto"``: of the run on ``num_train`` training
-    rows); what ``summary.json`` records as ``guarantee``.
+    from its ``[sampler]`` (``values`` replacing options by key, as :func:`sampler_of`'s: Monge's
+    α² once chosen) and ``run.burn_in`` (``"auto"``: of the run on ``num_train`` training rows);
+    what ``summary.json`` records as ``guarantee``.
 
     Example:
         >>> from sgrld_app.config import load_config
@@ -192,7 +204,7 @@ def guarantee_of(config: Config, num_train: int | None = None) -> str:
     s = config.sampler
     if s.kind not in ("sgrld", "sghmc") or (s.kind == "sghmc" and s.metric == "identity"):
         return guarantee(None)
-    metric = METRICS[s.metric](**s.metric_params)
+    metric = METRICS[s.metric](**_options(s, values)[1])
     until = adapt_until_of(s.adapt_until) if s.kind == "sgrld" else None
     averaged = False
     if until == "auto":

@@ -209,6 +209,7 @@ def test_monges_alpha2_not_given_is_chosen_beside_the_rate_and_read_back(tmp_pat
         out=tmp_path / "by_hand",
     )
     assert by_hand.records[0]["potential"] == result.records[0]["potential"]
+    assert result.summary["meta"]["guarantee"].startswith(by_hand.summary["meta"]["guarantee"])
     monkeypatch.setattr(auto_rate, "search_rate", lambda *a, **k: pytest.fail("searched again"))
     resumed = launch.run_config(config, existing="resume")
     assert resumed.summary["meta"][auto_rate.META_KEY] == choice

@@ -75,6 +75,7 @@ def test_empty_out_is_refused_not_replaced_by_the_default(tmp_path: Path, capsys
         (["data.batch_size=5000"], ["data.batch_size = 5000", "1258 examples"]),
         (["data.train_size=3"], ["data.batch_size = 100", "(data.train_size = 3)"]),
         (["run.burn_in=5000"], ["run.burn_in = 5000", "keep no sample", "run.epochs = 1"]),
+        ([], ['run.burn_in = "auto" (6 steps)', "keep no sample", "12 steps"]),  # half the run
         (["run.burn_in=0", "run.thin=50"], ["run.thin = 50", "after step 50"]),
     ],
 )

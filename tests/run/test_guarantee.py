@@ -169,6 +169,18 @@ def test_sample_and_a_configured_run_warn_of_minibatch_noise(fresh_warnings):
     assert caught(lambda: build_experiment(cfg("sampler.learning_rate=0.05"))) == []
 
 
+def test_the_guarantee_of_a_chosen_alpha2():
+    """Monge's α² chosen by the search (``values``): at 0 the metric is the identity, so the run
+    states a constant metric, not Monge's freeze and Γ; at 0.1 Monge's."""
+    cfg = load_config(None, ["sampler.metric=monge", "run.burn_in=400"])
+    at = lambda v: guarantee_of(cfg, values={"metric_params.alpha2": v})  # noqa: E731
+    assert at(0.0) == "exact: constant metric (not adaptive)"
+    assert at(0.1) == guarantee_of(cfg) == (
+        "exact: metric frozen at step 300 (window average of the statistic); Γ only before the "
+        "freeze"
+    )
+
+
 def test_config_guarantees_and_never():
     cfg = lambda *o: load_config(None, ["sampler.metric=monge", "run.burn_in=400", *o])
     frozen = "exact: metric frozen at step 300 (window average of the statistic)"
