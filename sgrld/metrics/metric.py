@@ -338,8 +338,11 @@ def _ema_update(
     count = state.count + 1
     stat = jax.tree.map(functools.partial(ema_step, decay, count), state.stat, new)
     fallbacks = state.fallbacks
-    if skip_nonfinite:
-        finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(stat)]))
+    if skip_nonfinite:  # the observation, in the average's dtype: a convex combination of
+        # finite values is finite, and checking it, not the average, lets XLA fuse the average
+        # into its select (DOP's and QDOP's steps read 14 % fewer bytes; RESULTS §15)
+        leaves = zip(jax.tree.leaves(new), jax.tree.leaves(state.stat), strict=True)
+        finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(x.astype(s.dtype))) for x, s in leaves]))
         stat = jax.tree.map(lambda a, b: jnp.where(finite, a, b), stat, state.stat)
         fallbacks = fallbacks + jnp.where(finite, 0, 1).astype(jnp.int32)
     cache = state.cache

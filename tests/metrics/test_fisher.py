@@ -489,3 +489,15 @@ def test_a_fisher_full_run_of_two_chains_does_not_deadlock(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "completed 2 epochs" in done.stdout
+
+
+def test_an_observation_that_overflows_the_averages_dtype_is_skipped():
+    """The check is of the observation in the average's dtype: 1e5 is finite in float32 and
+    inf in a float16 average, so it is skipped and counted, not averaged in."""
+    metric = sgrld.metrics.fisher_diag(decay=0.5)
+    state = metric.init({"w": jnp.zeros(3, jnp.float16)})
+    after = metric.update(state, {"w": jnp.array([1.0, 1e5, 1.0], jnp.float32)})
+    assert int(after.fallbacks) == 1 and after.stat["w"].dtype == jnp.float16
+    np.testing.assert_array_equal(after.stat["w"], state.stat["w"])
+    kept = metric.update(state, {"w": jnp.array([1.0, 3.0, 1.0], jnp.float32)})
+    assert int(kept.fallbacks) == 0 and kept.stat["w"].tolist() == [1.0, 2.0, 1.0]
