@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -189,12 +190,7 @@ def _canonical_dot(program: Program, tap: Tap, a, delta, size):
     order = [o, *(dt(j) for j in out_a), *(dt(j) for j in out_p)]
     delta = jnp.transpose(delta, order).reshape(size, a.shape[1], -1)
     dims = [*p_contract, *p_free]
-
-    def to_param(x, lead):
-        x = x.reshape(*x.shape[:lead], *(p_shape[i] for i in dims))
-        return jnp.transpose(x, [*range(lead), *(lead + dims.index(i) for i in range(len(dims)))])
-
-    return a, delta, to_param
+    return a, delta, _Layout(tuple(p_shape[i] for i in dims), _inverse(dims))
 
 
 def _canonical_conv(program: Program, tap: Tap, a, delta, size):
@@ -209,12 +205,33 @@ def _canonical_conv(program: Program, tap: Tap, a, delta, size):
     a = a.reshape(size, -1, a.shape[-1])
     delta = jnp.transpose(delta, (out[0], *out[2:], out[1])).reshape(size, a.shape[1], -1)
     dims = [*rhs[2:], rhs[1], rhs[0]]
+    return a, delta, _Layout((*window, k_shape[rhs[1]], k_shape[rhs[0]]), _inverse(dims))
 
-    def to_param(x, lead):
-        x = x.reshape(*x.shape[:lead], *window, k_shape[rhs[1]], k_shape[rhs[0]])
-        return jnp.transpose(x, [*range(lead), *(lead + dims.index(i) for i in range(len(dims)))])
 
-    return a, delta, to_param
+def _inverse(dims: list[int]) -> tuple[int, ...]:
+    """The permutation that puts axes laid out in the order ``dims`` back in order 0, 1, …"""
+    return tuple(dims.index(i) for i in range(len(dims)))
+
+
+class _Layout(NamedTuple):
+    """``to_param(x, lead)``: ``x [*lead, K, F]`` laid out as the parameter operand
+    ``[*lead, *shape]``, reshaped to ``shape`` (the operand's axes in the order contracted, then
+    free) and transposed by ``perm``."""
+
+    shape: tuple[int, ...]
+    perm: tuple[int, ...]
+
+    def __call__(self, x: jax.Array, lead: int) -> jax.Array:
+        x = x.reshape(*x.shape[:lead], *self.shape)
+        return jnp.transpose(x, [*range(lead), *(lead + i for i in self.perm)])
+
+    def outer(self, x: jax.Array, y: jax.Array) -> jax.Array:
+        """``Σ_b x_b y_bᵀ`` (``x [B, K]``, ``y [B, F]``) in the parameter's layout; a weight
+        ``[F, K]`` (Equinox's ``[out, in]``) gets its product in that order from the dot itself,
+        not transposed after it (a strided copy in every reader of it)."""
+        if self.perm == (1, 0):
+            return jnp.einsum("bk,bf->fk", x, y)
+        return self(jnp.einsum("bk,bf->kf", x, y), 0)
 
 
 def _prod(shape, dims) -> int:
@@ -293,8 +310,8 @@ def _product_terms(program, tap, sig, w, size, cut, cross):
     a, d, to_param = _canonical(program, tap, sig, size, cut)
     if a.shape[1] == 1 and cross != "grads":  # one position: products of squares
         a, d2 = a[:, 0], w[:, None] * jnp.square(d[:, 0])
-        diag = pull(program, tap.chain, to_param(jnp.einsum("bk,bf->kf", a * a, d2) / cut, 0), 0)
-        row = to_param(jnp.einsum("bk,bf->kf", a, d2) / cut, 0) if cross == "fast" else None
+        diag = pull(program, tap.chain, to_param.outer(a * a, d2) / cut, 0)
+        row = to_param.outer(a, d2) / cut if cross == "fast" else None
         return diag, None, row
     g = _product_grads(program, tap, a, d, to_param)
     return _mean(w, jnp.square(g)), g, None
