@@ -112,7 +112,7 @@ def baseline(
     but the last ``samples`` steps and draw one network in each of those (SWAG collecting from
     half the training, about ``samples`` iterates, K = min(20, collections)).
     """
-    s = run_plan_of(config)
+    s = run_plan_of(config, num_data)
     total = s.epochs * (num_data // s.batch_size)
     train = total - samples
     draws = dataclasses.replace(s, burn_in=train, thin=1)
@@ -161,7 +161,7 @@ def run(method: ISGDMethod, lr: float | None, plan: Plan, replicate: int) -> dic
     """
     start = time.perf_counter()
     config = config_of(method, lr, plan, replicate)
-    schedule, build = run_plan_of(config), None
+    schedule, build = run_plan_of(config, train_size(plan)), None
     if method.kind != "sampler":
         build, schedule = baseline(method, config, lr, train_size(plan), plan.samples)
     experiment = build_experiment(config, sampler=build)

@@ -108,7 +108,7 @@ def baseline(
     last ``samples`` steps and draw one network in each of those (SWAG: collecting from half the
     training, about ``samples`` iterates, K = 20).
     """
-    s = run_plan_of(config)
+    s = run_plan_of(config, num_data)
     total = s.epochs * (num_data // s.batch_size)
     train = total - samples
     widths = tuple(config.model.widths)

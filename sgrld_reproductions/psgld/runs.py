@@ -347,7 +347,7 @@ def network_run(
     about = guarantee(experiment.sampler.adaptation)  # the paper's sampler, not the config's
     meta = {**experiment.meta, "sampler": sampler_meta, "guarantee": about}
     experiment = dataclasses.replace(experiment, meta=meta)
-    schedule = run_plan_of(config)
+    schedule = run_plan_of(config, len(experiment.train[1]))
     if noise == "none":  # keep the state after the last step alone
         total = plan.epochs * (len(experiment.train[1]) // schedule.batch_size)
         schedule = dataclasses.replace(schedule, burn_in=0, thin=total)
