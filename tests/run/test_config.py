@@ -100,6 +100,8 @@ def test_a_parameter_of_either_type_takes_both(metric, decay):
         ("sampler.learning_rate=-0.1", ["sampler.learning_rate", "> 0", "-0.1"]),
         ("sampler.learning_rate=nan", ["sampler.learning_rate", "finite"]),
         ("run.thin=0", ["run.thin", ">= 1"]),
+        ("run.burn_in=soon", ["run.burn_in", "'auto'", "'soon'"]),
+        ("run.burn_in=-3", ["run.burn_in", ">= 0"]),
         ("run.checkpoint_seconds=-1", ["run.checkpoint_seconds", ">= 0"]),
         ("sampler.metric=mongee", ["sampler.metric", "did you mean 'monge'"]),
         ("data.name=minst", ["data.name", "did you mean 'mnist'"]),
