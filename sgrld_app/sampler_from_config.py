@@ -11,6 +11,7 @@ from typing import Any
 import jax
 
 from sgrld.chains.sampling import with_burn_in
+from sgrld.metrics.monge import SEARCHED_ALPHA2
 from sgrld.numerics import schedules
 from sgrld.numerics.potential import Potential
 from sgrld.numerics.pytrees import PyTree
@@ -22,14 +23,11 @@ from sgrld.samplers.sampler import sgrld as langevin_sgrld
 from sgrld_app.config import METRICS, SAMPLERS, Config, ConfigError
 from sgrld_app.config.schema import SamplerConfig, ScheduleConfig
 
-ALPHA2 = (0.1, 0.0)
+ALPHA2 = SEARCHED_ALPHA2
 """Monge's α² tried beside the rate where ``sampler.learning_rate = "auto"`` and α² is not given
-(:func:`searched_option`): a tenth of the factory's default, and 0, the identity metric, which
-Yu et al. found best on the easier posteriors. The default, 1, was searched too at first and
-lost every comparison measured (the digits at three seeds, UCI concrete, australian, MNIST;
-RESULTS §33): far from the mode a large gradient shrinks its step along itself. Each value costs
-one halving, so two keep ``sgrld run`` on MNIST within 1.5× a run at the chosen rate (three
-took 1.92×)."""
+(:func:`searched_option`): the library's (:data:`sgrld.metrics.monge.SEARCHED_ALPHA2`). Each
+value costs one halving, so two keep ``sgrld run`` on MNIST within 1.5× a run at the chosen rate
+(three took 1.92×)."""
 EXACT_MAX_BYTES = 2**30
 """The largest [D, D] float32 Jacobian ``correction = "exact"`` may need (D parameters)."""
 

@@ -189,12 +189,15 @@ def chosen(
     return choice
 
 
-def best_option(option: str, choices: Mapping[float, RateChoice]) -> RateChoice:
+def best_option(
+    option: str, choices: Mapping[float, RateChoice], value: float | None = None
+) -> RateChoice:
     """The choice, among one search per value of a metric's ``option`` (on the same random
-    numbers), whose chosen rate scored best (the lowest score; the first value on a tie), with
-    every value's rate and score in its ``options``. Only a criterion that compares the runs the
-    values give (the validation log-likelihood) can choose so: the Stein virial scores the bias
-    of a rate, not what a metric gains.
+    numbers), whose chosen rate scored best (the lowest score; the first value on a tie), or that
+    of ``value`` where given, with every value's rate and score in its ``options``. Only a
+    criterion that compares the runs the values give (the validation log-likelihood) can choose
+    by score: the Stein virial scores the bias of a rate, not what a metric gains
+    (:func:`sgrld.chains.virial_choice.simplest_passing` gives its ``value``).
 
     Example:
       >>> a = RateChoice(0.1, (0.3, 0.1), (0.5, 0.3), 64, False)
@@ -210,7 +213,8 @@ def best_option(option: str, choices: Mapping[float, RateChoice]) -> RateChoice:
         return choice.scores[choice.candidates.index(choice.learning_rate)]
 
     table = tuple((float(v), c.learning_rate, score(c)) for v, c in choices.items())
-    value = min(choices, key=lambda v: score(choices[v]))
+    if value is None:
+        value = min(choices, key=lambda v: score(choices[v]))
     return choices[value]._replace(option=option, option_value=float(value), options=table)
 
 

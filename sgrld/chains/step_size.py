@@ -70,13 +70,19 @@ from sgrld.chains.rate_choice import (
     MAX_EXTENSIONS,
     RateChoice,
     all_finite,
+    best_option,
     check_some_finite,
     chosen,
     search_beyond_edges,
 )
 from sgrld.chains.rate_grid import candidate_rates, fit_state, stability_rate, warm_start
 from sgrld.chains.typical_set import searched_near_typical_set
-from sgrld.chains.virial_choice import best_within, for_the_run, warn_if_none_within
+from sgrld.chains.virial_choice import (
+    best_within,
+    for_the_run,
+    simplest_passing,
+    warn_if_none_within,
+)
 from sgrld.numerics.pytrees import PyTree
 from sgrld.samplers.rate_search import RateSearch
 
@@ -323,13 +329,19 @@ def choose_learning_rate(
         isinstance(run_steps, bool) or int(run_steps) != run_steps or run_steps < 1
     ):
         raise ValueError(f"run_steps must be None or an integer >= 1, got {run_steps!r}")
-    one = partial(_search, search, batch_fn, pilot_steps, candidates, extensions, warm, run_steps)
-    if warm:
-        choice, states = searched_near_typical_set(key, search, batch_fn, states, one)
-    else:
-        choice, states = one(key, states)
+    choice, states = _choose(
+        key, search, states, batch_fn, pilot_steps, candidates, extensions, warm, run_steps
+    )
     warn_if_none_within(choice)
     return choice, states
+
+
+def _choose(key, search, states, batch_fn, pilot_steps, candidates, extensions, warm, run_steps):
+    """:func:`choose_learning_rate` without its warning."""
+    one = partial(_search, search, batch_fn, pilot_steps, candidates, extensions, warm, run_steps)
+    if warm:
+        return searched_near_typical_set(key, search, batch_fn, states, one)
+    return one(key, states)
 
 
 def _search(search, batch_fn, pilot_steps, candidates, extensions, warm, run_steps, key, states):
@@ -400,7 +412,38 @@ def resolve_learning_rate(
     if search is None:
         return sampler, states, None
     pilot = pilot_steps_of(burn_in)
-    choice, states = choose_learning_rate(
-        jax.random.fold_in(key, PILOT_KEY), search, states, batch_fn, pilot, run_steps=run_steps
-    )
+    key = jax.random.fold_in(key, PILOT_KEY)
+    if search.option is not None:
+        search, choice, states = _with_option(key, search, states, batch_fn, pilot, run_steps)
+    else:
+        choice, states = choose_learning_rate(
+            key, search, states, batch_fn, pilot, run_steps=run_steps
+        )
     return search.build(choice.learning_rate), states, choice
+
+
+def _with_option(key, search, states, batch_fn, pilot, run_steps):
+    """``(search, choice, states)`` of the value of ``search.option`` (Monge's α²) that the
+    virial keeps (:func:`~sgrld.chains.virial_choice.simplest_passing`), each value's search
+    on the same random numbers from the same starts, its chains initialised anew by its own
+    sampler (α² = 0 is the identity metric, whose state is not Monge's)."""
+    name, values, search_at = search.option
+    choices, ends, searches, failed = {}, {}, {}, []
+    for value in values:
+        at = search_at(value)
+        fresh = jax.vmap(at.build(1.0).init)(states.params)
+        if "step" in getattr(fresh, "_fields", ()):
+            fresh = fresh._replace(step=states.step)
+        try:
+            choices[value], ends[value] = _choose(
+                key, at, fresh, batch_fn, pilot, None, MAX_EXTENSIONS, True, run_steps
+            )
+        except FloatingPointError as err:
+            failed.append(err)
+        searches[value] = at
+    if not choices:
+        raise failed[0]
+    value = simplest_passing(choices)
+    choice = best_option(name, choices, value)
+    warn_if_none_within(choice)
+    return searches[value], choice, ends[value]

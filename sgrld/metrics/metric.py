@@ -76,6 +76,10 @@ class Metric(NamedTuple):
         ``inv_sqrt(whiten(v)) = inv(v)`` and ``whiten`` maps a gradient to the coordinates
         where the noise is white (:func:`sgrld.parts.preconditioning.clip_drift`). ``None``:
         ``inv_sqrt`` is the symmetric root, and whitens.
+      searched_option: ``(name, values, value -> metric)``: an option of the metric's factory
+        that was not given, which a ``learning_rate="auto"`` search chooses beside the rate
+        (Monge's α²: :data:`sgrld.metrics.monge.SEARCHED_ALPHA2`); with a number for the rate,
+        the metric is as it is (the option's published default). ``None``: nothing to choose.
     """
 
     init: Callable[[PyTree], Any]
@@ -91,6 +95,7 @@ class Metric(NamedTuple):
     with_stat: Callable[[Any, PyTree], Any] | None = None
     floor: Callable[[PyTree, Any], PyTree] | None = None
     whiten: Callable[[Any, PyTree], PyTree] | None = None
+    searched_option: tuple[str, tuple[float, ...], Callable[[float], Metric]] | None = None
 
 
 class MetricState(NamedTuple):

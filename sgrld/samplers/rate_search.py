@@ -43,6 +43,9 @@ class RateSearch(NamedTuple):
       metric: the sampler's metric (``None``: the identity), which scales the rates it tries.
       num_data: N.
       temperature: T at step 0, the target's temperature the criterion checks.
+      option: ``(name, values, value -> RateSearch)``: the metric's option chosen beside the
+        rate (:attr:`~sgrld.metrics.metric.Metric.searched_option`, Monge's α² where not given):
+        the search of the sampler at each value; ``None``: nothing to choose.
     """
 
     build: Callable[[Any], Any]
@@ -50,6 +53,7 @@ class RateSearch(NamedTuple):
     metric: Metric | None
     num_data: int
     temperature: float
+    option: tuple[str, tuple[float, ...], Callable[[float], RateSearch]] | None = None
 
 
 def is_auto(learning_rate: Any) -> bool:
@@ -107,15 +111,30 @@ def searchable(metric_of: Callable[[dict[str, Any]], Metric | None]) -> Callable
             adaptation = getattr(placeholder, "adaptation", None)
             if adaptation is not None:
                 adaptation = adaptation._replace(learning_rate=None)
+            metric = metric_of(arguments)
             search = RateSearch(
                 build,
                 arguments["potential_fn"],
-                metric_of(arguments),
+                metric,
                 int(arguments["num_data"]),
                 _temperature_at_start(arguments["temperature"]),
+                _option(wrapped, arguments, metric),
             )
             return placeholder._replace(step=_refuse, adaptation=adaptation, rate_search=search)
 
         return wrapped
 
     return decorate
+
+
+def _option(factory: Callable, arguments: dict[str, Any], metric: Metric | None) -> Any:
+    """:attr:`RateSearch.option` of a sampler whose ``metric`` has an option to choose."""
+    if metric is None or metric.searched_option is None:
+        return None
+    name, values, metric_at = metric.searched_option
+    key = next(k for k, v in arguments.items() if v is metric)
+
+    def search_at(value: float) -> RateSearch:
+        return factory(**{**arguments, key: metric_at(value)}).rate_search
+
+    return name, values, search_at
