@@ -11,7 +11,7 @@ from typing import Any
 import jax
 
 from sgrld.chains.sampling import with_burn_in
-from sgrld.metrics.monge import SEARCHED_ALPHA2
+from sgrld.metrics.monge import AUTO, SEARCHED_ALPHA2
 from sgrld.numerics import schedules
 from sgrld.numerics.potential import Potential
 from sgrld.numerics.pytrees import PyTree
@@ -23,11 +23,6 @@ from sgrld.samplers.sampler import sgrld as langevin_sgrld
 from sgrld_app.config import METRICS, SAMPLERS, Config, ConfigError
 from sgrld_app.config.schema import SamplerConfig, ScheduleConfig
 
-ALPHA2 = SEARCHED_ALPHA2
-"""Monge's α² tried beside the rate where ``sampler.learning_rate = "auto"`` and α² is not given
-(:func:`searched_option`): the library's (:data:`sgrld.metrics.monge.SEARCHED_ALPHA2`). Each
-value costs one halving, so two keep ``sgrld run`` on MNIST within 1.5× a run at the chosen rate
-(three took 1.92×)."""
 EXACT_MAX_BYTES = 2**30
 """The largest [D, D] float32 Jacobian ``correction = "exact"`` may need (D parameters)."""
 
@@ -135,18 +130,20 @@ def configured_sampler(
 
 def searched_option(s: SamplerConfig) -> tuple[str, tuple[float, ...]] | None:
     """The option of ``[sampler]`` a ``learning_rate = "auto"`` search chooses beside the rate
-    (:attr:`sgrld_app.experiment.Experiment.searched_option`): Monge's α² (:data:`ALPHA2`)
-    where the metric is Monge's, preconditions the sampler and α² is not given; else ``None``.
+    (:attr:`sgrld_app.experiment.Experiment.searched_option`): Monge's α²
+    (:data:`sgrld.metrics.monge.SEARCHED_ALPHA2`; two halvings keep ``sgrld run`` on MNIST within
+    1.5× a run at the chosen rate, three took 1.92×) where the metric is Monge's, preconditions
+    the sampler and α² is not given or is ``"auto"``; else ``None``.
 
     Example:
-        >>> searched_option(SamplerConfig(metric="monge"))
+        >>> searched_option(SamplerConfig(metric="monge", metric_params={"alpha2": "auto"}))
         ('metric_params.alpha2', (0.1, 0.0))
         >>> searched_option(SamplerConfig(metric="monge", metric_params={"alpha2": 0.5}))
     """
     auto = is_auto(s.sampler_options().get("learning_rate"))
     if auto and s.metric == "monge" and s.kind in ("sgrld", "sghmc"):
-        if "alpha2" not in s.metric_params:
-            return "metric_params.alpha2", ALPHA2
+        if s.metric_params.get("alpha2", AUTO) == AUTO:
+            return "metric_params.alpha2", SEARCHED_ALPHA2
     return None
 
 

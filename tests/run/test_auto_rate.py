@@ -184,10 +184,10 @@ def test_too_few_rows_to_hold_out_are_searched_by_the_virial_for_the_run(tmp_pat
 
 def test_monges_alpha2_not_given_is_chosen_beside_the_rate_and_read_back(tmp_path, monkeypatch):
     """Monge with α² not given: the search halves the rates at each α² of
-    :data:`~sgrld_app.sampler_from_config.ALPHA2` and keeps the α² whose chosen rate scores best
+    :data:`~sgrld.metrics.monge.SEARCHED_ALPHA2` and keeps the α² whose chosen rate scores best
     on validation; the run steps at that α² (its chains' first step equals a run given that α²
     and rate by hand), states it, and ``--resume`` reads both back."""
-    from sgrld_app.sampler_from_config import ALPHA2
+    from sgrld.metrics.monge import SEARCHED_ALPHA2
 
     config = _config(
         tmp_path, "sampler.metric=monge", "run.checkpoint_every=1", "run.checkpoint_seconds=0"
@@ -195,7 +195,7 @@ def test_monges_alpha2_not_given_is_chosen_beside_the_rate_and_read_back(tmp_pat
     result = launch.run_config(config)
     choice = result.summary["meta"][auto_rate.META_KEY]
     assert result.status == "completed" and choice["option"] == "alpha2"
-    assert [row[0] for row in choice["options"]] == list(ALPHA2)
+    assert [row[0] for row in choice["options"]] == list(SEARCHED_ALPHA2)
     best = min(choice["options"], key=lambda row: row[2])
     assert (choice["option_value"], choice["learning_rate"]) == (best[0], best[1])
     assert f"α² {choice['option_value']:.3g} and lr" in result.summary["meta"]["guarantee"]
